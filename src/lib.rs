@@ -1,0 +1,19 @@
+//! costwatch finds wasted LLM spend in an LLM gateway's logs.
+//!
+//! Modules in reading order: where time and secrets come from, the
+//! configuration, the source of sessions, the pure detectors, the state store,
+//! the window pipeline that ties them together, and the built-in simulator.
+
+pub mod clock;
+pub mod secret;
+
+pub mod config;
+pub mod source;
+
+pub mod detect;
+pub mod store;
+
+pub mod pipeline;
+pub mod backtest;
+
+pub mod sim;
