@@ -46,6 +46,55 @@ impl FakeClock {
 
 impl Clock for FakeClock {
     fn now(&self) -> DateTime<Utc> {
-        self.0.lock().map(|t| *t).unwrap_or_else(|p| *p.into_inner())
+        self.0
+            .lock()
+            .map(|t| *t)
+            .unwrap_or_else(|p| *p.into_inner())
+    }
+}
+
+/// Waits between attempts. Injected so tests can record backoff delays
+/// instead of sleeping through them.
+pub trait Sleeper: Send + Sync {
+    /// Waits for `d`.
+    fn sleep(
+        &self,
+        d: std::time::Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+}
+
+/// Sleeps on the tokio timer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioSleeper;
+
+impl Sleeper for TokioSleeper {
+    fn sleep(
+        &self,
+        d: std::time::Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        Box::pin(tokio::time::sleep(d))
+    }
+}
+
+/// Returns at once and remembers every requested delay.
+#[derive(Debug, Clone, Default)]
+pub struct RecordingSleeper(Arc<Mutex<Vec<std::time::Duration>>>);
+
+impl RecordingSleeper {
+    /// The delays asked for so far, in order.
+    pub fn delays(&self) -> Vec<std::time::Duration> {
+        self.0.lock().map(|d| d.clone()).unwrap_or_default()
+    }
+}
+
+impl Sleeper for RecordingSleeper {
+    fn sleep(
+        &self,
+        d: std::time::Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(d);
+        }
+        Box::pin(std::future::ready(()))
     }
 }

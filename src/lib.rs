@@ -13,7 +13,9 @@ pub mod source;
 pub mod detect;
 pub mod store;
 
-pub mod pipeline;
 pub mod backtest;
+pub mod pipeline;
 
 pub mod sim;
+
+pub mod cli;

@@ -1,1 +1,31 @@
-fn main() {}
+//! The `costwatch` binary: parse the command line, set up logging, run.
+
+use clap::Parser;
+use costwatch::cli::{Cli, Exit};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    costwatch::cli::init_tracing(cli.log_format, cli.verbose, cli.command.quiet_by_default());
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("costwatch: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(costwatch::cli::run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Exit::Config(e)) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+        Err(Exit::Failed(e)) => {
+            eprintln!("costwatch: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

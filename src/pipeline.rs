@@ -1,1 +1,302 @@
-//! (in progress)
+//! Window by window: read every page of a window, check it, and store its
+//! findings, baselines and the new watermark in one transaction.
+//!
+//! A window is done only when all its pages were read, every drill-down
+//! answered and the commit succeeded; on any failure nothing of it is stored,
+//! the watermark stays, and the same window is tried again on the next run.
+//! Windows are processed strictly in order, so none is skipped or counted twice.
+
+use crate::clock::Clock;
+use crate::detect::{Catalogue, Detector, Diagnostic, Finding};
+use crate::source::{ModelPrice, SessionRecord, Source, SourceError, Window};
+use crate::store::{Store, StoreError, WindowCommit};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinSet;
+
+/// How far back a model's traffic counts as "in use" when judging prices.
+const MODELS_IN_USE_LOOKBACK_DAYS: i64 = 7;
+
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    /// The gateway could not be read; the window stays due.
+    #[error("window {window}: {source}")]
+    Source {
+        /// The window that failed.
+        window: Window,
+        /// What failed.
+        #[source]
+        source: SourceError,
+    },
+    /// The catalogue could not be read.
+    #[error("model catalogue: {0}")]
+    Models(#[source] SourceError),
+    /// State could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Where windows come from.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// Name of the job (its watermark is kept under this name).
+    pub job: String,
+    /// Window length.
+    pub size: Duration,
+    /// Wait after a window's end before reading it.
+    pub settle_lag: Duration,
+    /// First window start of a new job; `None` means `now - max_backfill`.
+    pub start: Option<DateTime<Utc>>,
+    /// How far back a new job starts.
+    pub max_backfill: Duration,
+}
+
+impl Schedule {
+    fn size(&self) -> ChronoDuration {
+        ChronoDuration::from_std(self.size).unwrap_or(ChronoDuration::minutes(15))
+    }
+
+    /// `t` rounded down to a window boundary (multiples of the size since the epoch).
+    pub fn align(&self, t: DateTime<Utc>) -> DateTime<Utc> {
+        let size = self.size().num_milliseconds().max(1);
+        let ms = t.timestamp_millis();
+        let aligned = ms - ms.rem_euclid(size);
+        DateTime::from_timestamp_millis(aligned).unwrap_or(t)
+    }
+
+    /// The windows from `watermark` that are due at `now` (ended at least
+    /// `settle_lag` ago), in order.
+    pub fn due(
+        &self,
+        watermark: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> impl Iterator<Item = Window> + '_ {
+        let size = self.size();
+        let lag = ChronoDuration::from_std(self.settle_lag).unwrap_or_default();
+        let mut start = watermark;
+        std::iter::from_fn(move || {
+            let end = start + size;
+            if end + lag > now {
+                return None;
+            }
+            let w = Window { start, end };
+            start = end;
+            Some(w)
+        })
+    }
+}
+
+/// What one window produced.
+#[derive(Debug, Clone)]
+pub struct WindowReport {
+    /// The window.
+    pub window: Window,
+    /// Sessions read.
+    pub sessions: u64,
+    /// Pages read.
+    pub pages: u64,
+    /// Gateway calls retried.
+    pub retries: u64,
+    /// Sessions drilled into.
+    pub drilldowns: usize,
+    /// Findings first seen in this window.
+    pub new_findings: Vec<Finding>,
+    /// Findings of sessions already reported, with updated figures.
+    pub seen_again: usize,
+    /// Odd data noticed.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The window pipeline.
+pub struct Pipeline<S, St> {
+    source: S,
+    store: St,
+    detector: Detector,
+    schedule: Schedule,
+    drilldown_concurrency: usize,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S, St> Pipeline<S, St>
+where
+    S: Source + Clone + 'static,
+    St: Store,
+{
+    /// Ties a source, a store and the detector together.
+    pub fn new(
+        source: S,
+        store: St,
+        detector: Detector,
+        schedule: Schedule,
+        drilldown_concurrency: usize,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Pipeline {
+            source,
+            store,
+            detector,
+            schedule,
+            drilldown_concurrency: drilldown_concurrency.max(1),
+            clock,
+        }
+    }
+
+    /// The store, for reading results.
+    pub fn store(&self) -> &St {
+        &self.store
+    }
+
+    /// The schedule.
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// The job's watermark, setting the first one when the job is new.
+    pub async fn watermark(&self, now: DateTime<Utc>) -> Result<DateTime<Utc>, StoreError> {
+        if let Some(w) = self.store.watermark(&self.schedule.job).await? {
+            return Ok(w);
+        }
+        let backfill = ChronoDuration::from_std(self.schedule.max_backfill).unwrap_or_default();
+        let first = self
+            .schedule
+            .align(self.schedule.start.unwrap_or(now - backfill));
+        self.store
+            .init_watermark(&self.schedule.job, first, now)
+            .await
+    }
+
+    /// Processes every window due at `now`, in order, calling `on_window`
+    /// after each. Stops at the first window that fails (it stays due).
+    pub async fn run_due<F>(
+        &self,
+        now: DateTime<Utc>,
+        mut on_window: F,
+    ) -> Result<Vec<WindowReport>, PipelineError>
+    where
+        F: FnMut(&WindowReport),
+    {
+        let watermark = self.watermark(now).await?;
+        let due: Vec<Window> = self.schedule.due(watermark, now).collect();
+        if due.is_empty() {
+            return Ok(Vec::new());
+        }
+        let models = self.source.models().await.map_err(PipelineError::Models)?;
+        let mut reports = Vec::with_capacity(due.len());
+        for window in due {
+            match self.process_window(window, &models).await {
+                Ok(report) => {
+                    on_window(&report);
+                    reports.push(report);
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    tracing::warn!(window = %window, error = %message, "window failed; it will be retried");
+                    if let Err(store_err) = self
+                        .store
+                        .record_failure(&self.schedule.job, window, &message, self.clock.now())
+                        .await
+                    {
+                        tracing::error!(error = %store_err, "could not record the failed window");
+                    }
+                    return Err(e);
+                }
+            }
+        }
+        Ok(reports)
+    }
+
+    /// Reads, checks and stores one window.
+    pub async fn process_window(
+        &self,
+        window: Window,
+        models: &[ModelPrice],
+    ) -> Result<WindowReport, PipelineError> {
+        let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
+        let in_use = self.store.models_in_use(since).await?;
+        let catalogue = Catalogue::new(models.to_vec(), in_use.iter().map(String::as_str));
+        let mut analysis = self.detector.begin(window, catalogue);
+        let stats = self
+            .source
+            .sessions(window, |s: SessionRecord| analysis.observe(s))
+            .await
+            .map_err(|source| PipelineError::Source { window, source })?;
+        let history = self.store.load_baselines(&analysis.groups()).await?;
+        let mut judgement = analysis.judge(history);
+        let drilldowns = judgement.drilldowns.len();
+        let confirmed = self
+            .drill_down(window, std::mem::take(&mut judgement.drilldowns))
+            .await?;
+        judgement.findings.extend(confirmed);
+        let all = judgement.findings.len();
+        let new_findings = self
+            .store
+            .commit_window(
+                &self.schedule.job,
+                window,
+                WindowCommit {
+                    findings: &judgement.findings,
+                    baselines: &judgement.baselines,
+                    models_seen: &judgement.models_seen,
+                    sessions: judgement.sessions,
+                    pages: stats.pages,
+                    now: self.clock.now(),
+                },
+            )
+            .await?;
+        tracing::info!(
+            window = %window,
+            sessions = judgement.sessions,
+            pages = stats.pages,
+            drilldowns,
+            new_findings = new_findings.len(),
+            "window processed"
+        );
+        Ok(WindowReport {
+            window,
+            sessions: judgement.sessions,
+            pages: stats.pages,
+            retries: stats.retries,
+            drilldowns,
+            seen_again: all - new_findings.len(),
+            new_findings,
+            diagnostics: judgement.diagnostics,
+        })
+    }
+
+    /// Fetches the requests of each retry-loop candidate (a few at a time)
+    /// and keeps the confirmed ones. Any failed drill-down fails the window.
+    async fn drill_down(
+        &self,
+        window: Window,
+        candidates: Vec<crate::detect::RetryCandidate>,
+    ) -> Result<Vec<Finding>, PipelineError> {
+        let mut confirmed = Vec::new();
+        let mut pending = candidates.into_iter();
+        let mut running: JoinSet<(crate::detect::RetryCandidate, Result<_, SourceError>)> =
+            JoinSet::new();
+        loop {
+            while running.len() < self.drilldown_concurrency {
+                let Some(c) = pending.next() else { break };
+                let source = self.source.clone();
+                running.spawn(async move {
+                    let r = source.session_requests(&c.session.session_id).await;
+                    (c, r)
+                });
+            }
+            let Some(joined) = running.join_next().await else {
+                break;
+            };
+            let (candidate, requests) = joined.map_err(|e| PipelineError::Source {
+                window,
+                source: SourceError::Transient(format!("drill-down task failed: {e}")),
+            })?;
+            let requests = requests.map_err(|source| PipelineError::Source { window, source })?;
+            if let Some(f) = self.detector.confirm_retry(&candidate, &requests, window) {
+                confirmed.push(f);
+            }
+        }
+        Ok(confirmed)
+    }
+}

@@ -12,7 +12,7 @@ mod raw;
 pub mod rules;
 
 pub use error::{ConfigError, Problem};
-pub use load::{load, load_rules, rules_schema};
+pub use load::{load, load_rules, load_with_env, rules_schema};
 pub use rules::{
     NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector, Severity,
 };

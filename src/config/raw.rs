@@ -1,1 +1,423 @@
-//! (in progress)
+//! The configuration and rule files exactly as written: serde structs with
+//! defaults and no unknown keys. `load` checks them and turns them into the
+//! typed structs of [`super`] and [`super::rules`].
+
+use super::rules::Severity;
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// A duration written the humantime way (`500ms`, `30s`, `15m`, `7d`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HumanDuration(pub Duration);
+
+impl HumanDuration {
+    const fn secs(secs: u64) -> Self {
+        HumanDuration(Duration::from_secs(secs))
+    }
+
+    const fn millis(millis: u64) -> Self {
+        HumanDuration(Duration::from_millis(millis))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(HumanDurationVisitor)
+    }
+}
+
+struct HumanDurationVisitor;
+
+impl Visitor<'_> for HumanDurationVisitor {
+    type Value = HumanDuration;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration with a unit, such as `30s` or `15m`")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<HumanDuration, E> {
+        humantime::parse_duration(v)
+            .map(HumanDuration)
+            .map_err(|e| E::custom(format!("invalid duration `{v}`: {e}")))
+    }
+}
+
+/// A whole configuration file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    /// Where sessions come from.
+    #[serde(default)]
+    pub source: RawSource,
+    /// How time is cut into windows.
+    #[serde(default)]
+    pub windows: RawWindows,
+    /// Labels whose values form a session's peer group.
+    #[serde(default = "default_group_by")]
+    pub group_by: Vec<String>,
+    /// Where state lives.
+    #[serde(default)]
+    pub state: RawState,
+    /// Detector tuning not tied to one rule.
+    #[serde(default)]
+    pub detection: RawDetection,
+    /// Rule files and directories, relative to the configuration file's folder.
+    #[serde(default = "default_rules")]
+    pub rules: Vec<String>,
+}
+
+fn default_group_by() -> Vec<String> {
+    vec!["feature".to_owned()]
+}
+
+fn default_rules() -> Vec<String> {
+    vec!["rules".to_owned()]
+}
+
+/// The `source` section; a key left out keeps its default.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawSource {
+    /// Base URL of the gateway API; required, here or in the environment.
+    pub api_url: Option<String>,
+    /// File holding the admin key, relative to the configuration file's folder.
+    pub admin_key_file: Option<String>,
+    /// Page size for listing calls.
+    pub page_limit: u32,
+    /// Whole-request timeout.
+    pub timeout: HumanDuration,
+    /// Connect timeout.
+    pub connect_timeout: HumanDuration,
+    /// Retries per page after the first attempt.
+    pub max_retries: u32,
+    /// First backoff delay.
+    pub retry_base: HumanDuration,
+    /// Longest backoff.
+    pub retry_max: HumanDuration,
+    /// Largest response body accepted, in bytes.
+    pub max_body_bytes: u64,
+    /// Label filter.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Default for RawSource {
+    fn default() -> Self {
+        RawSource {
+            api_url: None,
+            admin_key_file: None,
+            page_limit: 50,
+            timeout: HumanDuration::secs(30),
+            connect_timeout: HumanDuration::secs(5),
+            max_retries: 5,
+            retry_base: HumanDuration::millis(500),
+            retry_max: HumanDuration::secs(60),
+            max_body_bytes: 8 * 1024 * 1024,
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// The `windows` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawWindows {
+    /// Length of one window.
+    pub size: HumanDuration,
+    /// Wait after a window's end before it is read.
+    pub settle_lag: HumanDuration,
+    /// RFC 3339 start when there is no watermark yet.
+    pub start: Option<String>,
+    /// How far back processing ever reaches.
+    pub max_backfill: HumanDuration,
+}
+
+impl Default for RawWindows {
+    fn default() -> Self {
+        RawWindows {
+            size: HumanDuration::secs(15 * 60),
+            settle_lag: HumanDuration::secs(2 * 60),
+            start: None,
+            max_backfill: HumanDuration::secs(7 * 24 * 3600),
+        }
+    }
+}
+
+/// The `state` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawState {
+    /// `sqlite:...`, `postgres://...` or `postgresql://...`.
+    pub url: String,
+}
+
+impl Default for RawState {
+    fn default() -> Self {
+        RawState {
+            url: "sqlite://costwatch.db".to_owned(),
+        }
+    }
+}
+
+/// The `detection` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawDetection {
+    /// Recent sessions kept per group as its baseline.
+    pub baseline_samples: u64,
+    /// Largest number of candidates judged in one window.
+    pub max_candidates: u64,
+    /// Concurrent drill-down requests.
+    pub drilldown_concurrency: u64,
+}
+
+impl Default for RawDetection {
+    fn default() -> Self {
+        RawDetection {
+            baseline_samples: 512,
+            max_candidates: 10_000,
+            drilldown_concurrency: 4,
+        }
+    }
+}
+
+/// One rule file. Every kind is optional; each holds a list of rules.
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "costwatch rule file")]
+pub(crate) struct RawRuleFile {
+    /// Multi-request conversations on a cache-capable model that never hit
+    /// the prompt cache while their peers do.
+    #[serde(default)]
+    pub no_cache: Vec<RawNoCacheRule>,
+    /// A premium model used for tiny calls where the group does not normally
+    /// do so.
+    #[serde(default)]
+    pub oversized_model: Vec<RawOversizedModelRule>,
+    /// Sessions that call far more often than their peers, confirmed by
+    /// repeated near-identical requests or an error burst.
+    #[serde(default)]
+    pub retry_loop: Vec<RawRetryLoopRule>,
+}
+
+/// A `no_cache` rule.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "NoCacheRule")]
+pub(crate) struct RawNoCacheRule {
+    /// Unique name among the `no_cache` rules; appears in findings.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Severity of the rule's findings.
+    #[serde(default = "default_severity")]
+    pub severity: Severity,
+    /// Exact-match label selector; `{}` covers every session. The most
+    /// specific matching rule decides.
+    #[serde(default, rename = "match")]
+    pub selector: BTreeMap<String, String>,
+    /// A disabled rule silences the sessions it covers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Fewest calls in the session (a single call can never hit the cache).
+    #[serde(default = "no_cache_min_requests")]
+    #[schemars(range(min = 2))]
+    pub min_requests: u64,
+    /// Smallest average prompt per call, in tokens; shorter prompts are below
+    /// the providers' cacheable minimum.
+    #[serde(default = "no_cache_min_avg_input_tokens")]
+    pub min_avg_input_tokens: u64,
+    /// Cached share of the prompt at or below which the session counts as
+    /// uncached.
+    #[serde(default = "no_cache_max_cached_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_cached_share: f64,
+    /// Peers' median cached share needed before an uncached session is unusual.
+    #[serde(default = "no_cache_min_peer_cached_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_peer_cached_share: f64,
+    /// Fewest eligible peers for the peer test; below it the rule alone decides.
+    #[serde(default = "no_cache_min_peers")]
+    #[schemars(range(min = 1))]
+    pub min_peers: u64,
+    /// Smallest estimated waste worth a finding, in USD.
+    #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    pub min_impact_usd: f64,
+}
+
+/// An `oversized_model` rule.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "OversizedModelRule")]
+pub(crate) struct RawOversizedModelRule {
+    /// Unique name among the `oversized_model` rules; appears in findings.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Severity of the rule's findings.
+    #[serde(default = "default_severity")]
+    pub severity: Severity,
+    /// Exact-match label selector; `{}` covers every session. The most
+    /// specific matching rule decides.
+    #[serde(default, rename = "match")]
+    pub selector: BTreeMap<String, String>,
+    /// A disabled rule silences the sessions it covers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// A model is premium when its blended price is at least this many times
+    /// the cheapest model in use.
+    #[serde(default = "oversized_premium_price_ratio")]
+    #[schemars(range(min = 1.0))]
+    pub premium_price_ratio: f64,
+    /// Largest average prompt per premium call that counts as tiny, in tokens.
+    #[serde(default = "oversized_max_avg_input_tokens")]
+    pub max_avg_input_tokens: u64,
+    /// Largest average completion per premium call that counts as tiny, in
+    /// tokens.
+    #[serde(default = "oversized_max_avg_output_tokens")]
+    pub max_avg_output_tokens: u64,
+    /// Smallest share of the session's cost spent on tiny premium calls.
+    #[serde(default = "oversized_min_premium_cost_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_premium_cost_share: f64,
+    /// Fewest peers before the group's habits are judged at all.
+    #[serde(default = "oversized_min_peers")]
+    #[schemars(range(min = 1))]
+    pub min_peers: u64,
+    /// When more than this share of the group's sessions make tiny premium
+    /// calls, that is the group's normal pattern and nothing is flagged.
+    #[serde(default = "oversized_max_group_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_group_share: f64,
+    /// Smallest estimated waste worth a finding, in USD.
+    #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    pub min_impact_usd: f64,
+}
+
+/// A `retry_loop` rule.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "RetryLoopRule")]
+pub(crate) struct RawRetryLoopRule {
+    /// Unique name among the `retry_loop` rules; appears in findings.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Severity of the rule's findings.
+    #[serde(default = "default_severity")]
+    pub severity: Severity,
+    /// Exact-match label selector; `{}` covers every session. The most
+    /// specific matching rule decides.
+    #[serde(default, rename = "match")]
+    pub selector: BTreeMap<String, String>,
+    /// A disabled rule silences the sessions it covers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Fewest calls for a session to be considered at all.
+    #[serde(default = "retry_min_requests")]
+    #[schemars(range(min = 2))]
+    pub min_requests: u64,
+    /// Calls must be at least this many times the peers' median.
+    #[serde(default = "retry_min_ratio_to_median")]
+    #[schemars(range(min = 1.0))]
+    pub min_ratio_to_median: f64,
+    /// Robust z-score (median and MAD of log call counts) needed; above 0.
+    #[serde(default = "retry_min_robust_z")]
+    pub min_robust_z: f64,
+    /// Fewest peers for the statistical test; below it
+    /// `cold_start_min_requests` applies.
+    #[serde(default = "retry_min_peers")]
+    #[schemars(range(min = 1))]
+    pub min_peers: u64,
+    /// Calls needed when the group has too little history.
+    #[serde(default = "retry_cold_start_min_requests")]
+    pub cold_start_min_requests: u64,
+    /// Consecutive near-identical calls that confirm a loop.
+    #[serde(default = "retry_min_identical_run")]
+    #[schemars(range(min = 2))]
+    pub min_identical_run: u64,
+    /// Prompt sizes within this many tokens count as near-identical...
+    #[serde(default = "retry_input_tolerance_tokens")]
+    pub input_tolerance_tokens: u64,
+    /// ...or within this share of the previous prompt.
+    #[serde(default = "retry_input_tolerance_ratio")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub input_tolerance_ratio: f64,
+    /// Failed calls in a row that confirm a loop; also the failed calls that
+    /// make a session a candidate whatever its size.
+    #[serde(default = "retry_min_error_burst")]
+    pub min_error_burst: u64,
+}
+
+fn default_severity() -> Severity {
+    Severity::Warning
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn no_cache_min_requests() -> u64 {
+    3
+}
+fn no_cache_min_avg_input_tokens() -> u64 {
+    1024
+}
+fn no_cache_max_cached_share() -> f64 {
+    0.05
+}
+fn no_cache_min_peer_cached_share() -> f64 {
+    0.15
+}
+fn no_cache_min_peers() -> u64 {
+    5
+}
+
+fn oversized_premium_price_ratio() -> f64 {
+    5.0
+}
+fn oversized_max_avg_input_tokens() -> u64 {
+    1000
+}
+fn oversized_max_avg_output_tokens() -> u64 {
+    500
+}
+fn oversized_min_premium_cost_share() -> f64 {
+    0.5
+}
+fn oversized_min_peers() -> u64 {
+    2
+}
+fn oversized_max_group_share() -> f64 {
+    0.5
+}
+
+fn retry_min_requests() -> u64 {
+    6
+}
+fn retry_min_ratio_to_median() -> f64 {
+    2.5
+}
+fn retry_min_robust_z() -> f64 {
+    3.0
+}
+fn retry_min_peers() -> u64 {
+    20
+}
+fn retry_cold_start_min_requests() -> u64 {
+    8
+}
+fn retry_min_identical_run() -> u64 {
+    5
+}
+fn retry_input_tolerance_tokens() -> u64 {
+    32
+}
+fn retry_input_tolerance_ratio() -> f64 {
+    0.005
+}
+fn retry_min_error_burst() -> u64 {
+    4
+}

@@ -6,7 +6,17 @@ use std::path::PathBuf;
 
 /// How urgent a finding is.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, schemars::JsonSchema,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
@@ -126,7 +136,8 @@ pub struct RetryLoopRule {
     pub input_tolerance_tokens: u64,
     /// ...or within this share of the previous prompt.
     pub input_tolerance_ratio: f64,
-    /// Failed calls that confirm a loop when at least half the calls failed.
+    /// Failed calls in a row that confirm a loop; also the failed calls that
+    /// make a session a candidate whatever its size.
     pub min_error_burst: u64,
 }
 
@@ -144,7 +155,11 @@ pub struct Rules {
 /// Picks the rule that covers `labels`: the enabled-or-not rule with the most
 /// specific matching selector, the first loaded on a tie. A disabled winner
 /// means "not checked".
-pub fn select<'a, R>(rules: &'a [R], meta: impl Fn(&R) -> &RuleMeta, labels: &Labels) -> Option<&'a R> {
+pub fn select<'a, R>(
+    rules: &'a [R],
+    meta: impl Fn(&R) -> &RuleMeta,
+    labels: &Labels,
+) -> Option<&'a R> {
     let mut best: Option<(&R, usize)> = None;
     for r in rules {
         let m = meta(r);
@@ -166,7 +181,11 @@ mod tests {
         RuleMeta {
             name: name.into(),
             severity: Severity::Warning,
-            selector: Selector(sel.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            selector: Selector(
+                sel.iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
             enabled,
             file: PathBuf::from("rules/x.yaml"),
         }
@@ -180,8 +199,14 @@ mod tests {
             meta("quiet", &[("feature", "batch")], false),
         ];
         let l = |v: &str| Labels::from([("feature".to_string(), v.to_string())]);
-        assert_eq!(select(&rules, |r| r, &l("support")).map(|r| r.name.as_str()), Some("support"));
-        assert_eq!(select(&rules, |r| r, &l("search")).map(|r| r.name.as_str()), Some("all"));
+        assert_eq!(
+            select(&rules, |r| r, &l("support")).map(|r| r.name.as_str()),
+            Some("support")
+        );
+        assert_eq!(
+            select(&rules, |r| r, &l("search")).map(|r| r.name.as_str()),
+            Some("all")
+        );
         assert_eq!(select(&rules, |r| r, &l("batch")), None);
     }
 }

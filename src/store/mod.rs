@@ -1,1 +1,128 @@
-//! (in progress)
+//! State: watermarks, windows, baselines and findings. All SQL lives here.
+//!
+//! One implementation, [`SqlStore`], serves SQLite (the embedded default) and
+//! PostgreSQL, chosen from the URL scheme; the schema keeps to types both
+//! read the same way (BIGINT epoch milliseconds, DOUBLE PRECISION, TEXT).
+
+mod sql;
+
+pub use sql::SqlStore;
+
+use crate::detect::{Finding, GroupBaseline};
+use crate::source::Window;
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+
+/// Why a store call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached or answered with an error; worth retrying.
+    #[error("state database unavailable: {0}")]
+    Unavailable(String),
+    /// The URL or the schema is wrong; retrying will not help.
+    #[error("state database rejected: {0}")]
+    Rejected(String),
+    /// Someone else processed this window first; nothing was written.
+    #[error("window {0} was already processed")]
+    AlreadyProcessed(Window),
+    /// A stored value could not be read back.
+    #[error("corrupt state: {0}")]
+    Corrupt(String),
+}
+
+/// Everything one window writes, atomically.
+#[derive(Debug)]
+pub struct WindowCommit<'a> {
+    /// Findings of the window (new ones and sessions seen again).
+    pub findings: &'a [Finding],
+    /// Updated baselines of the groups seen.
+    pub baselines: &'a HashMap<String, GroupBaseline>,
+    /// Models seen carrying traffic.
+    pub models_seen: &'a BTreeSet<String>,
+    /// Sessions read.
+    pub sessions: u64,
+    /// Pages read.
+    pub pages: u64,
+    /// When the commit happens.
+    pub now: DateTime<Utc>,
+}
+
+/// A window's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowRow {
+    /// The window.
+    pub window: Window,
+    /// `done` or `failed`.
+    pub status: String,
+    /// Sessions read.
+    pub sessions: u64,
+    /// New findings.
+    pub findings: u64,
+    /// Attempts made.
+    pub attempts: u64,
+    /// Last failure, if any.
+    pub last_error: Option<String>,
+}
+
+/// The state a pipeline needs.
+pub trait Store: Send + Sync {
+    /// Where `job` stands: every window before it is done. `None` for a new job.
+    fn watermark(
+        &self,
+        job: &str,
+    ) -> impl Future<Output = Result<Option<DateTime<Utc>>, StoreError>> + Send;
+
+    /// Sets the first watermark of a new job; returns the watermark in force
+    /// (an existing one wins).
+    fn init_watermark(
+        &self,
+        job: &str,
+        at: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<DateTime<Utc>, StoreError>> + Send;
+
+    /// Stored baselines of the named groups (missing groups are absent).
+    fn load_baselines(
+        &self,
+        groups: &[String],
+    ) -> impl Future<Output = Result<HashMap<String, GroupBaseline>, StoreError>> + Send;
+
+    /// Models seen carrying traffic since `since`.
+    fn models_in_use(
+        &self,
+        since: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// Writes a window's results and moves the watermark from `window.start`
+    /// to `window.end`, all in one transaction. Returns the findings that are
+    /// new (first seen in this window). Fails with
+    /// [`StoreError::AlreadyProcessed`] when the watermark is not at
+    /// `window.start`, writing nothing.
+    fn commit_window(
+        &self,
+        job: &str,
+        window: Window,
+        commit: WindowCommit<'_>,
+    ) -> impl Future<Output = Result<Vec<Finding>, StoreError>> + Send;
+
+    /// Records a failed attempt at a window (it stays due).
+    fn record_failure(
+        &self,
+        job: &str,
+        window: Window,
+        error: &str,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Findings first seen in windows starting in `[from, to)`, oldest first.
+    fn findings(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<Finding>, StoreError>> + Send;
+
+    /// The window rows of a job, oldest first.
+    fn windows(&self, job: &str)
+    -> impl Future<Output = Result<Vec<WindowRow>, StoreError>> + Send;
+}

@@ -1,0 +1,627 @@
+//! The command line: `check`, `once`, `backtest`, `demo`, `schema`.
+
+use crate::backtest::{self, Replay};
+use crate::clock::{Clock, SystemClock};
+use crate::config::{self, Config, ConfigError, Rules};
+use crate::detect::{Detector, Finding, Kind};
+use crate::pipeline::{Pipeline, Schedule, WindowReport};
+use crate::secret::Secret;
+use crate::sim::dataset::Dataset;
+use crate::sim::scenario::{self, ScenarioParams};
+use crate::sim::server::{SimOptions, SimServer};
+use crate::source::gateway::GatewaySource;
+use crate::source::{HttpLimits, Labels};
+use crate::store::SqlStore;
+use anyhow::{Context, anyhow};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Finds wasted LLM spend in an LLM gateway's logs.
+#[derive(Debug, Parser)]
+#[command(name = "costwatch", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "COSTWATCH_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    /// More log output (-v: debug, -vv: trace). `COSTWATCH_LOG` takes a full filter.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (journald adds its own timestamps).
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a configuration and its rules offline; exit 2 on any problem.
+    Check(CheckArgs),
+    /// Process every window that is due, store the results, print new findings.
+    Once(OnceArgs),
+    /// Replay a historical range through the pipeline with throwaway state.
+    Backtest(BacktestArgs),
+    /// Run the whole pipeline against the built-in gateway simulator.
+    Demo(DemoArgs),
+    /// Print the JSON Schema of rule files.
+    Schema,
+}
+
+impl Command {
+    /// Commands that print their own results log only warnings unless asked.
+    pub fn quiet_by_default(&self) -> bool {
+        matches!(
+            self,
+            Command::Backtest(_) | Command::Demo(_) | Command::Check(_) | Command::Schema
+        )
+    }
+}
+
+/// `costwatch check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Configuration file (its rules are checked too).
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Rule files or directories to check on their own.
+    #[arg(long)]
+    pub rules: Vec<PathBuf>,
+}
+
+/// `costwatch once`.
+#[derive(Debug, Args)]
+pub struct OnceArgs {
+    /// Configuration file.
+    #[arg(long, short)]
+    pub config: PathBuf,
+    /// Process windows due at this time (RFC 3339) instead of now.
+    #[arg(long)]
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// Output format of findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// An aligned table for people.
+    Table,
+    /// One JSON object per finding per line.
+    Jsonl,
+}
+
+/// `costwatch backtest`.
+#[derive(Debug, Args)]
+pub struct BacktestArgs {
+    /// Configuration file (gateway, windows, groups, rules). Optional with `--simulate`.
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Start of the range (RFC 3339); rounded down to a window boundary.
+    #[arg(long)]
+    pub from: Option<DateTime<Utc>>,
+    /// End of the range (RFC 3339, exclusive).
+    #[arg(long)]
+    pub to: Option<DateTime<Utc>>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// State database; default a throwaway in-memory one.
+    #[arg(long, default_value = "sqlite::memory:")]
+    pub state: String,
+    /// Replay the built-in simulator's labelled traffic instead of a gateway,
+    /// and score the findings against its truth.
+    #[arg(long)]
+    pub simulate: bool,
+    /// Simulation seed.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Simulated days.
+    #[arg(long, default_value_t = 4)]
+    pub days: u32,
+    /// Rules to use without a configuration file.
+    #[arg(long, default_value = "rules")]
+    pub rules: PathBuf,
+}
+
+/// `costwatch demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Simulation seed.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Simulated days.
+    #[arg(long, default_value_t = 4)]
+    pub days: u32,
+    /// Rules to use.
+    #[arg(long, default_value = "rules")]
+    pub rules: PathBuf,
+}
+
+/// How a command failed.
+#[derive(Debug)]
+pub enum Exit {
+    /// Bad configuration or rules (exit 2).
+    Config(ConfigError),
+    /// Anything else (exit 1).
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Exit {
+    fn from(e: anyhow::Error) -> Self {
+        Exit::Failed(e)
+    }
+}
+
+impl From<ConfigError> for Exit {
+    fn from(e: ConfigError) -> Self {
+        Exit::Config(e)
+    }
+}
+
+/// Sets up logging on stderr. `COSTWATCH_LOG` (a tracing filter) overrides `-v`.
+pub fn init_tracing(format: LogFormat, verbose: u8, quiet: bool) {
+    let default = match verbose {
+        0 if quiet => "warn",
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("COSTWATCH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> Result<(), Exit> {
+    match cli.command {
+        Command::Check(a) => check(a),
+        Command::Once(a) => once(a).await,
+        Command::Backtest(a) => backtest_cmd(a).await,
+        Command::Demo(a) => demo(a).await,
+        Command::Schema => {
+            let text = serde_json::to_string_pretty(&config::rules_schema())
+                .context("cannot print the schema")?;
+            println!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn check(a: CheckArgs) -> Result<(), Exit> {
+    if a.config.is_none() && a.rules.is_empty() {
+        return Err(Exit::Failed(anyhow!(
+            "nothing to check: give --config FILE and/or --rules PATH"
+        )));
+    }
+    if let Some(path) = &a.config {
+        let cfg = config::load(path)?;
+        println!("{}: ok ({})", path.display(), rules_summary(&cfg.rules));
+        if cfg.source.admin_key.is_none() {
+            println!(
+                "note: no admin key is set (COSTWATCH_ADMIN_KEY or source.admin_key_file); commands that read the gateway will refuse to start"
+            );
+        }
+    }
+    if !a.rules.is_empty() {
+        let rules = config::load_rules(&a.rules)?;
+        println!("rules: ok ({})", rules_summary(&rules));
+    }
+    Ok(())
+}
+
+fn rules_summary(r: &Rules) -> String {
+    format!(
+        "{} no_cache, {} oversized_model, {} retry_loop rules",
+        r.no_cache.len(),
+        r.oversized_model.len(),
+        r.retry_loop.len()
+    )
+}
+
+/// The detector a configuration describes.
+pub fn detector(cfg: &Config) -> Detector {
+    Detector {
+        rules: cfg.rules.clone(),
+        group_by: cfg.group_by.clone(),
+        baseline_samples: cfg.detection.baseline_samples,
+        max_candidates: cfg.detection.max_candidates,
+    }
+}
+
+/// A gateway client for a configuration; fails without an admin key.
+pub fn gateway(cfg: &Config) -> anyhow::Result<GatewaySource> {
+    let key = cfg.source.admin_key.as_ref().ok_or_else(|| {
+        anyhow!(
+            "no admin key: set COSTWATCH_ADMIN_KEY or source.admin_key_file in {}",
+            cfg.path.display()
+        )
+    })?;
+    let s = &cfg.source;
+    let limits = HttpLimits {
+        timeout: s.timeout,
+        connect_timeout: s.connect_timeout,
+        max_retries: s.max_retries,
+        retry_base: s.retry_base,
+        retry_max: s.retry_max,
+        max_body_bytes: s.max_body_bytes,
+    };
+    Ok(GatewaySource::new(
+        s.api_url.clone(),
+        key,
+        s.page_limit,
+        s.labels.clone(),
+        limits,
+    )?)
+}
+
+async fn once(a: OnceArgs) -> Result<(), Exit> {
+    let cfg = config::load(&a.config)?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let now = a.at.unwrap_or_else(|| clock.now());
+    let store = SqlStore::open(&cfg.state.url)
+        .await
+        .context("cannot open the state database")?;
+    let schedule = Schedule {
+        job: "main".to_owned(),
+        size: cfg.windows.size,
+        settle_lag: cfg.windows.settle_lag,
+        start: cfg.windows.start,
+        max_backfill: cfg.windows.max_backfill,
+    };
+    let pipeline = Pipeline::new(
+        gateway(&cfg)?,
+        store,
+        detector(&cfg),
+        schedule,
+        cfg.detection.drilldown_concurrency,
+        clock,
+    );
+    let mut out = std::io::stdout().lock();
+    let mut printed = 0usize;
+    let result = pipeline
+        .run_due(now, |r| {
+            for f in &r.new_findings {
+                let _ = writeln!(out, "{}", table_row(f));
+                printed += 1;
+            }
+        })
+        .await;
+    match result {
+        Ok(reports) => {
+            eprintln!(
+                "{} windows processed, {printed} new findings",
+                reports.len()
+            );
+            Ok(())
+        }
+        Err(e) => Err(Exit::Failed(anyhow!(e).context(
+            "stopped; the failed window stays due and is retried on the next run",
+        ))),
+    }
+}
+
+/// One finding as a JSON line with the documented fields.
+pub fn jsonl_row(f: &Finding) -> serde_json::Value {
+    serde_json::json!({
+        "kind": f.kind,
+        "session_id": f.session_id,
+        "window_start": f.window.start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "window_end": f.window.end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "severity": f.severity,
+        "rule": f.rule,
+        "group": f.group,
+        "labels": f.labels,
+        "cost_usd": f.cost_usd,
+        "impact_usd": f.impact_usd,
+        "evidence": f.evidence,
+        "explanation": f.explanation,
+    })
+}
+
+fn table_row(f: &Finding) -> String {
+    format!(
+        "{}  {:<15} {:<8} {:<34} {:<26} +${:<9.5} {}",
+        f.window.start.format("%Y-%m-%d %H:%M"),
+        f.kind.as_str(),
+        f.severity.as_str(),
+        f.session_id,
+        f.group,
+        f.impact_usd,
+        f.explanation
+    )
+}
+
+/// Rules and settings used when no configuration file is given.
+fn default_detector(rules_path: &std::path::Path) -> Result<Detector, Exit> {
+    let rules = config::load_rules(&[rules_path.to_path_buf()])?;
+    Ok(Detector {
+        rules,
+        group_by: vec!["feature".to_owned()],
+        baseline_samples: 512,
+        max_candidates: 10_000,
+    })
+}
+
+async fn backtest_cmd(a: BacktestArgs) -> Result<(), Exit> {
+    let cfg = a.config.as_ref().map(|p| config::load(p)).transpose()?;
+    let (detector, window, concurrency) = match &cfg {
+        Some(c) => (
+            detector(c),
+            c.windows.size,
+            c.detection.drilldown_concurrency,
+        ),
+        None if a.simulate => (default_detector(&a.rules)?, Duration::from_secs(900), 4),
+        None => {
+            return Err(Exit::Failed(anyhow!(
+                "backtest needs --config FILE (or --simulate)"
+            )));
+        }
+    };
+    let mut progress = Progress::new(a.format);
+    if a.simulate {
+        let params = ScenarioParams {
+            seed: a.seed,
+            days: a.days,
+            ..ScenarioParams::default()
+        };
+        let from = a.from.unwrap_or(params.start);
+        let to =
+            a.to.unwrap_or(params.start + ChronoDuration::days(i64::from(params.days)));
+        let dataset = Arc::new(scenario::generate(&params));
+        let truth = dataset.truth.by_kind.clone();
+        let sim = SimServer::start(dataset, SimOptions::default())
+            .await
+            .context("cannot start the simulator")?;
+        let source = sim_source(&sim)?;
+        let replay = backtest::replay(
+            source,
+            detector,
+            &a.state,
+            from,
+            to,
+            window,
+            concurrency,
+            Arc::new(SystemClock),
+            |r| progress.window(r),
+        )
+        .await
+        .map_err(|e| anyhow!(e))?;
+        progress.done(&replay);
+        let scores = backtest::score(&replay.findings, &truth);
+        eprint!("\n{}", backtest::score_table(&scores));
+        let _ = sim.shutdown().await;
+        return Ok(());
+    }
+    let cfg = cfg.ok_or_else(|| anyhow!("backtest needs --config FILE"))?;
+    let (Some(from), Some(to)) = (a.from, a.to) else {
+        return Err(Exit::Failed(anyhow!("backtest needs --from and --to")));
+    };
+    let replay = backtest::replay(
+        gateway(&cfg)?,
+        detector,
+        &a.state,
+        from,
+        to,
+        window,
+        concurrency,
+        Arc::new(SystemClock),
+        |r| progress.window(r),
+    )
+    .await
+    .map_err(|e| anyhow!(e))?;
+    progress.done(&replay);
+    Ok(())
+}
+
+/// A gateway client pointed at the simulator.
+fn sim_source(sim: &SimServer) -> anyhow::Result<GatewaySource> {
+    let url = url::Url::parse(&sim.base_url()).context("simulator url")?;
+    let limits = HttpLimits {
+        timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(5),
+        max_retries: 3,
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_secs(5),
+        max_body_bytes: 8 << 20,
+    };
+    Ok(GatewaySource::new(
+        url,
+        &Secret::new(sim.admin_key()),
+        50,
+        Labels::new(),
+        limits,
+    )?)
+}
+
+/// Prints findings as windows complete, and progress on stderr.
+struct Progress {
+    format: Format,
+    windows: usize,
+    findings: usize,
+}
+
+impl Progress {
+    fn new(format: Format) -> Self {
+        Progress {
+            format,
+            windows: 0,
+            findings: 0,
+        }
+    }
+
+    fn window(&mut self, r: &WindowReport) {
+        self.windows += 1;
+        self.findings += r.new_findings.len();
+        let mut out = std::io::stdout().lock();
+        for f in &r.new_findings {
+            let _ = match self.format {
+                Format::Jsonl => writeln!(out, "{}", jsonl_row(f)),
+                Format::Table => writeln!(out, "{}", table_row(f)),
+            };
+        }
+        if self.windows.is_multiple_of(96) {
+            eprintln!(
+                "backtest: {} windows up to {}, {} findings",
+                self.windows, r.window.end, self.findings
+            );
+        }
+    }
+
+    fn done(&self, r: &Replay) {
+        eprintln!(
+            "backtest: {} windows, {} session rows, {} drill-downs, {} findings",
+            r.windows,
+            r.sessions,
+            r.drilldowns,
+            r.findings.len()
+        );
+    }
+}
+
+async fn demo(a: DemoArgs) -> Result<(), Exit> {
+    let detector = default_detector(&a.rules)?;
+    println!(
+        "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1\n"
+    );
+
+    // 1. The seed window: one example of each kind of waste beside its fixed twin.
+    let seed = Dataset::from_fixture_str(SEED_WINDOW).context("embedded seed window")?;
+    let (seed_from, seed_to) = seed
+        .time_range()
+        .ok_or_else(|| anyhow!("empty seed window"))?;
+    let seed_truth = seed.truth.by_kind.clone();
+    let sim = SimServer::start(Arc::new(seed), SimOptions::default())
+        .await
+        .context("cannot start the simulator")?;
+    println!(
+        "1. Seed window ({} .. {}), served at {}",
+        seed_from.format("%Y-%m-%d %H:%M"),
+        seed_to.format("%H:%M"),
+        sim.base_url()
+    );
+    let hour = Duration::from_secs(3600);
+    let replay = backtest::replay(
+        sim_source(&sim)?,
+        detector.clone(),
+        "sqlite::memory:",
+        seed_from,
+        seed_to + ChronoDuration::hours(1),
+        hour,
+        4,
+        Arc::new(SystemClock),
+        |_| {},
+    )
+    .await
+    .map_err(|e| anyhow!(e))?;
+    let _ = sim.shutdown().await;
+    for f in &replay.findings {
+        println!(
+            "   {:<15} {:<30} +${:.5}  {}",
+            f.kind.as_str(),
+            f.session_id,
+            f.impact_usd,
+            f.explanation
+        );
+    }
+    print!(
+        "{}",
+        indent(&backtest::score_table(&backtest::score(
+            &replay.findings,
+            &seed_truth
+        )))
+    );
+
+    // 2. Days of labelled traffic with incidents and look-alikes.
+    let params = ScenarioParams {
+        seed: a.seed,
+        days: a.days,
+        ..ScenarioParams::default()
+    };
+    let dataset = Arc::new(scenario::generate(&params));
+    let truth = dataset.truth.by_kind.clone();
+    println!(
+        "\n2. {} days of simulated traffic (seed {}): {} sessions, {} requests",
+        params.days,
+        params.seed,
+        dataset.sessions.len(),
+        dataset.request_count()
+    );
+    let sim = SimServer::start(dataset, SimOptions::default())
+        .await
+        .context("cannot start the simulator")?;
+    let from = params.start;
+    let to = from + ChronoDuration::days(i64::from(params.days));
+    let started = std::time::Instant::now();
+    let replay = backtest::replay(
+        sim_source(&sim)?,
+        detector,
+        "sqlite::memory:",
+        from,
+        to,
+        Duration::from_secs(900),
+        4,
+        Arc::new(SystemClock),
+        |_| {},
+    )
+    .await
+    .map_err(|e| anyhow!(e))?;
+    let _ = sim.shutdown().await;
+    println!(
+        "   {} windows of 15 minutes, {} session rows, {} request drill-downs, {:.1} s",
+        replay.windows,
+        replay.sessions,
+        replay.drilldowns,
+        started.elapsed().as_secs_f64()
+    );
+    for kind in Kind::ALL {
+        let of_kind: Vec<&Finding> = replay.findings.iter().filter(|f| f.kind == kind).collect();
+        let impact: f64 = of_kind.iter().map(|f| f.impact_usd).sum();
+        println!(
+            "\n   {kind}: {} sessions, ${impact:.4} above their peers",
+            of_kind.len()
+        );
+        let mut top = of_kind.clone();
+        top.sort_by(|a, b| b.impact_usd.total_cmp(&a.impact_usd));
+        for f in top.iter().take(3) {
+            println!(
+                "     {} {} +${:.5}\n       {}",
+                f.window.start.format("%m-%d %H:%M"),
+                f.session_id,
+                f.impact_usd,
+                f.explanation
+            );
+        }
+    }
+    println!("\n   Against the simulator's truth:");
+    print!(
+        "{}",
+        indent(&backtest::score_table(&backtest::score(
+            &replay.findings,
+            &truth
+        )))
+    );
+    Ok(())
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("   {l}\n")).collect()
+}
+
+/// The seed window: 26 sessions, one example of each kind of waste beside its fixed twin.
+const SEED_WINDOW: &str = include_str!("../tests/fixtures/seed-window.json");

@@ -1,0 +1,225 @@
+//! Robust per-group baselines kept across windows and restarts.
+//!
+//! A group's baseline is a bounded ring of recent sessions' figures, so its
+//! size is fixed however much traffic flows, and the median/MAD computed from
+//! it are not moved by the few outliers they are meant to expose.
+
+use serde::{Deserialize, Serialize};
+use statrs::statistics::{Data, Median};
+use std::collections::{BTreeMap, VecDeque};
+
+/// The newest `cap` values, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ring {
+    cap: usize,
+    values: VecDeque<f32>,
+}
+
+impl Ring {
+    /// An empty ring that keeps `cap` values.
+    pub fn new(cap: usize) -> Self {
+        Ring {
+            cap: cap.max(1),
+            values: VecDeque::new(),
+        }
+    }
+
+    /// Adds a value, dropping the oldest when full.
+    pub fn push(&mut self, v: f64) {
+        if !v.is_finite() {
+            return;
+        }
+        while self.values.len() >= self.cap {
+            self.values.pop_front();
+        }
+        self.values.push_back(v as f32);
+    }
+
+    /// Number of values held.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether the ring holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    fn set_cap(&mut self, cap: usize) {
+        self.cap = cap.max(1);
+        while self.values.len() > self.cap {
+            self.values.pop_front();
+        }
+    }
+
+    /// The values, oldest first.
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.values.iter().map(|v| f64::from(*v))
+    }
+
+    fn to_vec(&self) -> Vec<f64> {
+        self.values.iter().map(|v| f64::from(*v)).collect()
+    }
+
+    /// Median of the values; `None` when empty.
+    pub fn median(&self) -> Option<f64> {
+        if self.values.is_empty() {
+            return None;
+        }
+        Some(Data::new(self.to_vec()).median())
+    }
+
+    /// Median and the scaled median absolute deviation (a robust standard
+    /// deviation: 1.4826 x MAD); `None` when empty.
+    pub fn median_mad(&self) -> Option<(f64, f64)> {
+        let median = self.median()?;
+        let deviations: Vec<f64> = self
+            .values
+            .iter()
+            .map(|v| (f64::from(*v) - median).abs())
+            .collect();
+        let mad = Data::new(deviations).median();
+        Some((median, 1.4826 * mad))
+    }
+
+    /// Mean of the values (used for 0/1 flags: the share of ones).
+    pub fn mean(&self) -> Option<f64> {
+        if self.values.is_empty() {
+            return None;
+        }
+        Some(self.values.iter().map(|v| f64::from(*v)).sum::<f64>() / self.values.len() as f64)
+    }
+}
+
+/// What is remembered about one peer group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupBaseline {
+    /// `ln(requests)` of recent sessions.
+    pub log_requests: Ring,
+    /// Cached share of the prompt, of recent sessions that could have cached.
+    pub cached_share: Ring,
+    /// 1 for recent sessions that spent most of their cost on tiny premium calls, else 0.
+    pub premium_tiny: Ring,
+    /// Recent calls per model, decayed, to name the group's usual model.
+    pub model_calls: BTreeMap<String, f64>,
+}
+
+/// How fast old calls fade from `model_calls` (per window).
+const MODEL_DECAY: f64 = 0.98;
+/// Models below this decayed weight are forgotten.
+const MODEL_FORGET: f64 = 0.5;
+
+impl GroupBaseline {
+    /// An empty baseline keeping `cap` sessions.
+    pub fn new(cap: usize) -> Self {
+        GroupBaseline {
+            log_requests: Ring::new(cap),
+            cached_share: Ring::new(cap),
+            premium_tiny: Ring::new(cap),
+            model_calls: BTreeMap::new(),
+        }
+    }
+
+    /// Applies a new capacity (after a config change).
+    pub fn resize(&mut self, cap: usize) {
+        self.log_requests.set_cap(cap);
+        self.cached_share.set_cap(cap);
+        self.premium_tiny.set_cap(cap);
+    }
+
+    /// Fades model weights once per window.
+    pub fn decay_models(&mut self) {
+        self.model_calls.retain(|_, w| {
+            *w *= MODEL_DECAY;
+            *w >= MODEL_FORGET
+        });
+    }
+
+    /// The statistics the checks compare against.
+    pub fn stats(&self) -> GroupStats {
+        let (log_req_median, log_req_sigma) = self.log_requests.median_mad().unwrap_or((0.0, 0.0));
+        GroupStats {
+            peers: self.log_requests.len(),
+            log_req_median,
+            log_req_sigma,
+            cache_peers: self.cached_share.len(),
+            cache_median: self.cached_share.median(),
+            premium_peers: self.premium_tiny.len(),
+            premium_tiny_share: self.premium_tiny.mean().unwrap_or(0.0),
+            usual_model: self
+                .model_calls
+                .iter()
+                .max_by(|a, b| a.1.total_cmp(b.1))
+                .map(|(m, _)| m.clone()),
+        }
+    }
+}
+
+/// A group's baseline summarised for the checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupStats {
+    /// Sessions in the request-count baseline.
+    pub peers: usize,
+    /// Median of `ln(requests)`.
+    pub log_req_median: f64,
+    /// Robust standard deviation of `ln(requests)`.
+    pub log_req_sigma: f64,
+    /// Sessions in the cached-share baseline.
+    pub cache_peers: usize,
+    /// Median cached share of those sessions.
+    pub cache_median: Option<f64>,
+    /// Sessions in the premium-use baseline.
+    pub premium_peers: usize,
+    /// Share of those that made mostly tiny premium calls.
+    pub premium_tiny_share: f64,
+    /// The model the group calls most.
+    pub usual_model: Option<String>,
+}
+
+impl GroupStats {
+    /// The group's median number of calls per session.
+    pub fn median_requests(&self) -> f64 {
+        if self.peers == 0 {
+            1.0
+        } else {
+            self.log_req_median.exp()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_keeps_only_the_newest_values() {
+        let mut r = Ring::new(3);
+        for v in [1.0, 2.0, 3.0, 4.0] {
+            r.push(v);
+        }
+        assert_eq!(r.to_vec(), vec![2.0, 3.0, 4.0]);
+        assert_eq!(r.median(), Some(3.0));
+    }
+
+    #[test]
+    fn median_and_mad_ignore_one_outlier() {
+        let mut r = Ring::new(16);
+        for v in [3.0, 4.0, 3.0, 5.0, 4.0, 3.0, 4.0, 100.0] {
+            r.push(v);
+        }
+        let (m, s) = r.median_mad().unwrap();
+        assert!((m - 4.0).abs() < 1e-9, "{m}");
+        assert!(s > 0.5 && s < 2.0, "{s}");
+    }
+
+    #[test]
+    fn baseline_survives_a_json_round_trip() {
+        let mut b = GroupBaseline::new(8);
+        b.log_requests.push(1.5);
+        b.model_calls.insert("m".into(), 3.0);
+        let json = serde_json::to_string(&b).unwrap();
+        let back: GroupBaseline = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, b);
+        assert_eq!(back.stats().usual_model.as_deref(), Some("m"));
+    }
+}

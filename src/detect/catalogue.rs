@@ -1,0 +1,82 @@
+//! Model prices and what counts as a premium model.
+
+use crate::source::ModelPrice;
+use std::collections::HashMap;
+
+/// Prices of the models the gateway serves, and which of them are in use.
+#[derive(Debug, Clone, Default)]
+pub struct Catalogue {
+    prices: HashMap<String, ModelPrice>,
+    cheapest_in_use: Option<(f64, String)>,
+}
+
+/// A price that weighs prompt and completion tokens 3:1, the usual mix of
+/// agent traffic, so one number can compare two models.
+pub fn blended_price(p: &ModelPrice) -> f64 {
+    0.75 * p.input_usd_per_mtok + 0.25 * p.output_usd_per_mtok
+}
+
+impl Catalogue {
+    /// A catalogue of `models`; `in_use` names the models seen in traffic,
+    /// against the cheapest of which "premium" is measured.
+    pub fn new<'a>(models: Vec<ModelPrice>, in_use: impl IntoIterator<Item = &'a str>) -> Self {
+        let prices: HashMap<String, ModelPrice> =
+            models.into_iter().map(|m| (m.id.clone(), m)).collect();
+        let mut cat = Catalogue {
+            prices,
+            cheapest_in_use: None,
+        };
+        for m in in_use {
+            cat.note_in_use(m);
+        }
+        cat
+    }
+
+    /// Records that `model` carries traffic.
+    pub fn note_in_use(&mut self, model: &str) {
+        if let Some(p) = self.prices.get(model) {
+            let b = blended_price(p);
+            if b > 0.0 && self.cheapest_in_use.as_ref().is_none_or(|(c, _)| b < *c) {
+                self.cheapest_in_use = Some((b, model.to_owned()));
+            }
+        }
+    }
+
+    /// Prices of one model.
+    pub fn get(&self, model: &str) -> Option<&ModelPrice> {
+        self.prices.get(model)
+    }
+
+    /// Whether the model has a prompt cache. Unknown models are assumed not
+    /// to, so they are never blamed for missing it.
+    pub fn supports_cache(&self, model: &str) -> bool {
+        self.prices
+            .get(model)
+            .is_some_and(|p| p.supports_prompt_cache && p.cached_input_usd_per_mtok.is_some())
+    }
+
+    /// How many times the cheapest model in use this model costs; `None` for
+    /// unknown models or before any model is known to be in use.
+    pub fn price_ratio(&self, model: &str) -> Option<f64> {
+        let (cheapest, _) = self.cheapest_in_use.as_ref()?;
+        self.prices.get(model).map(|p| blended_price(p) / cheapest)
+    }
+
+    /// The cheapest model known to carry traffic.
+    pub fn cheapest_in_use(&self) -> Option<&str> {
+        self.cheapest_in_use.as_ref().map(|(_, m)| m.as_str())
+    }
+
+    /// What `input`/`cached`/`output` tokens cost on `model`.
+    pub fn cost(&self, model: &str, input: u64, cached: u64, output: u64) -> Option<f64> {
+        let p = self.prices.get(model)?;
+        let cached = cached.min(input);
+        let cached_price = p.cached_input_usd_per_mtok.unwrap_or(p.input_usd_per_mtok);
+        Some(
+            ((input - cached) as f64 * p.input_usd_per_mtok
+                + cached as f64 * cached_price
+                + output as f64 * p.output_usd_per_mtok)
+                / 1e6,
+        )
+    }
+}

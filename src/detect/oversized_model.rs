@@ -1,0 +1,165 @@
+//! A premium model used for tiny calls, in a group where that is not the
+//! normal pattern; the finding estimates what the group's usual model would
+//! have cost for the same calls.
+
+use super::{Catalogue, Finding, GroupStats, Kind, ratio, usd};
+use crate::config::OversizedModelRule;
+use crate::source::{SessionRecord, Window};
+use serde_json::json;
+
+/// The tiny premium calls of one session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TinyPremium {
+    /// Premium models called with tiny prompts, with their figures.
+    pub calls: Vec<PremiumCalls>,
+    /// What those calls cost.
+    pub cost_usd: f64,
+    /// Their share of the session's cost.
+    pub cost_share: f64,
+}
+
+/// One premium model's tiny calls in a session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PremiumCalls {
+    /// The premium model.
+    pub model: String,
+    /// Calls to it.
+    pub requests: u64,
+    /// Their prompt tokens.
+    pub input_tokens: u64,
+    /// Their cached prompt tokens.
+    pub cached_tokens: u64,
+    /// Their completion tokens.
+    pub output_tokens: u64,
+    /// What they cost.
+    pub cost_usd: f64,
+    /// Price relative to the cheapest model in use.
+    pub price_ratio: f64,
+}
+
+/// The session's tiny calls to premium models, when they are most of its
+/// cost (by `min_premium_cost_share`).
+pub fn tiny_premium(
+    s: &SessionRecord,
+    cat: &Catalogue,
+    rule: &OversizedModelRule,
+) -> Option<TinyPremium> {
+    let calls: Vec<PremiumCalls> = s
+        .by_model
+        .iter()
+        .filter(|m| m.requests > 0)
+        .filter_map(|m| {
+            let price_ratio = cat.price_ratio(&m.model)?;
+            let avg_in = m.input_tokens as f64 / m.requests as f64;
+            let avg_out = m.output_tokens as f64 / m.requests as f64;
+            let tiny = avg_in <= rule.max_avg_input_tokens as f64
+                && avg_out <= rule.max_avg_output_tokens as f64;
+            (price_ratio >= rule.premium_price_ratio && tiny).then(|| PremiumCalls {
+                model: m.model.clone(),
+                requests: m.requests,
+                input_tokens: m.input_tokens,
+                cached_tokens: m.cached_tokens,
+                output_tokens: m.output_tokens,
+                cost_usd: m.cost_usd,
+                price_ratio,
+            })
+        })
+        .collect();
+    if calls.is_empty() || s.cost_usd <= 0.0 {
+        return None;
+    }
+    let cost: f64 = calls.iter().map(|c| c.cost_usd).sum();
+    let share = (cost / s.cost_usd).min(1.0);
+    (share >= rule.min_premium_cost_share).then_some(TinyPremium {
+        calls,
+        cost_usd: cost,
+        cost_share: share,
+    })
+}
+
+/// The model the group would normally use instead: its most called model
+/// unless that one is premium too, else the cheapest model in use.
+fn usual_model<'a>(
+    stats: &'a GroupStats,
+    cat: &'a Catalogue,
+    rule: &OversizedModelRule,
+) -> Option<&'a str> {
+    let usual = stats.usual_model.as_deref().filter(|m| {
+        cat.price_ratio(m)
+            .is_some_and(|r| r < rule.premium_price_ratio)
+    });
+    usual.or_else(|| cat.cheapest_in_use())
+}
+
+/// Judges a candidate against its group's habits.
+pub fn judge(
+    s: &SessionRecord,
+    tiny: &TinyPremium,
+    group: &str,
+    stats: &GroupStats,
+    cat: &Catalogue,
+    rule: &OversizedModelRule,
+    window: Window,
+) -> Option<Finding> {
+    if stats.premium_peers < rule.min_peers || stats.premium_tiny_share > rule.max_group_share {
+        // Too few peers to know the group's habits, or tiny premium calls are
+        // what this group normally does.
+        return None;
+    }
+    let usual = usual_model(stats, cat, rule)?;
+    let on_usual: f64 = tiny
+        .calls
+        .iter()
+        .filter_map(|c| cat.cost(usual, c.input_tokens, c.cached_tokens, c.output_tokens))
+        .sum();
+    let impact = (tiny.cost_usd - on_usual).max(0.0);
+    if impact < rule.min_impact_usd {
+        return None;
+    }
+    let first = tiny.calls.first()?;
+    let requests: u64 = tiny.calls.iter().map(|c| c.requests).sum();
+    let input: u64 = tiny.calls.iter().map(|c| c.input_tokens).sum();
+    let calls: Vec<serde_json::Value> = tiny
+        .calls
+        .iter()
+        .map(|c| {
+            json!({
+                "model": c.model,
+                "requests": c.requests,
+                "input_tokens": c.input_tokens,
+                "output_tokens": c.output_tokens,
+                "cost_usd": usd(c.cost_usd),
+                "price_ratio": ratio(c.price_ratio),
+            })
+        })
+        .collect();
+    Some(Finding {
+        kind: Kind::OversizedModel,
+        session_id: s.session_id.clone(),
+        window,
+        severity: rule.meta.severity,
+        rule: rule.meta.name.clone(),
+        group: group.to_owned(),
+        labels: s.labels.clone(),
+        cost_usd: s.cost_usd,
+        impact_usd: usd(impact),
+        evidence: json!({
+            "premium_calls": calls,
+            "premium_cost_usd": usd(tiny.cost_usd),
+            "premium_cost_share": ratio(tiny.cost_share),
+            "usual_model": usual,
+            "cost_on_usual_model_usd": usd(on_usual),
+            "group_tiny_premium_share": ratio(stats.premium_tiny_share),
+            "peers": stats.premium_peers,
+        }),
+        explanation: format!(
+            "{requests} calls to {} ({:.0}x the cheapest model in use) averaged {:.0} prompt tokens and made {:.0}% of the session's cost; on {usual} they would have cost ${:.5} instead of ${:.5}",
+            first.model,
+            first.price_ratio,
+            input as f64 / requests.max(1) as f64,
+            tiny.cost_share * 100.0,
+            on_usual,
+            tiny.cost_usd
+        ),
+    })
+}
