@@ -82,12 +82,17 @@ impl Ring {
         Some((median, 1.4826 * mad))
     }
 
-    /// Mean of the values (used for 0/1 flags: the share of ones).
-    pub fn mean(&self) -> Option<f64> {
+    /// Share of the values at or above `t` (0 when empty).
+    pub fn share_at_least(&self, t: f64) -> f64 {
         if self.values.is_empty() {
-            return None;
+            return 0.0;
         }
-        Some(self.values.iter().map(|v| f64::from(*v)).sum::<f64>() / self.values.len() as f64)
+        let n = self
+            .values
+            .iter()
+            .filter(|v| f64::from(**v) >= t * (1.0 - 1e-6))
+            .count();
+        n as f64 / self.values.len() as f64
     }
 }
 
@@ -98,8 +103,12 @@ pub struct GroupBaseline {
     pub log_requests: Ring,
     /// Cached share of the prompt, of recent sessions that could have cached.
     pub cached_share: Ring,
-    /// 1 for recent sessions that spent most of their cost on tiny premium calls, else 0.
-    pub premium_tiny: Ring,
+    /// Per recent session, the price level of its tiny calls: the blended
+    /// price of the cheapest model among those whose tiny calls make most of
+    /// its cost (0 when tiny calls are not most of its cost). Kept as a price,
+    /// not a yes/no, so "premium" can be decided later against the models in
+    /// use then.
+    pub tiny_call_price: Ring,
     /// Recent calls per model, decayed, to name the group's usual model.
     pub model_calls: BTreeMap<String, f64>,
 }
@@ -115,7 +124,7 @@ impl GroupBaseline {
         GroupBaseline {
             log_requests: Ring::new(cap),
             cached_share: Ring::new(cap),
-            premium_tiny: Ring::new(cap),
+            tiny_call_price: Ring::new(cap),
             model_calls: BTreeMap::new(),
         }
     }
@@ -124,7 +133,7 @@ impl GroupBaseline {
     pub fn resize(&mut self, cap: usize) {
         self.log_requests.set_cap(cap);
         self.cached_share.set_cap(cap);
-        self.premium_tiny.set_cap(cap);
+        self.tiny_call_price.set_cap(cap);
     }
 
     /// Fades model weights once per window.
@@ -133,6 +142,12 @@ impl GroupBaseline {
             *w *= MODEL_DECAY;
             *w >= MODEL_FORGET
         });
+    }
+
+    /// Share of recent sessions whose tiny calls were mostly on models priced
+    /// at `floor` or more.
+    pub fn premium_tiny_share(&self, floor: f64) -> f64 {
+        self.tiny_call_price.share_at_least(floor)
     }
 
     /// The statistics the checks compare against.
@@ -144,8 +159,8 @@ impl GroupBaseline {
             log_req_sigma,
             cache_peers: self.cached_share.len(),
             cache_median: self.cached_share.median(),
-            premium_peers: self.premium_tiny.len(),
-            premium_tiny_share: self.premium_tiny.mean().unwrap_or(0.0),
+            premium_peers: self.tiny_call_price.len(),
+            premium_tiny_share: 0.0,
             usual_model: self
                 .model_calls
                 .iter()
@@ -170,7 +185,8 @@ pub struct GroupStats {
     pub cache_median: Option<f64>,
     /// Sessions in the premium-use baseline.
     pub premium_peers: usize,
-    /// Share of those that made mostly tiny premium calls.
+    /// Share of those that made mostly tiny premium calls; filled in per
+    /// rule by [`GroupBaseline::premium_tiny_share`].
     pub premium_tiny_share: f64,
     /// The model the group calls most.
     pub usual_model: Option<String>,

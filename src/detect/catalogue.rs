@@ -62,6 +62,29 @@ impl Catalogue {
         self.prices.get(model).map(|p| blended_price(p) / cheapest)
     }
 
+    /// Blended price of one model.
+    pub fn blended(&self, model: &str) -> Option<f64> {
+        self.prices.get(model).map(blended_price)
+    }
+
+    /// The price from which a model counts as premium: `ratio` times the
+    /// cheapest model in use.
+    pub fn premium_floor(&self, ratio: f64) -> Option<f64> {
+        self.cheapest_in_use.as_ref().map(|(c, _)| c * ratio)
+    }
+
+    /// The lowest premium floor possible: `ratio` times the cheapest model
+    /// listed at all (in use or not). Used to nominate candidates before the
+    /// models in use are all known.
+    pub fn lowest_premium_floor(&self, ratio: f64) -> Option<f64> {
+        self.prices
+            .values()
+            .map(blended_price)
+            .filter(|b| *b > 0.0)
+            .min_by(f64::total_cmp)
+            .map(|c| c * ratio)
+    }
+
     /// The cheapest model known to carry traffic.
     pub fn cheapest_in_use(&self) -> Option<&str> {
         self.cheapest_in_use.as_ref().map(|(_, m)| m.as_str())

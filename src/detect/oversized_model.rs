@@ -37,6 +37,38 @@ pub struct PremiumCalls {
     pub price_ratio: f64,
 }
 
+/// The price level of a session's tiny calls: the blended price of the
+/// cheapest model among the dearest models whose tiny calls together make
+/// `min_premium_cost_share` of its cost; 0 when tiny calls never add up to
+/// that share. The session made mostly tiny premium calls exactly when this
+/// is at or above the premium floor, whatever the floor turns out to be.
+pub fn tiny_call_price(s: &SessionRecord, cat: &Catalogue, rule: &OversizedModelRule) -> f64 {
+    if s.cost_usd <= 0.0 {
+        return 0.0;
+    }
+    let mut tiny: Vec<(f64, f64)> = s
+        .by_model
+        .iter()
+        .filter(|m| m.requests > 0 && is_tiny(m.input_tokens, m.output_tokens, m.requests, rule))
+        .filter_map(|m| Some((cat.blended(&m.model)?, m.cost_usd)))
+        .collect();
+    tiny.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut cost = 0.0;
+    for (price, c) in tiny {
+        cost += c;
+        if cost >= rule.min_premium_cost_share * s.cost_usd {
+            return price;
+        }
+    }
+    0.0
+}
+
+fn is_tiny(input: u64, output: u64, requests: u64, rule: &OversizedModelRule) -> bool {
+    let n = requests.max(1) as f64;
+    input as f64 / n <= rule.max_avg_input_tokens as f64
+        && output as f64 / n <= rule.max_avg_output_tokens as f64
+}
+
 /// The session's tiny calls to premium models, when they are most of its
 /// cost (by `min_premium_cost_share`).
 pub fn tiny_premium(
@@ -50,10 +82,7 @@ pub fn tiny_premium(
         .filter(|m| m.requests > 0)
         .filter_map(|m| {
             let price_ratio = cat.price_ratio(&m.model)?;
-            let avg_in = m.input_tokens as f64 / m.requests as f64;
-            let avg_out = m.output_tokens as f64 / m.requests as f64;
-            let tiny = avg_in <= rule.max_avg_input_tokens as f64
-                && avg_out <= rule.max_avg_output_tokens as f64;
+            let tiny = is_tiny(m.input_tokens, m.output_tokens, m.requests, rule);
             (price_ratio >= rule.premium_price_ratio && tiny).then(|| PremiumCalls {
                 model: m.model.clone(),
                 requests: m.requests,

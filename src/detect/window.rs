@@ -5,7 +5,6 @@
 //! back for a request drill-down.
 
 use super::baseline::GroupBaseline;
-use super::oversized_model::TinyPremium;
 use super::retry_loop::Trigger;
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, cached_share, group_key, no_cache, oversized_model,
@@ -35,7 +34,7 @@ struct Candidate {
     session: SessionRecord,
     group: String,
     no_cache: bool,
-    tiny_premium: Option<TinyPremium>,
+    oversized: bool,
     retry: bool,
 }
 
@@ -162,8 +161,18 @@ impl WindowAnalysis<'_> {
         let os_rule = self.det.oversized_rule(&s);
         let rl_rule = self.det.retry_rule(&s);
         let no_cache = nc_rule.is_some_and(|r| no_cache::is_candidate(&s, &self.catalogue, r));
-        let tiny_premium =
-            os_rule.and_then(|r| oversized_model::tiny_premium(&s, &self.catalogue, r));
+        let tiny_price = os_rule.map_or(0.0, |r| {
+            oversized_model::tiny_call_price(&s, &self.catalogue, r)
+        });
+        // Nominated against the cheapest model listed, which is never dearer
+        // than the cheapest in use once the whole window is known.
+        let oversized = os_rule.is_some_and(|r| {
+            tiny_price > 0.0
+                && self
+                    .catalogue
+                    .lowest_premium_floor(r.premium_price_ratio)
+                    .is_some_and(|f| tiny_price >= f)
+        });
         let retry =
             rl_rule.is_some_and(|r| s.requests >= r.min_requests || s.errors >= r.min_error_burst);
 
@@ -181,8 +190,7 @@ impl WindowAnalysis<'_> {
             if nc_rule.is_some_and(|r| no_cache::eligible(&s, &self.catalogue, r)) {
                 b.cached_share.push(cached_share(&s));
             }
-            b.premium_tiny
-                .push(if tiny_premium.is_some() { 1.0 } else { 0.0 });
+            b.tiny_call_price.push(tiny_price);
             for m in &s.by_model {
                 *b.model_calls.entry(m.model.clone()).or_default() += m.requests as f64;
             }
@@ -192,7 +200,7 @@ impl WindowAnalysis<'_> {
                 .or_insert_with(|| GroupBaseline::new(self.det.baseline_samples));
         }
 
-        if no_cache || tiny_premium.is_some() || retry {
+        if no_cache || oversized || retry {
             if self.candidates.len() >= self.det.max_candidates {
                 self.skipped_candidates += 1;
                 return;
@@ -201,7 +209,7 @@ impl WindowAnalysis<'_> {
                 session: s,
                 group,
                 no_cache,
-                tiny_premium,
+                oversized,
                 retry,
             });
         }
@@ -251,16 +259,24 @@ impl WindowAnalysis<'_> {
                     self.window,
                 ));
             }
-            if let (Some(tiny), Some(rule)) = (&c.tiny_premium, self.det.oversized_rule(s)) {
-                findings.extend(oversized_model::judge(
-                    s,
-                    tiny,
-                    &c.group,
-                    st,
-                    &self.catalogue,
-                    rule,
-                    self.window,
-                ));
+            if let Some(rule) = self.det.oversized_rule(s).filter(|_| c.oversized) {
+                let tiny = oversized_model::tiny_premium(s, &self.catalogue, rule);
+                let floor = self.catalogue.premium_floor(rule.premium_price_ratio);
+                if let (Some(tiny), Some(floor), Some(b)) = (tiny, floor, baselines.get(&c.group)) {
+                    let st = GroupStats {
+                        premium_tiny_share: b.premium_tiny_share(floor),
+                        ..st.clone()
+                    };
+                    findings.extend(oversized_model::judge(
+                        s,
+                        &tiny,
+                        &c.group,
+                        &st,
+                        &self.catalogue,
+                        rule,
+                        self.window,
+                    ));
+                }
             }
             let retry_rule = self.det.retry_rule(s).filter(|_| c.retry);
             if let Some((rule, trigger)) =
@@ -291,13 +307,13 @@ fn merge(into: &mut GroupBaseline, fresh: GroupBaseline) {
     let GroupBaseline {
         log_requests,
         cached_share,
-        premium_tiny,
+        tiny_call_price,
         model_calls,
     } = fresh;
     for (ring, new) in [
         (&mut into.log_requests, log_requests),
         (&mut into.cached_share, cached_share),
-        (&mut into.premium_tiny, premium_tiny),
+        (&mut into.tiny_call_price, tiny_call_price),
     ] {
         for v in new.values() {
             ring.push(v);
