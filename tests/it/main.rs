@@ -1,1 +1,10 @@
-fn main() {}
+//! The integration tests: the daemon's pieces over real loopback HTTP against
+//! the built-in gateway simulator, with real SQLite files, and the built binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod cli;
+mod pipeline;
+mod seed;
+mod source;
+mod support;

@@ -1,0 +1,336 @@
+//! The built `costwatch` binary: `check`, `backtest --simulate` and `once`.
+
+use crate::support::{manifest_dir, seed_dataset, start_sim};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+use tempfile::TempDir;
+
+/// The three sessions of the seed window that waste money.
+const SEED_WASTE: [&str; 3] = [
+    "replay-mismatch-a14896679e70",
+    "subagent-sol-9b31c0e4d2aa",
+    "retry-loop-7f2e81c09ab5",
+];
+
+/// The binary run from the crate root, with no `COSTWATCH_*` variable
+/// inherited from whoever runs the tests.
+fn costwatch(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_costwatch"));
+    cmd.args(args).current_dir(manifest_dir());
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("COSTWATCH_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+/// Runs a command off the async runtime (the simulator keeps serving).
+async fn run(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().expect("the binary runs"))
+        .await
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The 1-based line and column where `needle` starts in `text`.
+fn position(text: &str, needle: &str) -> (usize, usize) {
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in the text"));
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = at - before.rfind('\n').map_or(0, |nl| nl + 1) + 1;
+    (line, column)
+}
+
+/// `file:line:col: field:` for the place `needle` starts.
+fn located(file: &Path, text: &str, needle: &str, field: &str) -> String {
+    let (line, column) = position(text, needle);
+    format!("{}:{line}:{column}: {field}:", file.display())
+}
+
+/// `file:line:col: field:` for the value written as `key: value`.
+fn located_value(file: &Path, text: &str, key: &str, value: &str, field: &str) -> String {
+    let (line, column) = position(text, &format!("{key}: {value}"));
+    let column = column + key.len() + 2;
+    format!("{}:{line}:{column}: {field}:", file.display())
+}
+
+#[test]
+fn the_shipped_config_and_rules_check_clean() {
+    let out = costwatch(&[
+        "check",
+        "--config",
+        "config/costwatch.example.yaml",
+        "--rules",
+        "rules",
+    ])
+    .output()
+    .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("rules: ok (1 no_cache, 1 oversized_model, 1 retry_loop rules)"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_reports_every_problem_with_file_line_and_column() {
+    let dir = TempDir::new().unwrap();
+    let rules_dir = dir.path().join("rules");
+    std::fs::create_dir(&rules_dir).unwrap();
+    let rule_file = rules_dir.join("strict.yaml");
+    let rules = "\
+# Two out-of-range values and a wrong type.
+no_cache:
+  - name: strict-cache
+    min_requests: 1
+    max_cached_share: 1.5
+retry_loop:
+  - name: loop
+    min_identical_run: many
+";
+    std::fs::write(&rule_file, rules).unwrap();
+
+    let out = costwatch(&["check", "--rules", rules_dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let expected = [
+        located_value(
+            &rule_file,
+            rules,
+            "max_cached_share",
+            "1.5",
+            "no_cache[0].max_cached_share",
+        ),
+        located_value(
+            &rule_file,
+            rules,
+            "min_requests",
+            "1",
+            "no_cache[0].min_requests",
+        ),
+        located_value(
+            &rule_file,
+            rules,
+            "min_identical_run",
+            "many",
+            "retry_loop[0].min_identical_run",
+        ),
+    ];
+    assert!(expected[0].ends_with(":5:23: no_cache[0].max_cached_share:"));
+    for want in &expected {
+        assert!(
+            stderr.contains(want.as_str()),
+            "missing `{want}` in:\n{stderr}"
+        );
+    }
+    assert_eq!(stderr.lines().count(), 3, "{stderr}");
+
+    // A configuration file: an unknown key and a wrong type, plus its rules.
+    let config_file = dir.path().join("costwatch.yaml");
+    let config = "\
+source:
+  api_url: http://127.0.0.1:9/v1
+  page_limt: 20
+detection:
+  max_candidates: lots
+rules: [rules]
+";
+    std::fs::write(&config_file, config).unwrap();
+    let out = costwatch(&["check", "--config", config_file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    let unknown = located(&config_file, config, "page_limt", "source.page_limt");
+    let wrong = located_value(
+        &config_file,
+        config,
+        "max_candidates",
+        "lots",
+        "detection.max_candidates",
+    );
+    for want in [&unknown, &wrong] {
+        assert!(
+            stderr.contains(want.as_str()),
+            "missing `{want}` in:\n{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains(&format!("{unknown} unknown field `page_limt`")),
+        "{stderr}"
+    );
+    for want in &expected {
+        assert!(
+            stderr.contains(want.as_str()),
+            "missing `{want}` in:\n{stderr}"
+        );
+    }
+    assert!(text(&out.stdout).is_empty());
+}
+
+#[test]
+fn backtest_on_the_simulator_prints_findings_as_json_lines() {
+    let out = costwatch(&["backtest", "--simulate", "--days", "1", "--format", "jsonl"])
+        .output()
+        .unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let stdout = text(&out.stdout);
+    let mut per_kind: BTreeMap<String, usize> = BTreeMap::new();
+    for line in stdout.lines() {
+        let row: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        for key in [
+            "kind",
+            "session_id",
+            "window_start",
+            "window_end",
+            "severity",
+            "rule",
+            "labels",
+            "impact_usd",
+            "evidence",
+        ] {
+            assert!(row.get(key).is_some(), "no `{key}` in {line}");
+        }
+        let kind = row["kind"].as_str().unwrap();
+        assert!(
+            ["no_cache", "oversized_model", "retry_loop"].contains(&kind),
+            "{line}"
+        );
+        assert!(
+            row["impact_usd"].as_f64().is_some_and(|v| v >= 0.0),
+            "{line}"
+        );
+        assert!(
+            row["evidence"].is_object() && row["labels"].is_object(),
+            "{line}"
+        );
+        *per_kind.entry(kind.to_owned()).or_default() += 1;
+    }
+    assert!(!per_kind.is_empty(), "a day of traffic has findings");
+
+    // The score table: one row per kind, whose flagged count (tp + fp) is
+    // the number of lines printed for that kind.
+    let header = stderr
+        .lines()
+        .position(|l| {
+            l.split_whitespace().collect::<Vec<_>>()
+                == ["kind", "tp", "fp", "fn", "precision", "recall", "f1"]
+        })
+        .unwrap_or_else(|| panic!("no score table in:\n{stderr}"));
+    let rows: Vec<Vec<&str>> = stderr
+        .lines()
+        .skip(header + 1)
+        .take(3)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    let kinds: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(kinds, ["no_cache", "oversized_model", "retry_loop"]);
+    for r in &rows {
+        let n = |i: usize| -> f64 { r[i].parse().unwrap() };
+        assert_eq!(
+            (n(1) + n(2)) as usize,
+            per_kind.get(r[0]).copied().unwrap_or(0),
+            "{r:?}"
+        );
+        assert!(
+            (0.0..=1.0).contains(&n(4)) && (0.0..=1.0).contains(&n(5)),
+            "{r:?}"
+        );
+    }
+}
+
+/// A configuration for `once` over hourly windows from 11:00 of the seed day;
+/// the gateway URL, key and state come from the environment.
+fn once_config(dir: &TempDir) -> std::path::PathBuf {
+    let path = dir.path().join("costwatch.yaml");
+    let rules = manifest_dir().join("rules");
+    let yaml = format!(
+        "source:\n  api_url: http://127.0.0.1:9/v1\n  page_limit: 10\n\
+         windows:\n  size: 1h\n  start: 2026-10-11T11:00:00Z\n\
+         rules: [{}]\n",
+        rules.display()
+    );
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_against_the_simulator_stores_its_progress() {
+    let sim = start_sim(seed_dataset()).await;
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let once = || {
+        let mut cmd = costwatch(&[
+            "once",
+            "--config",
+            config.to_str().unwrap(),
+            "--at",
+            "2026-10-11T13:00:00Z",
+        ]);
+        cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+            .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+            .env("COSTWATCH_STATE__URL", &state)
+            .current_dir(dir.path());
+        cmd
+    };
+
+    let out = run(once()).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    for id in SEED_WASTE {
+        assert_eq!(stdout.matches(id).count(), 1, "{id} in:\n{stdout}");
+    }
+    assert!(
+        stderr.contains("1 windows processed, 3 new findings"),
+        "{stderr}"
+    );
+    let hits = sim.stats();
+    assert!(hits.hits("/v1/sessions") >= 3, "26 sessions in pages of 10");
+
+    // The second run finds the window done: nothing to read, nothing new.
+    let out = run(once()).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("0 windows processed, 0 new findings"),
+        "{stderr}"
+    );
+    assert_eq!(
+        sim.stats().hits,
+        hits.hits,
+        "the gateway was not read again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_without_an_admin_key_names_the_variable() {
+    let sim = start_sim(seed_dataset()).await;
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let mut cmd = costwatch(&["once", "--config", config.to_str().unwrap()]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+        .env("COSTWATCH_STATE__URL", &state)
+        .current_dir(dir.path());
+    let out = run(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("COSTWATCH_ADMIN_KEY"), "{stderr}");
+    assert!(text(&out.stdout).is_empty());
+    assert!(sim.stats().hits.is_empty(), "the gateway was never called");
+}

@@ -1,0 +1,481 @@
+//! The window contract: a window is done only when all its pages were read
+//! and its findings stored; failures keep it due; restarts resume from the
+//! watermark; nothing is reported twice.
+
+use crate::support::{
+    clock, detector, gateway, seed_dataset, sqlite_url, start_sim, ts, unique_keys,
+};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use costwatch::detect::{Finding, Kind};
+use costwatch::pipeline::{Pipeline, PipelineError, Schedule, WindowReport};
+use costwatch::sim::scenario::catalogue;
+use costwatch::sim::{
+    Dataset, Fault, FaultHandle, FaultKind, FaultPath, ScenarioParams, SimRequest, SimSession,
+    Truth, generate,
+};
+use costwatch::source::gateway::GatewaySource;
+use costwatch::source::{
+    ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
+};
+use costwatch::store::{SqlStore, Store};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tempfile::TempDir;
+
+const JOB: &str = "main";
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// A pipeline over hourly windows from `from`, read as soon as they end.
+fn pipeline<S: Source + Clone + 'static>(
+    source: S,
+    store: SqlStore,
+    from: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Pipeline<S, SqlStore> {
+    let schedule = Schedule {
+        job: JOB.to_owned(),
+        size: HOUR,
+        settle_lag: Duration::ZERO,
+        start: Some(from),
+        max_backfill: Duration::ZERO,
+    };
+    Pipeline::new(source, store, detector(), schedule, 4, clock(now))
+}
+
+/// Two days of generated traffic, small enough to replay in well under a second.
+fn two_days() -> Dataset {
+    generate(&ScenarioParams {
+        days: 2,
+        sessions_per_day: 600,
+        ..Default::default()
+    })
+}
+
+/// The findings of an uninterrupted run over `[from, to)` with fresh state.
+async fn clean_run(dataset: Dataset, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Finding> {
+    let sim = start_sim(dataset).await;
+    let (source, _) = gateway(&sim, 10);
+    let dir = TempDir::new().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let p = pipeline(source, store, from, to);
+    let reports = p.run_due(to, |_| {}).await.unwrap();
+    assert_eq!(
+        reports.len() as i64,
+        (to - from).num_hours(),
+        "every window processed"
+    );
+    let stored = p.store().findings(from, to).await.unwrap();
+    let reported: Vec<Finding> = reports
+        .iter()
+        .flat_map(|r| r.new_findings.iter().cloned())
+        .collect();
+    assert_eq!(unique_keys(&stored), unique_keys(&reported));
+    stored
+}
+
+/// The findings by `(kind, session_id)`, to compare figures as well as ids.
+fn by_key(findings: &[Finding]) -> BTreeMap<(Kind, String), Finding> {
+    findings
+        .iter()
+        .map(|f| ((f.kind, f.session_id.clone()), f.clone()))
+        .collect()
+}
+
+/// Findings of windows starting in `[from, to)`.
+fn in_range(findings: &[Finding], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Finding> {
+    findings
+        .iter()
+        .filter(|f| from <= f.window.start && f.window.start < to)
+        .cloned()
+        .collect()
+}
+
+/// The gateway client, except that once the read of the window starting at
+/// `window_start` has delivered `after_rows` sessions, `fault` is set as a
+/// persistent fault on the simulator (once): the rest of that window's pages
+/// and everything after are damaged until the test clears it.
+#[derive(Clone)]
+struct BreaksDuringWindow {
+    inner: GatewaySource,
+    faults: FaultHandle,
+    window_start: DateTime<Utc>,
+    after_rows: usize,
+    fault: Fault,
+    fired: Arc<AtomicBool>,
+}
+
+impl Source for BreaksDuringWindow {
+    async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
+        self.inner.models().await
+    }
+
+    async fn sessions<F>(&self, window: Window, mut sink: F) -> Result<ReadStats, SourceError>
+    where
+        F: FnMut(SessionRecord) + Send,
+    {
+        let armed = window.start == self.window_start && !self.fired.load(Ordering::SeqCst);
+        let mut seen = 0;
+        self.inner
+            .sessions(window, |s| {
+                sink(s);
+                seen += 1;
+                if armed && seen == self.after_rows {
+                    self.fired.store(true, Ordering::SeqCst);
+                    self.faults.set_persistent(Some(self.fault.clone()));
+                }
+            })
+            .await
+    }
+
+    async fn session_requests(&self, session_id: &str) -> Result<Vec<RequestRecord>, SourceError> {
+        self.inner.session_requests(session_id).await
+    }
+}
+
+/// A damaged second page of the third window fails the run and stores
+/// nothing of that window; once the gateway is healthy again the next run
+/// picks up at that window and ends where a clean run ends.
+async fn damaged_page_in_third_window(fault: FaultKind, error_mentions: &str) {
+    let dataset = two_days();
+    let (from, to) = (ts("2026-11-03T12:00:00Z"), ts("2026-11-03T17:00:00Z"));
+    let third = Window {
+        start: from + ChronoDuration::hours(2),
+        end: from + ChronoDuration::hours(3),
+    };
+    let clean = clean_run(dataset.clone(), from, to).await;
+    assert!(
+        !in_range(&clean, third.start, third.end).is_empty(),
+        "the third window has findings to lose"
+    );
+    assert!(!in_range(&clean, from, third.start).is_empty());
+    assert!(
+        dataset.sessions_in(third.start, third.end, &[], None).len() > 10,
+        "the third window has a second page"
+    );
+
+    let sim = start_sim(dataset).await;
+    let (gateway, _) = gateway(&sim, 10);
+    let source = BreaksDuringWindow {
+        inner: gateway,
+        faults: sim.faults(),
+        window_start: third.start,
+        after_rows: 10,
+        fault: Fault::on(FaultPath::Sessions, fault),
+        fired: Arc::default(),
+    };
+    let dir = TempDir::new().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let p = pipeline(source, store, from, to);
+
+    let mut seen: Vec<WindowReport> = Vec::new();
+    let err = p.run_due(to, |r| seen.push(r.clone())).await.unwrap_err();
+    match &err {
+        PipelineError::Source { window, source } => {
+            assert_eq!(*window, third);
+            assert!(source.is_retryable(), "{source:?}");
+        }
+        other => panic!("expected a source error, got {other:?}"),
+    }
+    assert_eq!(seen.len(), 2, "windows 1 and 2 were reported");
+
+    let store = p.store();
+    assert_eq!(store.watermark(JOB).await.unwrap(), Some(third.start));
+    let windows = store.windows(JOB).await.unwrap();
+    assert_eq!(windows.len(), 3, "{windows:#?}");
+    for w in &windows[..2] {
+        assert_eq!((w.status.as_str(), w.attempts), ("done", 1), "{w:#?}");
+        assert_eq!(w.last_error, None);
+    }
+    let failed = &windows[2];
+    assert_eq!(failed.window, third);
+    assert_eq!((failed.status.as_str(), failed.attempts), ("failed", 1));
+    let message = failed.last_error.clone().unwrap_or_default();
+    assert!(message.contains("sessions page 2"), "{message}");
+    assert!(message.contains(error_mentions), "{message}");
+    assert!(
+        store.findings(third.start, to).await.unwrap().is_empty(),
+        "nothing of the failed window (or later) is stored"
+    );
+    assert_eq!(
+        unique_keys(&store.findings(from, to).await.unwrap()),
+        unique_keys(&in_range(&clean, from, third.start)),
+    );
+
+    // The outage is over: the next run starts at the failed window.
+    sim.faults().clear();
+    let reports = p.run_due(to, |_| {}).await.unwrap();
+    let starts: Vec<DateTime<Utc>> = reports.iter().map(|r| r.window.start).collect();
+    assert_eq!(
+        starts,
+        (2..5)
+            .map(|h| from + ChronoDuration::hours(h))
+            .collect::<Vec<_>>()
+    );
+    let windows = store.windows(JOB).await.unwrap();
+    assert_eq!(windows.len(), 5);
+    assert!(windows.iter().all(|w| w.status == "done"), "{windows:#?}");
+    assert_eq!(
+        windows[2].attempts, 2,
+        "one failed attempt, one that worked"
+    );
+    assert_eq!(store.watermark(JOB).await.unwrap(), Some(to));
+    let finals = store.findings(from, to).await.unwrap();
+    assert_eq!(unique_keys(&finals), unique_keys(&clean));
+    assert_eq!(by_key(&finals), by_key(&clean), "the same figures as well");
+    let reported: Vec<Finding> = seen
+        .iter()
+        .chain(&reports)
+        .flat_map(|r| r.new_findings.iter().cloned())
+        .collect();
+    assert_eq!(unique_keys(&reported), unique_keys(&clean));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_page_keeps_its_window_due() {
+    damaged_page_in_third_window(FaultKind::Truncated, "sessions page 2").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_without_cost_keeps_its_window_due() {
+    damaged_page_in_third_window(
+        FaultKind::DropField {
+            field: "cost_usd".into(),
+        },
+        "cost_usd",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_resumes_from_the_watermark() {
+    let dataset = two_days();
+    let from = ts("2026-11-02T00:00:00Z");
+    let middle = ts("2026-11-03T00:00:00Z");
+    let to = ts("2026-11-04T00:00:00Z");
+    let clean = clean_run(dataset.clone(), from, to).await;
+    assert!(!in_range(&clean, from, middle).is_empty());
+    assert!(!in_range(&clean, middle, to).is_empty());
+
+    let sim = start_sim(dataset).await;
+    let dir = TempDir::new().unwrap();
+    let url = sqlite_url(&dir);
+
+    // The first process handles the first day, then stops.
+    let first = {
+        let (source, _) = gateway(&sim, 10);
+        let p = pipeline(source, SqlStore::open(&url).await.unwrap(), from, middle);
+        let reports = p.run_due(middle, |_| {}).await.unwrap();
+        p.store().close().await;
+        reports
+    };
+    assert_eq!(first.len(), 24);
+
+    // A new process opens the same file and carries on.
+    let store = SqlStore::open(&url).await.unwrap();
+    assert_eq!(store.watermark(JOB).await.unwrap(), Some(middle));
+    let (source, _) = gateway(&sim, 10);
+    let p = pipeline(source, store, from, to);
+    let second = p.run_due(to, |_| {}).await.unwrap();
+    assert_eq!(second.len(), 24);
+    assert_eq!(second[0].window.start, middle);
+
+    let store = p.store();
+    let windows = store.windows(JOB).await.unwrap();
+    assert_eq!(windows.len(), 48);
+    for (i, w) in windows.iter().enumerate() {
+        let start = from + ChronoDuration::hours(i as i64);
+        assert_eq!(
+            w.window,
+            Window {
+                start,
+                end: start + ChronoDuration::hours(1)
+            }
+        );
+        assert_eq!((w.status.as_str(), w.attempts), ("done", 1), "{w:#?}");
+    }
+    let reports: Vec<&WindowReport> = first.iter().chain(&second).collect();
+    let sessions: Vec<u64> = windows.iter().map(|w| w.sessions).collect();
+    assert_eq!(
+        sessions,
+        reports.iter().map(|r| r.sessions).collect::<Vec<_>>()
+    );
+
+    // Stored once each, reported once each, and the same as without the restart.
+    let stored = store.findings(from, to).await.unwrap();
+    let clean_keys = unique_keys(&clean);
+    assert_eq!(unique_keys(&stored), clean_keys);
+    let reported: Vec<Finding> = reports
+        .iter()
+        .flat_map(|r| r.new_findings.iter().cloned())
+        .collect();
+    assert_eq!(unique_keys(&reported), clean_keys);
+    // Baselines survived the restart: the figures match too.
+    assert_eq!(by_key(&stored), by_key(&clean));
+}
+
+/// A hand-made request of `session`.
+fn call(
+    session: &str,
+    n: usize,
+    at: DateTime<Utc>,
+    (input, cached): (u64, u64),
+    error: bool,
+) -> SimRequest {
+    let luna = &catalogue()[0];
+    let output = if error { 0 } else { 120 };
+    SimRequest {
+        request_id: format!("req_{session}_{n:03}"),
+        session_id: session.to_owned(),
+        created_at: at,
+        model: luna.id.clone(),
+        status: if error { "error" } else { "success" }.to_owned(),
+        http_status: if error { 429 } else { 200 },
+        error_type: error.then(|| "RateLimitError".to_owned()),
+        input_tokens: input,
+        cached_tokens: cached,
+        cache_write_tokens: 0,
+        output_tokens: output,
+        cost_usd: luna.cost(input, cached, output),
+        latency_ms: 800,
+        labels: checkout_labels(),
+    }
+}
+
+fn checkout_labels() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("feature".to_owned(), "checkout".to_owned()),
+        ("env".to_owned(), "prod".to_owned()),
+    ])
+}
+
+fn session(id: &str, requests: Vec<SimRequest>) -> SimSession {
+    SimSession {
+        session_id: id.to_owned(),
+        labels: checkout_labels(),
+        requests,
+        fixed_row: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_growing_across_a_boundary_is_reported_once() {
+    let (from, boundary, to) = (
+        ts("2026-10-12T10:00:00Z"),
+        ts("2026-10-12T11:00:00Z"),
+        ts("2026-10-12T12:00:00Z"),
+    );
+    let looping = "checkout-0000000100p5";
+    // Ten identical rate-limited calls before the boundary, six more after.
+    let mut calls: Vec<SimRequest> = (0..10)
+        .map(|i| {
+            let at = boundary - ChronoDuration::minutes(10) + ChronoDuration::seconds(20 * i);
+            call(looping, i as usize, at, (2_000, 1_800), true)
+        })
+        .collect();
+    calls.extend((0..6).map(|i| {
+        let at = boundary + ChronoDuration::minutes(1) + ChronoDuration::seconds(20 * i);
+        call(looping, 10 + i as usize, at, (2_000, 1_800), i < 5)
+    }));
+    let mut sessions = vec![session(looping, calls)];
+    // Healthy checkouts in both windows: three calls with growing prompts,
+    // each reading the previous prompt from the cache.
+    for (k, start) in [(1, from), (2, from), (3, boundary), (4, boundary)] {
+        let id = format!("checkout-00000000000{k}");
+        let t0 = start + ChronoDuration::minutes(5 * k);
+        let calls = (0..3)
+            .map(|i| {
+                let input = 1_500 + 400 * i as u64;
+                let cached = if i == 0 { 0 } else { input - 400 };
+                let at = t0 + ChronoDuration::seconds(30 * i as i64);
+                call(&id, i, at, (input, cached), false)
+            })
+            .collect();
+        sessions.push(session(&id, calls));
+    }
+    let sim = start_sim(Dataset::new(catalogue(), sessions, Truth::default())).await;
+    let (source, _) = gateway(&sim, 10);
+    let dir = TempDir::new().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let p = pipeline(source, store, from, to);
+
+    // At 11:00 the gateway has seen the first ten calls.
+    sim.set_now(Some(boundary));
+    let first = p.run_due(boundary, |_| {}).await.unwrap();
+    assert_eq!(first.len(), 1);
+    let found: Vec<&Finding> = first[0].new_findings.iter().collect();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(
+        (found[0].kind, found[0].session_id.as_str()),
+        (Kind::RetryLoop, looping)
+    );
+    assert_eq!(found[0].evidence["requests"], 10);
+
+    // At 12:00 the same session is larger and still looping.
+    sim.set_now(Some(to));
+    let second = p.run_due(to, |_| {}).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert!(
+        second[0].new_findings.is_empty(),
+        "reported again: {:#?}",
+        second[0].new_findings
+    );
+    assert_eq!(second[0].seen_again, 1, "the later window saw it again");
+
+    let stored = p.store().findings(from, to).await.unwrap();
+    assert_eq!(stored.len(), 1, "{stored:#?}");
+    let f = &stored[0];
+    assert_eq!((f.kind, f.session_id.as_str()), (Kind::RetryLoop, looping));
+    assert_eq!(
+        f.window.start, from,
+        "kept under the window it was first found in"
+    );
+    assert_eq!(
+        f.evidence["requests"], 16,
+        "the figures are the latest: {}",
+        f.evidence
+    );
+    assert_eq!(f.evidence["longest_identical_run"], 16);
+    let windows = p.store().windows(JOB).await.unwrap();
+    assert_eq!(
+        windows.iter().map(|w| w.findings).collect::<Vec<_>>(),
+        [1, 0]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn running_again_at_the_same_time_does_nothing() {
+    let sim = start_sim(seed_dataset()).await;
+    let (source, _) = gateway(&sim, 10);
+    let dir = TempDir::new().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let (from, now) = (ts("2026-10-11T10:00:00Z"), ts("2026-10-11T13:00:00Z"));
+    let p = pipeline(source, store, from, now);
+
+    let first = p.run_due(now, |_| {}).await.unwrap();
+    assert_eq!(first.len(), 3);
+    let found: usize = first.iter().map(|r| r.new_findings.len()).sum();
+    assert_eq!(found, 3);
+    let windows = p.store().windows(JOB).await.unwrap();
+    let findings = p.store().findings(from, now).await.unwrap();
+    assert_eq!(unique_keys(&findings).len(), 3);
+    let hits = sim.stats();
+
+    let mut called = 0;
+    let again = p.run_due(now, |_| called += 1).await.unwrap();
+    assert!(again.is_empty());
+    assert_eq!(called, 0);
+    assert_eq!(p.store().windows(JOB).await.unwrap(), windows);
+    assert_eq!(p.store().findings(from, now).await.unwrap(), findings);
+    assert_eq!(p.store().watermark(JOB).await.unwrap(), Some(now));
+    assert_eq!(sim.stats(), hits, "the gateway was not called");
+
+    // An earlier time (a clock step back) does nothing either.
+    let earlier = p
+        .run_due(now - ChronoDuration::minutes(30), |_| {})
+        .await
+        .unwrap();
+    assert!(earlier.is_empty());
+    assert_eq!(p.store().windows(JOB).await.unwrap().len(), 3);
+}

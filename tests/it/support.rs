@@ -1,0 +1,117 @@
+//! Shared helpers: a simulator on loopback, a gateway client that records its
+//! backoff instead of sleeping, the shipped rules, and small conversions.
+
+use chrono::{DateTime, Utc};
+use costwatch::clock::{Clock, FakeClock, RecordingSleeper};
+use costwatch::config::{Rules, load_rules};
+use costwatch::detect::{Detector, Finding};
+use costwatch::secret::Secret;
+use costwatch::sim::{Dataset, SimOptions, SimServer};
+use costwatch::source::gateway::GatewaySource;
+use costwatch::source::{HttpLimits, Labels};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tempfile::TempDir;
+
+/// The seed window: 26 sessions, one example of each kind of waste.
+pub const SEED_WINDOW: &str = include_str!("../fixtures/seed-window.json");
+
+/// The seed window as a dataset.
+pub fn seed_dataset() -> Dataset {
+    Dataset::from_fixture_str(SEED_WINDOW).expect("the seed fixture parses")
+}
+
+/// Starts a simulator for `dataset` on 127.0.0.1:0.
+pub async fn start_sim(dataset: Dataset) -> SimServer {
+    SimServer::start(Arc::new(dataset), SimOptions::default())
+        .await
+        .expect("the simulator starts")
+}
+
+/// Retry limits with short delays (they are only recorded, never slept).
+pub fn limits() -> HttpLimits {
+    HttpLimits {
+        timeout: Duration::from_secs(10),
+        connect_timeout: Duration::from_secs(5),
+        max_retries: 3,
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_secs(60),
+        max_body_bytes: 8 << 20,
+    }
+}
+
+/// A gateway client for `sim` with the given page size and limits, and the
+/// sleeper that records its backoff delays.
+pub fn gateway_with(
+    sim: &SimServer,
+    key: &str,
+    page_limit: u32,
+    limits: HttpLimits,
+) -> (GatewaySource, RecordingSleeper) {
+    let url = url::Url::parse(&sim.base_url()).expect("the simulator url parses");
+    let sleeper = RecordingSleeper::default();
+    let source = GatewaySource::new(url, &Secret::new(key), page_limit, Labels::new(), limits)
+        .expect("the client builds")
+        .with_sleeper(Arc::new(sleeper.clone()));
+    (source, sleeper)
+}
+
+/// A gateway client for `sim` with the right key and default test limits.
+pub fn gateway(sim: &SimServer, page_limit: u32) -> (GatewaySource, RecordingSleeper) {
+    gateway_with(sim, sim.admin_key(), page_limit, limits())
+}
+
+/// The crate's root folder.
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The shipped rules in `rules/`.
+pub fn shipped_rules() -> Rules {
+    load_rules(&[manifest_dir().join("rules")]).expect("the shipped rules load")
+}
+
+/// The detector the CLI uses without a configuration file.
+pub fn detector() -> Detector {
+    Detector {
+        rules: shipped_rules(),
+        group_by: vec!["feature".to_owned()],
+        baseline_samples: 512,
+        max_candidates: 10_000,
+    }
+}
+
+/// An RFC 3339 timestamp.
+pub fn ts(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s)
+        .expect("a valid timestamp")
+        .with_timezone(&Utc)
+}
+
+/// A clock standing at `at`.
+pub fn clock(at: DateTime<Utc>) -> Arc<dyn Clock> {
+    Arc::new(FakeClock::new(at))
+}
+
+/// The URL of a SQLite state file in `dir`.
+pub fn sqlite_url(dir: &TempDir) -> String {
+    format!("sqlite://{}", dir.path().join("state.db").display())
+}
+
+/// `(kind, session_id)` of each finding.
+pub fn keys(findings: &[Finding]) -> Vec<(String, String)> {
+    findings
+        .iter()
+        .map(|f| (f.kind.as_str().to_owned(), f.session_id.clone()))
+        .collect()
+}
+
+/// `(kind, session_id)` of the findings as a set, asserting there are no duplicates.
+pub fn unique_keys(findings: &[Finding]) -> BTreeSet<(String, String)> {
+    let list = keys(findings);
+    let set: BTreeSet<_> = list.iter().cloned().collect();
+    assert_eq!(set.len(), list.len(), "duplicate findings: {list:?}");
+    set
+}
