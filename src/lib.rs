@@ -11,9 +11,13 @@ pub mod config;
 pub mod source;
 
 pub mod detect;
+pub mod incidents;
+pub mod notify;
 pub mod store;
 
 pub mod backtest;
+pub mod daemon;
+pub mod ops;
 pub mod pipeline;
 
 pub mod sim;

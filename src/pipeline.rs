@@ -172,13 +172,31 @@ where
     pub async fn run_due<F>(
         &self,
         now: DateTime<Utc>,
+        on_window: F,
+    ) -> Result<Vec<WindowReport>, PipelineError>
+    where
+        F: FnMut(&WindowReport),
+    {
+        self.run_due_bounded(now, usize::MAX, on_window).await
+    }
+
+    /// Like [`Pipeline::run_due`], but processes at most `max_windows`
+    /// windows; the rest stay due for the next run.
+    pub async fn run_due_bounded<F>(
+        &self,
+        now: DateTime<Utc>,
+        max_windows: usize,
         mut on_window: F,
     ) -> Result<Vec<WindowReport>, PipelineError>
     where
         F: FnMut(&WindowReport),
     {
         let watermark = self.watermark(now).await?;
-        let due: Vec<Window> = self.schedule.due(watermark, now).collect();
+        let due: Vec<Window> = self
+            .schedule
+            .due(watermark, now)
+            .take(max_windows)
+            .collect();
         if due.is_empty() {
             return Ok(Vec::new());
         }

@@ -9,6 +9,8 @@ mod sql;
 pub use sql::SqlStore;
 
 use crate::detect::{Finding, GroupBaseline};
+use crate::incidents::Incident;
+use crate::notify::Alert;
 use crate::source::Window;
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeSet, HashMap};
@@ -63,6 +65,55 @@ pub struct WindowRow {
     pub attempts: u64,
     /// Last failure, if any.
     pub last_error: Option<String>,
+}
+
+/// What an alert evaluation changes on an incident.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IncidentUpdate {
+    /// The incident.
+    pub fingerprint: String,
+    /// Whether it is still going on.
+    pub firing: bool,
+    /// Data time of this episode's last notification.
+    pub notified: Option<DateTime<Utc>>,
+    /// Session count at that notification.
+    pub notified_sessions: u64,
+    /// Notifications enqueued so far.
+    pub sequence: u32,
+}
+
+/// An alert waiting for one channel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delivery {
+    /// Outbox row id.
+    pub id: i64,
+    /// Channel name.
+    pub channel: String,
+    /// The alert.
+    pub alert: Alert,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When to give up.
+    pub deadline: DateTime<Utc>,
+}
+
+/// An outbox row, for inspection.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxRow {
+    /// Row id.
+    pub id: i64,
+    /// Idempotency key of the alert.
+    pub idempotency_key: String,
+    /// Channel name.
+    pub channel: String,
+    /// `pending`, `sent` or `failed`.
+    pub status: String,
+    /// Attempts made.
+    pub attempts: u32,
+    /// Last failure.
+    pub last_error: Option<String>,
+    /// The alert.
+    pub alert: Alert,
 }
 
 /// The state a pipeline needs.
@@ -125,4 +176,73 @@ pub trait Store: Send + Sync {
     /// The window rows of a job, oldest first.
     fn windows(&self, job: &str)
     -> impl Future<Output = Result<Vec<WindowRow>, StoreError>> + Send;
+
+    /// Moves the watermark forward from `from` to `to` without processing
+    /// (windows older than the maximum backfill). Fails with
+    /// [`StoreError::AlreadyProcessed`] if the watermark is not at `from`.
+    fn skip_to(
+        &self,
+        job: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Incidents that are going on.
+    fn open_incidents(&self) -> impl Future<Output = Result<Vec<Incident>, StoreError>> + Send;
+
+    /// The largest findings of an incident's episode (by impact).
+    fn incident_findings(
+        &self,
+        incident: &Incident,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Finding>, StoreError>> + Send;
+
+    /// Records a failed read of the gateway in the source incident of `job`.
+    fn source_failed(
+        &self,
+        job: &str,
+        error: &str,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Stores alerts in the outbox (one row per channel) and the incidents'
+    /// new notification state, in one transaction. An alert already in the
+    /// outbox for a channel (same idempotency key) is not added again.
+    fn enqueue(
+        &self,
+        updates: &[IncidentUpdate],
+        alerts: &[Alert],
+        channels: &[String],
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Deliveries due at `now`, oldest first.
+    fn due_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Marks a delivery sent.
+    fn delivered(
+        &self,
+        id: i64,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Schedules another attempt.
+    fn retry_later(
+        &self,
+        id: i64,
+        next: DateTime<Utc>,
+        error: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Gives a delivery up.
+    fn give_up(&self, id: i64, error: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Every outbox row, oldest first.
+    fn outbox(&self) -> impl Future<Output = Result<Vec<OutboxRow>, StoreError>> + Send;
 }

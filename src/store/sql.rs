@@ -1,8 +1,10 @@
 //! The SQL store, over SQLite or PostgreSQL through sqlx's `Any` driver.
 
-use super::{Store, StoreError, WindowCommit, WindowRow};
+use super::{Delivery, IncidentUpdate, OutboxRow, Store, StoreError, WindowCommit, WindowRow};
 use crate::config::Severity;
 use crate::detect::{Finding, GroupBaseline, Kind};
+use crate::incidents::{self, Incident};
+use crate::notify::Alert;
 use crate::source::Window;
 use chrono::{DateTime, TimeZone, Utc};
 use sqlx::any::{AnyPoolOptions, AnyRow};
@@ -145,6 +147,88 @@ fn finding_from_row(row: &AnyRow) -> Result<Finding, StoreError> {
     })
 }
 
+/// Adds a new finding to its incident, opening a new episode when the
+/// incident was resolved (or never existed).
+async fn upsert_incident(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    f: &Finding,
+    now: i64,
+) -> Result<(), StoreError> {
+    let fp = incidents::fingerprint(f.kind.as_str(), &f.rule, &f.group);
+    let labels: crate::source::Labels = f
+        .labels
+        .iter()
+        .filter(|(k, _)| {
+            f.group
+                .split(',')
+                .any(|pair| pair.split('=').next() == Some(k.as_str()))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    sqlx::query(
+        "INSERT INTO incidents (fingerprint, kind, rule, group_key, labels, severity, status, started_ms, \
+         last_finding_ms, session_count, impact_usd, sequence, notified_ms, notified_sessions, updated_ms) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'firing', $7, $8, 1, $9, 0, NULL, 0, $10) \
+         ON CONFLICT (fingerprint) DO UPDATE SET \
+         severity = excluded.severity, \
+         started_ms = CASE WHEN incidents.status = 'resolved' THEN excluded.started_ms ELSE incidents.started_ms END, \
+         session_count = CASE WHEN incidents.status = 'resolved' THEN 1 ELSE incidents.session_count + 1 END, \
+         impact_usd = CASE WHEN incidents.status = 'resolved' THEN excluded.impact_usd \
+                      ELSE incidents.impact_usd + excluded.impact_usd END, \
+         notified_ms = CASE WHEN incidents.status = 'resolved' THEN NULL ELSE incidents.notified_ms END, \
+         notified_sessions = CASE WHEN incidents.status = 'resolved' THEN 0 ELSE incidents.notified_sessions END, \
+         last_finding_ms = excluded.last_finding_ms, status = 'firing', updated_ms = excluded.updated_ms",
+    )
+    .bind(fp)
+    .bind(f.kind.as_str())
+    .bind(f.rule.as_str())
+    .bind(f.group.as_str())
+    .bind(json(&labels)?)
+    .bind(f.severity.as_str())
+    .bind(ms(f.window.start))
+    .bind(ms(f.window.end))
+    .bind(f.impact_usd)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(unavailable)?;
+    Ok(())
+}
+
+fn corrupt(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Corrupt(e.to_string())
+}
+
+fn incident_from_row(r: &AnyRow) -> Result<Incident, StoreError> {
+    let severity: Severity = serde_json::from_value(serde_json::Value::String(
+        r.try_get("severity").map_err(corrupt)?,
+    ))
+    .map_err(corrupt)?;
+    let notified: Option<i64> = r.try_get("notified_ms").map_err(corrupt)?;
+    Ok(Incident {
+        fingerprint: r.try_get("fingerprint").map_err(corrupt)?,
+        kind: r.try_get("kind").map_err(corrupt)?,
+        rule: r.try_get("rule").map_err(corrupt)?,
+        group: r.try_get("group_key").map_err(corrupt)?,
+        labels: serde_json::from_str(&r.try_get::<String, _>("labels").map_err(corrupt)?)
+            .map_err(corrupt)?,
+        severity,
+        firing: r.try_get::<String, _>("status").map_err(corrupt)? == "firing",
+        started: from_ms(r.try_get("started_ms").map_err(corrupt)?)?,
+        last_finding: from_ms(r.try_get("last_finding_ms").map_err(corrupt)?)?,
+        session_count: r.try_get::<i64, _>("session_count").map_err(corrupt)? as u64,
+        impact_usd: r.try_get("impact_usd").map_err(corrupt)?,
+        sequence: r.try_get::<i64, _>("sequence").map_err(corrupt)? as u32,
+        notified: notified.map(from_ms).transpose()?,
+        notified_sessions: r.try_get::<i64, _>("notified_sessions").map_err(corrupt)? as u64,
+        last_error: r.try_get("last_error").map_err(corrupt)?,
+    })
+}
+
+fn alert_from(text: &str) -> Result<Alert, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("outbox alert: {e}")))
+}
+
 fn json(v: &impl serde::Serialize) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
@@ -282,6 +366,9 @@ impl Store for SqlStore {
                 new.push(f.clone());
             }
         }
+        for f in &new {
+            upsert_incident(&mut tx, f, now).await?;
+        }
         for (group, b) in c.baselines {
             sqlx::query(
                 "INSERT INTO baselines (group_key, state, updated_ms) VALUES ($1, $2, $3) \
@@ -390,6 +477,223 @@ impl Store for SqlStore {
                     findings: r.try_get::<i64, _>("findings").map_err(c)? as u64,
                     attempts: r.try_get::<i64, _>("attempts").map_err(c)? as u64,
                     last_error: r.try_get("last_error").map_err(c)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn skip_to(
+        &self,
+        job: &str,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let moved = sqlx::query("UPDATE jobs SET watermark_ms = $1, updated_ms = $2 WHERE job = $3 AND watermark_ms = $4")
+            .bind(ms(to))
+            .bind(ms(now))
+            .bind(job)
+            .bind(ms(from))
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        if moved.rows_affected() != 1 {
+            return Err(StoreError::AlreadyProcessed(Window {
+                start: from,
+                end: to,
+            }));
+        }
+        Ok(())
+    }
+
+    async fn open_incidents(&self) -> Result<Vec<Incident>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT fingerprint, kind, rule, group_key, labels, severity, status, started_ms, last_finding_ms, \
+             session_count, impact_usd, sequence, notified_ms, notified_sessions, last_error \
+             FROM incidents WHERE status = 'firing' ORDER BY started_ms, fingerprint",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(incident_from_row).collect()
+    }
+
+    async fn incident_findings(
+        &self,
+        i: &Incident,
+        limit: usize,
+    ) -> Result<Vec<Finding>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT session_id, kind, rule, severity, group_key, labels, window_start_ms, window_end_ms, \
+             cost_usd, impact_usd, evidence, explanation FROM findings \
+             WHERE kind = $1 AND rule = $2 AND group_key = $3 AND window_start_ms >= $4 \
+             ORDER BY impact_usd DESC, id LIMIT $5",
+        )
+        .bind(i.kind.as_str())
+        .bind(i.rule.as_str())
+        .bind(i.group.as_str())
+        .bind(ms(i.started))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.iter().map(finding_from_row).collect()
+    }
+
+    async fn source_failed(
+        &self,
+        job: &str,
+        error: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let fp = incidents::fingerprint(incidents::SOURCE_UNHEALTHY, job, "gateway");
+        sqlx::query(
+            "INSERT INTO incidents (fingerprint, kind, rule, group_key, labels, severity, status, started_ms, \
+             last_finding_ms, session_count, impact_usd, sequence, notified_ms, notified_sessions, last_error, updated_ms) \
+             VALUES ($1, $2, $3, 'gateway', '{}', 'critical', 'firing', $4, $4, 0, 0, 0, NULL, 0, $5, $4) \
+             ON CONFLICT (fingerprint) DO UPDATE SET \
+             started_ms = CASE WHEN incidents.status = 'resolved' THEN excluded.started_ms ELSE incidents.started_ms END, \
+             notified_ms = CASE WHEN incidents.status = 'resolved' THEN NULL ELSE incidents.notified_ms END, \
+             last_finding_ms = excluded.last_finding_ms, last_error = excluded.last_error, \
+             status = 'firing', updated_ms = excluded.updated_ms",
+        )
+        .bind(fp)
+        .bind(incidents::SOURCE_UNHEALTHY)
+        .bind(job)
+        .bind(ms(at))
+        .bind(error)
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn enqueue(
+        &self,
+        updates: &[IncidentUpdate],
+        alerts: &[Alert],
+        channels: &[String],
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(unavailable)?;
+        for u in updates {
+            sqlx::query(
+                "UPDATE incidents SET status = $1, notified_ms = $2, notified_sessions = $3, sequence = $4, \
+                 updated_ms = $5 WHERE fingerprint = $6",
+            )
+            .bind(if u.firing { "firing" } else { "resolved" })
+            .bind(u.notified.map(ms))
+            .bind(u.notified_sessions as i64)
+            .bind(i64::from(u.sequence))
+            .bind(ms(now))
+            .bind(u.fingerprint.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        }
+        for a in alerts {
+            let body = json(a)?;
+            for channel in channels {
+                sqlx::query(
+                    "INSERT INTO outbox (idempotency_key, channel, fingerprint, alert, status, attempts, \
+                     next_attempt_ms, deadline_ms, created_ms) VALUES ($1, $2, $3, $4, 'pending', 0, $5, $6, $5) \
+                     ON CONFLICT (idempotency_key, channel) DO NOTHING",
+                )
+                .bind(a.idempotency_key())
+                .bind(channel.as_str())
+                .bind(a.fingerprint.as_str())
+                .bind(body.as_str())
+                .bind(ms(now))
+                .bind(ms(deadline))
+                .execute(&mut *tx)
+                .await
+                .map_err(unavailable)?;
+            }
+        }
+        tx.commit().await.map_err(unavailable)
+    }
+
+    async fn due_deliveries(
+        &self,
+        now: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, channel, alert, attempts, deadline_ms FROM outbox \
+             WHERE status = 'pending' AND next_attempt_ms <= $1 ORDER BY id LIMIT $2",
+        )
+        .bind(ms(now))
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.iter()
+            .map(|r| {
+                Ok(Delivery {
+                    id: r.try_get("id").map_err(corrupt)?,
+                    channel: r.try_get("channel").map_err(corrupt)?,
+                    alert: alert_from(&r.try_get::<String, _>("alert").map_err(corrupt)?)?,
+                    attempts: r.try_get::<i64, _>("attempts").map_err(corrupt)? as u32,
+                    deadline: from_ms(r.try_get("deadline_ms").map_err(corrupt)?)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn delivered(&self, id: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_ms = $1, last_error = NULL WHERE id = $2")
+            .bind(ms(now))
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn retry_later(
+        &self,
+        id: i64,
+        next: DateTime<Utc>,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET attempts = attempts + 1, next_attempt_ms = $1, last_error = $2 WHERE id = $3")
+            .bind(ms(next))
+            .bind(error)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn give_up(&self, id: i64, error: &str) -> Result<(), StoreError> {
+        sqlx::query("UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $1 WHERE id = $2")
+            .bind(error)
+            .bind(id)
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn outbox(&self) -> Result<Vec<OutboxRow>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, idempotency_key, channel, status, attempts, last_error, alert FROM outbox ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.iter()
+            .map(|r| {
+                Ok(OutboxRow {
+                    id: r.try_get("id").map_err(corrupt)?,
+                    idempotency_key: r.try_get("idempotency_key").map_err(corrupt)?,
+                    channel: r.try_get("channel").map_err(corrupt)?,
+                    status: r.try_get("status").map_err(corrupt)?,
+                    attempts: r.try_get::<i64, _>("attempts").map_err(corrupt)? as u32,
+                    last_error: r.try_get("last_error").map_err(corrupt)?,
+                    alert: alert_from(&r.try_get::<String, _>("alert").map_err(corrupt)?)?,
                 })
             })
             .collect()

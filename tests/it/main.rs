@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cli;
+mod daemon;
 mod pipeline;
 mod seed;
 mod source;

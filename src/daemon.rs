@@ -1,0 +1,234 @@
+//! `costwatch run`: the detection job on a cron schedule, alert evaluation
+//! after every tick, and durable delivery.
+//!
+//! Scheduling is built on croner directly rather than tokio-cron-scheduler:
+//! croner gives DST-correct next fire times in any IANA time zone, and the
+//! loop here adds what a long-running service needs and that scheduler lacks
+//! (no overlapping runs, 5- and 6-field expressions, a bounded catch-up, a
+//! clean shutdown). Missed ticks are harmless: every tick processes every
+//! window due since the watermark.
+
+use crate::clock::Clock;
+use crate::incidents::{self, AlertPolicy, TickSpan};
+use crate::notify::Alert;
+use crate::notify::outbox::{self, Channel, DeliveryReport, RetryPolicy};
+use crate::ops::metrics::Metrics;
+use crate::pipeline::{Pipeline, PipelineError};
+use crate::source::{Source, Window};
+use crate::store::{Store, StoreError};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Everything a tick needs besides the pipeline.
+#[derive(Clone)]
+pub struct DaemonSettings {
+    /// How findings become alerts.
+    pub policy: AlertPolicy,
+    /// Most windows one tick processes.
+    pub max_catch_up_windows: usize,
+    /// Windows older than this are skipped rather than caught up.
+    pub max_backfill: Duration,
+    /// How long an alert's delivery is retried.
+    pub delivery_deadline: Duration,
+    /// Delivery backoff.
+    pub retry: RetryPolicy,
+    /// Channels alerts go to.
+    pub channels: Vec<Arc<dyn Channel>>,
+    /// Counters for `/metrics`.
+    pub metrics: Arc<Metrics>,
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Default)]
+pub struct TickReport {
+    /// Windows processed.
+    pub windows: usize,
+    /// Windows skipped as older than the maximum backfill.
+    pub skipped_windows: i64,
+    /// New findings.
+    pub new_findings: usize,
+    /// Why the gateway could not be read, if it could not.
+    pub source_error: Option<String>,
+    /// Alerts enqueued.
+    pub alerts: Vec<Alert>,
+    /// Deliveries made.
+    pub delivery: DeliveryReport,
+    /// The watermark after the tick.
+    pub watermark: Option<DateTime<Utc>>,
+}
+
+/// The detection job with its alerting.
+pub struct Daemon<S, St> {
+    pipeline: Pipeline<S, St>,
+    settings: DaemonSettings,
+    clock: Arc<dyn Clock>,
+}
+
+impl<S, St> Daemon<S, St>
+where
+    S: Source + Clone + 'static,
+    St: Store + Clone + 'static,
+{
+    /// A daemon over `pipeline`.
+    pub fn new(pipeline: Pipeline<S, St>, settings: DaemonSettings, clock: Arc<dyn Clock>) -> Self {
+        Daemon {
+            pipeline,
+            settings,
+            clock,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &St {
+        self.pipeline.store()
+    }
+
+    fn channel_names(&self) -> Vec<String> {
+        self.settings
+            .channels
+            .iter()
+            .map(|c| c.name().to_owned())
+            .collect()
+    }
+
+    /// One run of the job at the clock's time: skip what is older than the
+    /// backfill, process due windows (bounded), evaluate incidents, deliver.
+    /// Fails only when the state database does.
+    pub async fn tick(&self) -> Result<TickReport, StoreError> {
+        let now = self.clock.now();
+        let job = self.pipeline.schedule().job.clone();
+        let mut report = TickReport {
+            skipped_windows: self.skip_old_windows(now).await?,
+            ..TickReport::default()
+        };
+        let result = self
+            .pipeline
+            .run_due_bounded(now, self.settings.max_catch_up_windows, |r| {
+                report.windows += 1;
+                report.new_findings += r.new_findings.len();
+                let m = &self.settings.metrics;
+                m.windows_processed(1);
+                m.sessions_read(r.sessions);
+                for f in &r.new_findings {
+                    m.finding(f.kind.as_str());
+                }
+            })
+            .await;
+        let (healthy, span) = match result {
+            Ok(reports) => (true, span_of(reports.iter().map(|r| r.window))),
+            Err(PipelineError::Store(e)) => return Err(e),
+            Err(e @ (PipelineError::Source { .. } | PipelineError::Models(_))) => {
+                let message = e.to_string();
+                self.settings.metrics.window_failed();
+                self.settings.metrics.gateway_error(match &e {
+                    PipelineError::Source { source, .. } | PipelineError::Models(source) => {
+                        source_kind(source)
+                    }
+                    PipelineError::Store(_) => "store",
+                });
+                tracing::warn!(error = %message, "gateway unavailable; windows stay due");
+                self.store().source_failed(&job, &message, now).await?;
+                report.source_error = Some(message);
+                (false, None)
+            }
+        };
+        let watermark = self.store().watermark(&job).await?;
+        report.watermark = watermark;
+        if let Some(data_now) = watermark {
+            let deadline = now
+                + ChronoDuration::from_std(self.settings.delivery_deadline)
+                    .unwrap_or(ChronoDuration::days(1));
+            report.alerts = incidents::evaluate(
+                self.store(),
+                &self.settings.policy,
+                data_now,
+                healthy,
+                TickSpan {
+                    windows: report.windows,
+                    span,
+                },
+                &self.channel_names(),
+                now,
+                deadline,
+            )
+            .await?;
+        }
+        for a in &report.alerts {
+            self.settings.metrics.alert_enqueued(a.kind.as_str());
+        }
+        if let Some(w) = watermark {
+            self.settings.metrics.set_watermark(w);
+        }
+        self.settings.metrics.set_now(now);
+        self.settings.metrics.tick(healthy, now);
+        report.delivery = self.deliver().await?;
+        tracing::info!(
+            windows = report.windows,
+            new_findings = report.new_findings,
+            alerts = report.alerts.len(),
+            sent = report.delivery.sent,
+            healthy,
+            "tick done"
+        );
+        Ok(report)
+    }
+
+    /// Delivers every alert due now.
+    pub async fn deliver(&self) -> Result<DeliveryReport, StoreError> {
+        let r = outbox::deliver_due(
+            self.store(),
+            &self.settings.channels,
+            self.settings.retry,
+            self.clock.now(),
+        )
+        .await?;
+        for (channel, (sent, failed)) in &r.by_channel {
+            for _ in 0..*sent {
+                self.settings.metrics.delivery(channel, true);
+            }
+            for _ in 0..*failed {
+                self.settings.metrics.delivery(channel, false);
+            }
+        }
+        Ok(r)
+    }
+
+    async fn skip_old_windows(&self, now: DateTime<Utc>) -> Result<i64, StoreError> {
+        let schedule = self.pipeline.schedule();
+        let watermark = self.pipeline.watermark(now).await?;
+        let backfill =
+            ChronoDuration::from_std(self.settings.max_backfill).unwrap_or(ChronoDuration::MAX);
+        let oldest = schedule.align(now - backfill);
+        if watermark >= oldest {
+            return Ok(0);
+        }
+        let size = ChronoDuration::from_std(schedule.size).unwrap_or(ChronoDuration::minutes(15));
+        let skipped = (oldest - watermark).num_milliseconds() / size.num_milliseconds().max(1);
+        tracing::warn!(from = %watermark, to = %oldest, windows = skipped, "windows older than max_backfill are skipped");
+        self.store()
+            .skip_to(&schedule.job, watermark, oldest, now)
+            .await?;
+        Ok(skipped)
+    }
+}
+
+fn source_kind(e: &crate::source::SourceError) -> &'static str {
+    match e {
+        crate::source::SourceError::Transient(_) => "transient",
+        crate::source::SourceError::Rejected(_) => "rejected",
+        crate::source::SourceError::Invalid(_) => "invalid",
+    }
+}
+
+fn span_of(windows: impl Iterator<Item = Window>) -> Option<Window> {
+    windows.fold(None, |acc: Option<Window>, w| {
+        Some(match acc {
+            None => w,
+            Some(a) => Window {
+                start: a.start.min(w.start),
+                end: a.end.max(w.end),
+            },
+        })
+    })
+}

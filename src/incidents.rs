@@ -1,0 +1,507 @@
+//! Findings become incidents, and incidents become alerts: one per incident,
+//! not one per session or per window.
+//!
+//! An incident is the findings of one rule in one peer group. Its fingerprint
+//! is stable. It fires once, is re-alerted only after the cooldown (and only
+//! if it grew) or sooner if it grew by `realert_growth`, and resolves once no
+//! finding came for `resolve_after`. All times are data time: the ends of
+//! processed windows. A catch-up after downtime behaves as a live run would,
+//! and a replay gives the same alerts.
+
+use crate::config::Severity;
+use crate::detect::Finding;
+use crate::notify::render;
+use crate::notify::{ALERT_SCHEMA_VERSION, Alert, AlertKind, AlertSession, AlertStatus};
+use crate::source::{Labels, Window};
+use crate::store::{IncidentUpdate, Store, StoreError};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+/// The kind name of the incident kept for the gateway's health.
+pub const SOURCE_UNHEALTHY: &str = "source_unhealthy";
+
+/// How incidents become notifications.
+#[derive(Debug, Clone)]
+pub struct AlertPolicy {
+    /// No re-alert within this time.
+    pub cooldown: Duration,
+    /// After the cooldown, re-alert only if the session count grew by this
+    /// factor since the last alert.
+    pub realert_growth: f64,
+    /// No finding for this long resolves an incident.
+    pub resolve_after: Duration,
+    /// Whether resolutions are notified.
+    pub send_resolved: bool,
+    /// Sessions listed per alert.
+    pub top_sessions: usize,
+    /// A tick over more windows than this sends one summary.
+    pub summary_after_windows: usize,
+    /// Base URL for session links (`{base}/sessions/{id}`).
+    pub gateway_ui_url: Option<String>,
+}
+
+/// An incident as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Incident {
+    /// Stable id: kind, rule and group hashed.
+    pub fingerprint: String,
+    /// Finding kind, or [`SOURCE_UNHEALTHY`].
+    pub kind: String,
+    /// Rule name (the job name for the source incident).
+    pub rule: String,
+    /// Peer group.
+    pub group: String,
+    /// The group's labels.
+    pub labels: Labels,
+    /// Severity of the rule.
+    pub severity: Severity,
+    /// Whether it is going on.
+    pub firing: bool,
+    /// Start of the first window with a finding in this episode.
+    pub started: DateTime<Utc>,
+    /// End of the latest window with a finding.
+    pub last_finding: DateTime<Utc>,
+    /// Sessions in this episode.
+    pub session_count: u64,
+    /// Their total impact.
+    pub impact_usd: f64,
+    /// Notifications enqueued so far, all episodes.
+    pub sequence: u32,
+    /// Data time of this episode's last notification.
+    pub notified: Option<DateTime<Utc>>,
+    /// Session count at that notification.
+    pub notified_sessions: u64,
+    /// Latest failure, for the source incident.
+    pub last_error: Option<String>,
+}
+
+/// The stable id of the incident of `rule` (of `kind`) in `group`.
+pub fn fingerprint(kind: &str, rule: &str, group: &str) -> String {
+    let digest = Sha256::digest(format!("{kind}\u{1f}{rule}\u{1f}{group}").as_bytes());
+    hex::encode(&digest[..12])
+}
+
+/// What to do with an incident now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// First notification of this episode.
+    Fire,
+    /// It kept recurring past the cooldown, or grew fast.
+    Realert,
+    /// It stopped recurring; `notify` says whether people hear of it.
+    Resolve {
+        /// Whether a resolved notification is sent.
+        notify: bool,
+    },
+}
+
+fn chrono(d: Duration) -> ChronoDuration {
+    ChronoDuration::from_std(d).unwrap_or(ChronoDuration::MAX)
+}
+
+/// Decides what an incident needs at data time `now` (pure).
+pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decision> {
+    if !i.firing {
+        return None;
+    }
+    let quiet_since = i.last_finding;
+    // The source incident resolves as soon as a read succeeds (handled by
+    // the caller); finding incidents resolve after a quiet period.
+    if i.kind != SOURCE_UNHEALTHY && now - quiet_since >= chrono(p.resolve_after) {
+        return Some(Decision::Resolve {
+            notify: p.send_resolved && i.notified.is_some(),
+        });
+    }
+    match i.notified {
+        None => Some(Decision::Fire),
+        Some(at) => {
+            let past_cooldown = now - at >= chrono(p.cooldown);
+            let grew = i.session_count > i.notified_sessions
+                && i.session_count as f64 >= i.notified_sessions as f64 * p.realert_growth;
+            (past_cooldown && grew).then_some(Decision::Realert)
+        }
+    }
+}
+
+/// Cost per day at the incident's rate so far (at least one hour of span).
+fn per_day(i: &Incident) -> f64 {
+    let span = (i.last_finding - i.started).num_seconds().max(3600) as f64;
+    i.impact_usd * 86_400.0 / span
+}
+
+fn alert_kind(kind: &str) -> AlertKind {
+    match kind {
+        "no_cache" => AlertKind::NoCache,
+        "oversized_model" => AlertKind::OversizedModel,
+        "retry_loop" => AlertKind::RetryLoop,
+        _ => AlertKind::SourceUnhealthy,
+    }
+}
+
+/// Builds the notification for a decision on `i`, listing `sessions` (the
+/// incident's largest findings).
+pub fn build_alert(
+    i: &Incident,
+    decision: Decision,
+    sessions: Vec<AlertSession>,
+    now: DateTime<Utc>,
+    created_at: DateTime<Utc>,
+) -> Alert {
+    let status = match decision {
+        Decision::Resolve { .. } => AlertStatus::Resolved,
+        _ => AlertStatus::Firing,
+    };
+    let kind = alert_kind(&i.kind);
+    let title = render::title_for(kind, &i.group, i.session_count, per_day(i), status);
+    let summary = if kind == AlertKind::SourceUnhealthy {
+        match status {
+            AlertStatus::Firing => format!(
+                "the gateway could not be read since {}: {}. Windows stay due and are processed once it answers again; this alert is not repeated while the outage lasts",
+                i.started.format("%Y-%m-%d %H:%M UTC"),
+                i.last_error.as_deref().unwrap_or("unknown error")
+            ),
+            AlertStatus::Resolved => {
+                "the gateway answers again; the missed windows are being caught up".to_owned()
+            }
+        }
+    } else {
+        let verb = match decision {
+            Decision::Fire => "started",
+            Decision::Realert => "is still going on",
+            Decision::Resolve { .. } => "stopped",
+        };
+        format!(
+            "rule {} found {} sessions in {} since {}; together they cost ${:.4} more than their peers would have (about ${:.2} a day at this rate). The incident {verb}",
+            i.rule,
+            i.session_count,
+            i.group,
+            i.started.format("%Y-%m-%d %H:%M UTC"),
+            i.impact_usd,
+            per_day(i)
+        )
+    };
+    Alert {
+        version: ALERT_SCHEMA_VERSION.to_owned(),
+        fingerprint: i.fingerprint.clone(),
+        sequence: i.sequence + 1,
+        status,
+        kind,
+        severity: i.severity,
+        rule: Some(i.rule.clone()),
+        group: i.group.clone(),
+        labels: i.labels.clone(),
+        title,
+        summary,
+        session_count: i.session_count,
+        impact_usd: i.impact_usd,
+        impact_usd_per_day: per_day(i),
+        sessions,
+        window: Window {
+            start: i.started,
+            end: i.last_finding.max(i.started),
+        },
+        starts_at: i.started,
+        ends_at: (status == AlertStatus::Resolved).then_some(now),
+        investigation: None,
+        created_at,
+    }
+}
+
+/// One alert standing for many, after a catch-up.
+pub fn summary_alert(
+    alerts: &[Alert],
+    windows: usize,
+    span: Window,
+    created_at: DateTime<Utc>,
+) -> Alert {
+    let impact: f64 = alerts.iter().map(|a| a.impact_usd).sum();
+    let sessions: u64 = alerts.iter().map(|a| a.session_count).sum();
+    let mut lines: Vec<String> = alerts
+        .iter()
+        .map(|a| {
+            let status = if a.status == AlertStatus::Resolved {
+                "over"
+            } else {
+                "going on"
+            };
+            format!(
+                "{} ({status}): {} sessions, +${:.4}",
+                a.title, a.session_count, a.impact_usd
+            )
+        })
+        .collect();
+    lines.sort();
+    let mut top: Vec<AlertSession> = alerts
+        .iter()
+        .flat_map(|a| a.sessions.iter().cloned())
+        .collect();
+    top.sort_by(|a, b| b.impact_usd.total_cmp(&a.impact_usd));
+    top.truncate(10);
+    let hours = (span.end - span.start).num_minutes() as f64 / 60.0;
+    Alert {
+        version: ALERT_SCHEMA_VERSION.to_owned(),
+        fingerprint: fingerprint("catch_up_summary", "", &span.start.to_rfc3339()),
+        sequence: 1,
+        status: AlertStatus::Firing,
+        kind: AlertKind::CatchUpSummary,
+        severity: alerts
+            .iter()
+            .map(|a| a.severity)
+            .max()
+            .unwrap_or(Severity::Info),
+        rule: None,
+        group: "all".to_owned(),
+        labels: Labels::new(),
+        title: format!(
+            "[costwatch] catch-up over {windows} windows ({hours:.1} h): {} incidents, {sessions} sessions, +${impact:.2}",
+            alerts.len()
+        ),
+        summary: format!(
+            "costwatch caught up {windows} windows from {} to {} after a pause. Instead of one alert per incident, this summary lists them:\n{}",
+            span.start.format("%Y-%m-%d %H:%M UTC"),
+            span.end.format("%Y-%m-%d %H:%M UTC"),
+            lines.join("\n")
+        ),
+        session_count: sessions,
+        impact_usd: impact,
+        impact_usd_per_day: if hours > 0.0 {
+            impact * 24.0 / hours
+        } else {
+            impact
+        },
+        sessions: top,
+        window: span,
+        starts_at: span.start,
+        ends_at: None,
+        investigation: None,
+        created_at,
+    }
+}
+
+/// What one tick processed, for the catch-up summary.
+#[derive(Debug, Clone, Copy)]
+pub struct TickSpan {
+    /// Windows processed.
+    pub windows: usize,
+    /// From the first window's start to the last window's end.
+    pub span: Option<Window>,
+}
+
+/// Turns the incidents' state into notifications and stores them in the
+/// outbox (one row per channel) together with the incidents' new state, in
+/// one transaction. `data_now` is the watermark; `source_healthy` whether the
+/// last read of the gateway succeeded. Returns the alerts enqueued.
+#[allow(clippy::too_many_arguments)]
+pub async fn evaluate<St: Store>(
+    store: &St,
+    policy: &AlertPolicy,
+    data_now: DateTime<Utc>,
+    source_healthy: bool,
+    tick: TickSpan,
+    channels: &[String],
+    now: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+) -> Result<Vec<Alert>, StoreError> {
+    let catch_up = tick.windows > policy.summary_after_windows;
+    let mut updates = Vec::new();
+    let mut source_alerts = Vec::new();
+    let mut finding_alerts = Vec::new();
+    for i in store.open_incidents().await? {
+        let decision = if i.kind == SOURCE_UNHEALTHY {
+            match (source_healthy, i.notified) {
+                (true, notified) => Some(Decision::Resolve {
+                    notify: policy.send_resolved && notified.is_some(),
+                }),
+                (false, None) => Some(Decision::Fire),
+                (false, Some(_)) => None,
+            }
+        } else {
+            decide(&i, data_now, policy)
+        };
+        let Some(mut decision) = decision else {
+            continue;
+        };
+        // An incident that began and ended inside a catch-up was never told:
+        // it goes into the summary rather than vanishing.
+        if catch_up
+            && i.kind != SOURCE_UNHEALTHY
+            && decision == (Decision::Resolve { notify: false })
+        {
+            decision = Decision::Resolve { notify: true };
+        }
+        let notify = !matches!(decision, Decision::Resolve { notify: false });
+        let resolving = matches!(decision, Decision::Resolve { .. });
+        let at = if i.kind == SOURCE_UNHEALTHY {
+            now
+        } else {
+            data_now
+        };
+        updates.push(IncidentUpdate {
+            fingerprint: i.fingerprint.clone(),
+            firing: !resolving,
+            notified: if notify { Some(at) } else { i.notified },
+            notified_sessions: if notify {
+                i.session_count
+            } else {
+                i.notified_sessions
+            },
+            sequence: if notify { i.sequence + 1 } else { i.sequence },
+        });
+        if !notify {
+            continue;
+        }
+        let sessions = if i.kind == SOURCE_UNHEALTHY {
+            Vec::new()
+        } else {
+            store
+                .incident_findings(&i, policy.top_sessions)
+                .await?
+                .into_iter()
+                .map(|f| alert_session(f, policy.gateway_ui_url.as_deref()))
+                .collect()
+        };
+        let alert = build_alert(&i, decision, sessions, at, now);
+        if i.kind == SOURCE_UNHEALTHY {
+            source_alerts.push(alert);
+        } else {
+            finding_alerts.push(alert);
+        }
+    }
+    let mut alerts = source_alerts;
+    match tick.span {
+        Some(span) if catch_up && !finding_alerts.is_empty() => {
+            alerts.push(summary_alert(&finding_alerts, tick.windows, span, now));
+        }
+        _ => alerts.extend(finding_alerts),
+    }
+    if !updates.is_empty() {
+        store
+            .enqueue(&updates, &alerts, channels, now, deadline)
+            .await?;
+    }
+    Ok(alerts)
+}
+
+fn alert_session(f: Finding, ui: Option<&str>) -> AlertSession {
+    AlertSession {
+        link: ui.map(|base| format!("{}/sessions/{}", base.trim_end_matches('/'), f.session_id)),
+        session_id: f.session_id,
+        cost_usd: f.cost_usd,
+        impact_usd: f.impact_usd,
+        explanation: f.explanation,
+        evidence: f.evidence,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn policy() -> AlertPolicy {
+        AlertPolicy {
+            cooldown: Duration::from_secs(6 * 3600),
+            realert_growth: 2.0,
+            resolve_after: Duration::from_secs(2 * 3600),
+            send_resolved: true,
+            top_sessions: 5,
+            summary_after_windows: 4,
+            gateway_ui_url: None,
+        }
+    }
+
+    fn t(h: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap() + ChronoDuration::hours(h)
+    }
+
+    fn incident() -> Incident {
+        Incident {
+            fingerprint: fingerprint("no_cache", "r", "feature=a"),
+            kind: "no_cache".into(),
+            rule: "r".into(),
+            group: "feature=a".into(),
+            labels: Labels::new(),
+            severity: Severity::Warning,
+            firing: true,
+            started: t(0),
+            last_finding: t(1),
+            session_count: 3,
+            impact_usd: 0.5,
+            sequence: 0,
+            notified: None,
+            notified_sessions: 0,
+            last_error: None,
+        }
+    }
+
+    #[test]
+    fn an_incident_fires_once_and_realerts_only_after_the_cooldown_with_growth() {
+        let p = policy();
+        let mut i = incident();
+        assert_eq!(decide(&i, t(1), &p), Some(Decision::Fire));
+        i.notified = Some(t(1));
+        i.notified_sessions = 3;
+        i.sequence = 1;
+        // Still recurring and much larger, inside the cooldown: quiet.
+        i.session_count = 40;
+        i.last_finding = t(3);
+        assert_eq!(decide(&i, t(3), &p), None);
+        // Past the cooldown but grown less than the factor: quiet.
+        i.session_count = 5;
+        i.last_finding = t(8);
+        assert_eq!(decide(&i, t(8), &p), None);
+        // Past the cooldown and doubled: re-alert.
+        i.session_count = 6;
+        assert_eq!(decide(&i, t(8), &p), Some(Decision::Realert));
+    }
+
+    #[test]
+    fn a_quiet_incident_resolves_and_tells_only_if_it_was_told() {
+        let p = policy();
+        let mut i = incident();
+        assert_eq!(
+            decide(&i, t(3), &p),
+            Some(Decision::Resolve { notify: false })
+        );
+        i.notified = Some(t(1));
+        assert_eq!(
+            decide(&i, t(3), &p),
+            Some(Decision::Resolve { notify: true })
+        );
+        i.firing = false;
+        assert_eq!(decide(&i, t(30), &p), None);
+    }
+
+    #[test]
+    fn fingerprints_are_stable_and_distinct() {
+        assert_eq!(
+            fingerprint("no_cache", "r", "g"),
+            fingerprint("no_cache", "r", "g")
+        );
+        assert_ne!(
+            fingerprint("no_cache", "r", "g"),
+            fingerprint("no_cache", "r", "h")
+        );
+        assert_eq!(fingerprint("a", "b", "c").len(), 24);
+    }
+
+    #[test]
+    fn the_alert_says_what_where_and_how_much() {
+        let a = build_alert(&incident(), Decision::Fire, vec![], t(1), t(1));
+        assert_eq!(a.status, AlertStatus::Firing);
+        assert_eq!(a.sequence, 1);
+        assert!(
+            a.title.contains("no_cache") && a.title.contains("feature=a"),
+            "{}",
+            a.title
+        );
+        assert!(a.summary.contains("3 sessions"), "{}", a.summary);
+        assert!(
+            (a.impact_usd_per_day - 12.0).abs() < 1e-9,
+            "{}",
+            a.impact_usd_per_day
+        );
+    }
+}

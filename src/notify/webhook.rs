@@ -1,0 +1,661 @@
+//! The webhook channel: one JSON `POST` per alert, in costwatch's own shape,
+//! Slack's or Alertmanager's (see [`super::render`] for the bodies).
+//!
+//! Headers: `Content-Type: application/json`, `User-Agent: costwatch/<version>`,
+//! `X-Costwatch-Idempotency-Key`, and `X-Costwatch-Signature` (the HMAC of the
+//! exact body bytes) when a secret is set. A 2xx answer is success; 408, 429,
+//! 5xx, network errors and timeouts are worth retrying; any other answer
+//! (redirects included: they are not followed) is a rejection.
+//!
+//! Webhook URLs often carry a token in their path or query, so error
+//! messages name only the scheme, host and port.
+
+use super::render::{WebhookShape, signature, webhook_body};
+use super::{Alert, Notifier, NotifyError};
+use crate::secret::Secret;
+use reqwest::StatusCode;
+use reqwest::header::{CONTENT_TYPE, HeaderValue};
+use std::time::Duration;
+use url::Url;
+
+/// The `User-Agent` of every request.
+pub const USER_AGENT: &str = concat!("costwatch/", env!("CARGO_PKG_VERSION"));
+
+/// Header carrying the body's HMAC-SHA256 signature.
+pub const SIGNATURE_HEADER: &str = "X-Costwatch-Signature";
+
+/// Header carrying [`Alert::idempotency_key`].
+pub const IDEMPOTENCY_HEADER: &str = "X-Costwatch-Idempotency-Key";
+
+/// Most bytes of an error response quoted in the error message.
+const SNIPPET_MAX: usize = 200;
+
+/// Everything a webhook channel needs.
+#[derive(Debug, Clone)]
+pub struct WebhookSettings {
+    /// Name of the channel, used in logs, metrics and error messages.
+    pub name: String,
+    /// Where to POST; may embed a token (it never appears in errors).
+    pub url: Url,
+    /// Body format.
+    pub shape: WebhookShape,
+    /// Shared secret for `X-Costwatch-Signature`.
+    pub secret: Option<Secret>,
+    /// Timeout of one request, connection and response body included.
+    pub timeout: Duration,
+}
+
+/// Why a webhook channel could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookSetupError {
+    /// The URL is not http(s).
+    #[error("webhook {name}: url must be http or https, not {scheme}")]
+    Scheme {
+        /// The channel's name.
+        name: String,
+        /// The URL's scheme.
+        scheme: String,
+    },
+    /// The HTTP client could not be built.
+    #[error("webhook {name}: http client: {reason}")]
+    Client {
+        /// The channel's name.
+        name: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// Sends alerts to one webhook.
+pub struct WebhookNotifier {
+    name: String,
+    url: Url,
+    /// The URL without path, query or credentials, for messages.
+    shown_url: String,
+    shape: WebhookShape,
+    secret: Option<Secret>,
+    timeout: Duration,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for WebhookNotifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WebhookNotifier")
+            .field("name", &self.name)
+            .field("url", &self.shown_url)
+            .field("shape", &self.shape)
+            .field("signed", &self.secret.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebhookNotifier {
+    /// Prepares the channel; no request is made.
+    pub fn new(settings: WebhookSettings) -> Result<WebhookNotifier, WebhookSetupError> {
+        let scheme = settings.url.scheme();
+        if scheme != "http" && scheme != "https" {
+            return Err(WebhookSetupError::Scheme {
+                name: settings.name,
+                scheme: scheme.to_owned(),
+            });
+        }
+        let client = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .timeout(settings.timeout)
+            .connect_timeout(settings.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| WebhookSetupError::Client {
+                name: settings.name.clone(),
+                reason: error_chain(&e.without_url()),
+            })?;
+        Ok(WebhookNotifier {
+            shown_url: redacted_url(&settings.url),
+            name: settings.name,
+            url: settings.url,
+            shape: settings.shape,
+            secret: settings.secret,
+            timeout: settings.timeout,
+            client,
+        })
+    }
+
+    /// The prefix of every error message: `webhook NAME: POST scheme://host/…`.
+    fn context(&self) -> String {
+        format!("webhook {}: POST {}", self.name, self.shown_url)
+    }
+
+    /// Removes anything secret a message might have picked up.
+    fn scrub(&self, text: &str) -> String {
+        let mut text = text.replace(self.url.as_str(), &self.shown_url);
+        let path_and_more = &self.url[url::Position::BeforePath..];
+        if path_and_more.len() > 1 {
+            text = text.replace(path_and_more, "/…");
+        }
+        if let Some(secret) = &self.secret
+            && secret.expose().len() >= 4
+        {
+            text = text.replace(secret.expose(), "[redacted]");
+        }
+        text
+    }
+
+    fn request_error(&self, err: reqwest::Error) -> NotifyError {
+        let what = if err.is_timeout() {
+            format!(
+                "timed out after {}",
+                humantime::format_duration(self.timeout)
+            )
+        } else {
+            error_chain(&err.without_url())
+        };
+        NotifyError::Transient(self.scrub(&format!("{}: {what}", self.context())))
+    }
+}
+
+impl Notifier for WebhookNotifier {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn send(&self, alert: &Alert) -> Result<(), NotifyError> {
+        let body = serde_json::to_vec(&webhook_body(alert, self.shape)).map_err(|e| {
+            NotifyError::Rejected(format!(
+                "{}: body could not be encoded: {e}",
+                self.context()
+            ))
+        })?;
+        let mut request = self
+            .client
+            .post(self.url.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .header(IDEMPOTENCY_HEADER, header_value(&alert.idempotency_key()));
+        if let Some(secret) = &self.secret {
+            request = request.header(
+                SIGNATURE_HEADER,
+                header_value(&signature(secret.expose(), &body)),
+            );
+        }
+        let mut response = request
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| self.request_error(e))?;
+
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let snippet = read_snippet(&mut response).await;
+        let mut message = format!("{}: {}", self.context(), status_text(status));
+        if !snippet.is_empty() {
+            message.push_str(": ");
+            message.push_str(&snippet);
+        }
+        let message = self.scrub(&message);
+        if is_transient_status(status) {
+            Err(NotifyError::Transient(message))
+        } else {
+            Err(NotifyError::Rejected(message))
+        }
+    }
+}
+
+/// Whether an answer with `status` is worth retrying: 408, 429 and 5xx.
+pub fn is_transient_status(status: StatusCode) -> bool {
+    status == StatusCode::REQUEST_TIMEOUT
+        || status == StatusCode::TOO_MANY_REQUESTS
+        || status.is_server_error()
+}
+
+/// `scheme://host[:port]/…`: the URL with its path, query, fragment and
+/// credentials left out.
+pub fn redacted_url(url: &Url) -> String {
+    let host = url.host_str().unwrap_or("");
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}/…", url.scheme()),
+        None => format!("{}://{host}/…", url.scheme()),
+    }
+}
+
+fn status_text(status: StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("status {} {}", status.as_u16(), reason.to_lowercase()),
+        None => format!("status {}", status.as_u16()),
+    }
+}
+
+/// The start of the response body on one line, for error messages.
+async fn read_snippet(response: &mut reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < SNIPPET_MAX {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let mut snippet: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(SNIPPET_MAX)
+        .collect();
+    snippet = snippet.trim().to_owned();
+    if text.chars().count() > SNIPPET_MAX {
+        snippet.push('…');
+    }
+    snippet
+}
+
+/// An error and its sources, joined with `: `.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(e) = source {
+        let part = e.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = e.source();
+    }
+    text
+}
+
+/// A header value from alert data: visible ASCII only.
+fn header_value(text: &str) -> HeaderValue {
+    let safe: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_graphic() || c == ' ' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    HeaderValue::from_str(&safe).unwrap_or_else(|_| HeaderValue::from_static("invalid"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::notify::render::tests::sample_alert;
+    use crate::notify::render::verify_signature;
+    use axum::Router;
+    use axum::body::Bytes;
+    use axum::extract::State;
+    use axum::http::{HeaderMap, Uri};
+    use std::collections::VecDeque;
+    use std::net::SocketAddr;
+    use std::sync::{Arc, Mutex};
+
+    /// One request the receiver got.
+    #[derive(Debug, Clone)]
+    struct Received {
+        uri: String,
+        headers: HeaderMap,
+        body: Bytes,
+    }
+
+    impl Received {
+        fn header(&self, name: &str) -> Option<&str> {
+            self.headers.get(name).and_then(|v| v.to_str().ok())
+        }
+
+        fn json(&self) -> serde_json::Value {
+            serde_json::from_slice(&self.body).unwrap()
+        }
+    }
+
+    /// What the receiver answers, in order; 200 once the script is used up.
+    #[derive(Clone, Default)]
+    struct Receiver {
+        received: Arc<Mutex<Vec<Received>>>,
+        script: Arc<Mutex<VecDeque<(u16, &'static str)>>>,
+        delay: Option<Duration>,
+    }
+
+    impl Receiver {
+        fn answering(script: &[(u16, &'static str)]) -> Receiver {
+            Receiver {
+                script: Arc::new(Mutex::new(script.iter().copied().collect())),
+                ..Receiver::default()
+            }
+        }
+
+        /// Serves on 127.0.0.1:0 until the test ends.
+        async fn serve(&self) -> SocketAddr {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let app = Router::new().fallback(handle).with_state(self.clone());
+            tokio::spawn(async move {
+                axum::serve(listener, app).await.unwrap();
+            });
+            addr
+        }
+
+        fn received(&self) -> Vec<Received> {
+            self.received.lock().unwrap().clone()
+        }
+    }
+
+    async fn handle(
+        State(rx): State<Receiver>,
+        uri: Uri,
+        headers: HeaderMap,
+        body: Bytes,
+    ) -> (axum::http::StatusCode, axum::http::HeaderMap, String) {
+        rx.received.lock().unwrap().push(Received {
+            uri: uri.to_string(),
+            headers,
+            body,
+        });
+        if let Some(delay) = rx.delay {
+            tokio::time::sleep(delay).await;
+        }
+        let (code, text) = rx.script.lock().unwrap().pop_front().unwrap_or((200, "ok"));
+        let mut out = axum::http::HeaderMap::new();
+        if code == 302 {
+            out.insert("location", "/elsewhere".parse().unwrap());
+        }
+        (
+            axum::http::StatusCode::from_u16(code).unwrap(),
+            out,
+            text.to_owned(),
+        )
+    }
+
+    const TOKEN: &str = "T0KEN-abc123";
+    const QUERY_TOKEN: &str = "qs-s3cr3t";
+
+    fn settings(addr: SocketAddr, shape: WebhookShape, secret: Option<&str>) -> WebhookSettings {
+        WebhookSettings {
+            name: "ops-hook".into(),
+            url: Url::parse(&format!("http://{addr}/hooks/{TOKEN}?token={QUERY_TOKEN}")).unwrap(),
+            shape,
+            secret: secret.map(Secret::new),
+            timeout: Duration::from_secs(10),
+        }
+    }
+
+    fn assert_no_token(text: &str) {
+        assert!(!text.contains(TOKEN), "token leaked: {text}");
+        assert!(!text.contains(QUERY_TOKEN), "query token leaked: {text}");
+        assert!(!text.contains("/hooks"), "path leaked: {text}");
+    }
+
+    #[tokio::test]
+    async fn generic_post_is_signed_and_carries_the_headers() {
+        let rx = Receiver::default();
+        let addr = rx.serve().await;
+        let notifier =
+            WebhookNotifier::new(settings(addr, WebhookShape::Generic, Some("hook-secret")))
+                .unwrap();
+        assert_eq!(notifier.name(), "ops-hook");
+        let alert = sample_alert();
+        notifier.send(&alert).await.unwrap();
+
+        let got = rx.received();
+        assert_eq!(got.len(), 1);
+        let req = &got[0];
+        assert_eq!(req.uri, format!("/hooks/{TOKEN}?token={QUERY_TOKEN}"));
+        assert_eq!(req.header("content-type"), Some("application/json"));
+        assert_eq!(req.header("user-agent"), Some(USER_AGENT));
+        assert!(USER_AGENT.starts_with("costwatch/0."));
+        assert_eq!(
+            req.header("x-costwatch-idempotency-key"),
+            Some("fp-0123456789abcdef:firing:0")
+        );
+        let sig = req.header("x-costwatch-signature").unwrap();
+        assert!(verify_signature("hook-secret", &req.body, sig));
+        assert!(!verify_signature("not-the-secret", &req.body, sig));
+        let mut tampered = req.body.to_vec();
+        tampered.push(b' ');
+        assert!(!verify_signature("hook-secret", &tampered, sig));
+
+        assert_eq!(req.json(), webhook_body(&alert, WebhookShape::Generic));
+        let back: Alert = serde_json::from_slice(&req.body).unwrap();
+        assert_eq!(back, alert);
+    }
+
+    #[tokio::test]
+    async fn no_secret_means_no_signature() {
+        let rx = Receiver::default();
+        let addr = rx.serve().await;
+        WebhookNotifier::new(settings(addr, WebhookShape::Generic, None))
+            .unwrap()
+            .send(&sample_alert())
+            .await
+            .unwrap();
+        let got = rx.received();
+        assert!(got[0].header("x-costwatch-signature").is_none());
+        assert!(got[0].header("x-costwatch-idempotency-key").is_some());
+    }
+
+    #[tokio::test]
+    async fn server_errors_are_transient_until_the_receiver_recovers() {
+        let rx = Receiver::answering(&[(503, "busy"), (503, "busy"), (429, "slow down")]);
+        let addr = rx.serve().await;
+        let notifier =
+            WebhookNotifier::new(settings(addr, WebhookShape::Generic, Some("hook-secret")))
+                .unwrap();
+        let alert = sample_alert();
+        for expected in ["status 503 service unavailable: busy", "503", "status 429"] {
+            match notifier.send(&alert).await {
+                Err(NotifyError::Transient(m)) => {
+                    assert!(m.contains(expected), "{m}");
+                    assert!(
+                        m.starts_with(&format!("webhook ops-hook: POST http://{addr}/…")),
+                        "{m}"
+                    );
+                    assert_no_token(&m);
+                }
+                other => panic!("expected Transient, got {other:?}"),
+            }
+        }
+        notifier.send(&alert).await.unwrap();
+
+        // Every attempt was the same notification: same key, same bytes.
+        let got = rx.received();
+        assert_eq!(got.len(), 4);
+        for req in &got {
+            assert_eq!(req.body, got[0].body);
+            assert_eq!(
+                req.header("x-costwatch-idempotency-key"),
+                got[0].header("x-costwatch-idempotency-key")
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn client_errors_and_redirects_are_rejected() {
+        let rx = Receiver::answering(&[(400, "invalid_payload"), (404, "no_service"), (302, "")]);
+        let addr = rx.serve().await;
+        let notifier = WebhookNotifier::new(settings(addr, WebhookShape::Slack, None)).unwrap();
+        let alert = sample_alert();
+        for expected in [
+            "status 400 bad request: invalid_payload",
+            "status 404 not found: no_service",
+            "status 302 found",
+        ] {
+            match notifier.send(&alert).await {
+                Err(NotifyError::Rejected(m)) => {
+                    assert!(m.contains(expected), "{m}");
+                    assert_no_token(&m);
+                }
+                other => panic!("expected Rejected, got {other:?}"),
+            }
+        }
+        // The redirect was not followed.
+        assert_eq!(rx.received().len(), 3);
+    }
+
+    #[tokio::test]
+    async fn error_bodies_echoing_the_url_or_secret_are_scrubbed() {
+        let echo: &'static str = Box::leak(
+            format!("bad token {TOKEN} in /hooks/{TOKEN}?token={QUERY_TOKEN} with hook-secret")
+                .into_boxed_str(),
+        );
+        let rx = Receiver::answering(&[(401, echo)]);
+        let addr = rx.serve().await;
+        let err = WebhookNotifier::new(settings(addr, WebhookShape::Generic, Some("hook-secret")))
+            .unwrap()
+            .send(&sample_alert())
+            .await
+            .unwrap_err();
+        let text = format!("{err} {err:?}");
+        assert!(matches!(err, NotifyError::Rejected(_)), "{text}");
+        assert!(text.contains("status 401"), "{text}");
+        assert!(!text.contains("hook-secret"), "{text}");
+        assert!(!text.contains(QUERY_TOKEN), "{text}");
+        assert!(!text.contains(&format!("/hooks/{TOKEN}")), "{text}");
+    }
+
+    #[tokio::test]
+    async fn slack_shape_is_received() {
+        let rx = Receiver::default();
+        let addr = rx.serve().await;
+        let alert = sample_alert();
+        WebhookNotifier::new(settings(addr, WebhookShape::Slack, Some("s3cret")))
+            .unwrap()
+            .send(&alert)
+            .await
+            .unwrap();
+        let req = &rx.received()[0];
+        let body = req.json();
+        assert_eq!(body["text"], alert.title.as_str());
+        let blocks = body["blocks"].as_array().unwrap();
+        assert_eq!(blocks[0]["type"], "header");
+        assert_eq!(blocks[0]["text"]["text"], alert.title.as_str());
+        assert!(blocks.iter().any(|b| {
+            b["text"]["text"]
+                .as_str()
+                .is_some_and(|t| t.contains("*Top sessions*") && t.contains("sess-top-001"))
+        }));
+        assert!(verify_signature(
+            "s3cret",
+            &req.body,
+            req.header("x-costwatch-signature").unwrap()
+        ));
+    }
+
+    #[tokio::test]
+    async fn alertmanager_shape_is_received() {
+        let rx = Receiver::default();
+        let addr = rx.serve().await;
+        let mut alert = sample_alert();
+        alert.status = crate::notify::AlertStatus::Resolved;
+        alert.ends_at = Some(alert.created_at);
+        WebhookNotifier::new(settings(addr, WebhookShape::Alertmanager, None))
+            .unwrap()
+            .send(&alert)
+            .await
+            .unwrap();
+        let req = &rx.received()[0];
+        assert_eq!(
+            req.header("x-costwatch-idempotency-key"),
+            Some("fp-0123456789abcdef:resolved:0")
+        );
+        let body = req.json();
+        let list = body.as_array().unwrap();
+        assert_eq!(list.len(), 1);
+        assert_eq!(list[0]["labels"]["alertname"], "costwatch_no_cache");
+        assert_eq!(list[0]["labels"]["severity"], "warning");
+        assert_eq!(list[0]["labels"]["fingerprint"], "fp-0123456789abcdef");
+        assert_eq!(list[0]["labels"]["feature"], "support-agent");
+        assert_eq!(list[0]["annotations"]["summary"], alert.title.as_str());
+        assert_eq!(list[0]["startsAt"], "2026-03-04T10:00:00Z");
+        assert_eq!(list[0]["endsAt"], "2026-03-04T11:00:00Z");
+    }
+
+    #[tokio::test]
+    async fn unreachable_receiver_is_transient_without_the_token() {
+        let addr = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap()
+        };
+        let err = WebhookNotifier::new(settings(addr, WebhookShape::Generic, Some("hook-secret")))
+            .unwrap()
+            .send(&sample_alert())
+            .await
+            .unwrap_err();
+        let text = format!("{err} {err:?}");
+        assert!(matches!(err, NotifyError::Transient(_)), "{text}");
+        assert!(text.contains("error sending request"), "{text}");
+        assert_no_token(&text);
+    }
+
+    #[tokio::test]
+    async fn slow_receiver_times_out_as_transient() {
+        let rx = Receiver {
+            delay: Some(Duration::from_secs(30)),
+            ..Receiver::default()
+        };
+        let addr = rx.serve().await;
+        let mut s = settings(addr, WebhookShape::Generic, None);
+        s.timeout = Duration::from_millis(300);
+        let started = std::time::Instant::now();
+        let err = WebhookNotifier::new(s)
+            .unwrap()
+            .send(&sample_alert())
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let text = err.to_string();
+        assert!(matches!(err, NotifyError::Transient(_)), "{text}");
+        assert!(text.contains("timed out after 300ms"), "{text}");
+        assert_no_token(&text);
+    }
+
+    #[test]
+    fn setup_rejects_other_schemes_and_debug_hides_secrets() {
+        let s = WebhookSettings {
+            name: "x".into(),
+            url: Url::parse("ftp://example.com/x").unwrap(),
+            shape: WebhookShape::Generic,
+            secret: None,
+            timeout: Duration::from_secs(1),
+        };
+        let err = WebhookNotifier::new(s).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "webhook x: url must be http or https, not ftp"
+        );
+
+        let s = WebhookSettings {
+            name: "slack".into(),
+            url: Url::parse(&format!(
+                "https://user:pw@chat.example.com:8443/hooks/{TOKEN}?token={QUERY_TOKEN}"
+            ))
+            .unwrap(),
+            shape: WebhookShape::Slack,
+            secret: Some(Secret::new("hook-secret")),
+            timeout: Duration::from_secs(1),
+        };
+        let notifier = WebhookNotifier::new(s).unwrap();
+        let debug = format!("{notifier:?}");
+        assert!(debug.contains("https://chat.example.com:8443/…"), "{debug}");
+        assert!(
+            !debug.contains("hook-secret") && !debug.contains("pw@"),
+            "{debug}"
+        );
+        assert_no_token(&debug);
+    }
+
+    #[test]
+    fn transient_statuses() {
+        for code in [408, 429, 500, 502, 503, 504] {
+            assert!(
+                is_transient_status(StatusCode::from_u16(code).unwrap()),
+                "{code}"
+            );
+        }
+        for code in [300, 301, 400, 401, 403, 404, 410, 422] {
+            assert!(
+                !is_transient_status(StatusCode::from_u16(code).unwrap()),
+                "{code}"
+            );
+        }
+    }
+}

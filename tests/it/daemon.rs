@@ -1,0 +1,342 @@
+//! The daemon's tick over the simulator with a fake clock: due windows are
+//! processed, incidents are alerted once and resolved, and an outage gives
+//! one "source unhealthy" alert followed by one catch-up summary.
+
+use crate::support::*;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use costwatch::clock::{Clock, FakeClock};
+use costwatch::daemon::{Daemon, DaemonSettings};
+use costwatch::incidents::AlertPolicy;
+use costwatch::notify::outbox::{Channel, RetryPolicy};
+use costwatch::notify::{Alert, AlertKind, AlertStatus, Notifier, NotifyError};
+use costwatch::pipeline::{Pipeline, Schedule};
+use costwatch::sim::scenario::{ScenarioParams, generate};
+use costwatch::sim::server::{Fault, FaultKind};
+use costwatch::store::{SqlStore, Store};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A channel that records what it receives and can fail its first calls.
+#[derive(Default)]
+pub struct Recorder {
+    pub received: Mutex<Vec<Alert>>,
+    pub fail_next: AtomicUsize,
+}
+
+impl Notifier for Recorder {
+    fn name(&self) -> &str {
+        "recorder"
+    }
+
+    async fn send(&self, alert: &Alert) -> Result<(), NotifyError> {
+        if self.fail_next.load(Ordering::SeqCst) > 0 {
+            self.fail_next.fetch_sub(1, Ordering::SeqCst);
+            return Err(NotifyError::Transient("receiver down".into()));
+        }
+        self.received.lock().unwrap().push(alert.clone());
+        Ok(())
+    }
+}
+
+pub fn policy() -> AlertPolicy {
+    AlertPolicy {
+        cooldown: Duration::from_secs(6 * 3600),
+        realert_growth: 2.0,
+        resolve_after: Duration::from_secs(2 * 3600),
+        send_resolved: true,
+        top_sessions: 5,
+        summary_after_windows: 4,
+        gateway_ui_url: None,
+    }
+}
+
+struct Rig {
+    daemon: Daemon<costwatch::source::gateway::GatewaySource, SqlStore>,
+    clock: FakeClock,
+    recorder: Arc<Recorder>,
+    sim: costwatch::sim::server::SimServer,
+    start: DateTime<Utc>,
+    _dir: tempfile::TempDir,
+}
+
+async fn rig(days: u32, first_tick: ChronoDuration) -> Rig {
+    let params = ScenarioParams {
+        days,
+        sessions_per_day: 1200,
+        ..ScenarioParams::default()
+    };
+    let start = params.start;
+    let sim = start_sim(generate(&params)).await;
+    let mut l = limits();
+    l.max_retries = 1;
+    let (source, _sleeper) = gateway_with(&sim, sim.admin_key(), 50, l);
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let clock = FakeClock::new(start + first_tick);
+    let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+    let schedule = Schedule {
+        job: "main".into(),
+        size: Duration::from_secs(900),
+        settle_lag: Duration::from_secs(120),
+        start: Some(start),
+        max_backfill: Duration::from_secs(7 * 86_400),
+    };
+    let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
+    let recorder = Arc::new(Recorder::default());
+    let settings = DaemonSettings {
+        policy: policy(),
+        max_catch_up_windows: 672,
+        max_backfill: Duration::from_secs(7 * 86_400),
+        delivery_deadline: Duration::from_secs(86_400),
+        retry: RetryPolicy {
+            base: Duration::from_secs(30),
+            max: Duration::from_secs(1800),
+        },
+        channels: vec![recorder.clone() as Arc<dyn Channel>],
+        metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
+    };
+    Rig {
+        daemon: Daemon::new(pipeline, settings, shared),
+        clock,
+        recorder,
+        sim,
+        start,
+        _dir: dir,
+    }
+}
+
+fn by_kind(alerts: &[Alert]) -> BTreeMap<(&'static str, &'static str), usize> {
+    let mut m = BTreeMap::new();
+    for a in alerts {
+        let status = if a.status == AlertStatus::Firing {
+            "firing"
+        } else {
+            "resolved"
+        };
+        *m.entry((a.kind.as_str(), status)).or_default() += 1;
+    }
+    m
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ticks_process_due_windows_and_alert_each_incident_once_then_resolve_it() {
+    let r = rig(2, ChronoDuration::minutes(17)).await;
+    // Every 15 minutes for two days: one window per tick.
+    let mut windows = 0;
+    for _ in 0..(2 * 96) {
+        let t = r.daemon.tick().await.unwrap();
+        assert!(t.source_error.is_none());
+        assert!(t.windows <= 1, "one window per tick, got {}", t.windows);
+        windows += t.windows;
+        r.clock.advance(ChronoDuration::minutes(15));
+    }
+    assert_eq!(
+        windows,
+        2 * 96,
+        "every window that ended 2 minutes before a tick"
+    );
+    let rows = r.daemon.store().windows("main").await.unwrap();
+    assert_eq!(rows.len(), windows);
+    assert!(rows.iter().all(|w| w.status == "done" && w.attempts == 1));
+
+    let received = r.recorder.received.lock().unwrap().clone();
+    let keys: std::collections::BTreeSet<String> =
+        received.iter().map(|a| a.idempotency_key()).collect();
+    assert_eq!(
+        keys.len(),
+        received.len(),
+        "no notification delivered twice"
+    );
+    // The no_cache incident of day 2 in support-agent: fired once, resolved once.
+    let support: Vec<&Alert> = received
+        .iter()
+        .filter(|a| a.kind == AlertKind::NoCache && a.group == "feature=support-agent")
+        .collect();
+    let firing = support
+        .iter()
+        .filter(|a| a.status == AlertStatus::Firing)
+        .count();
+    let resolved = support
+        .iter()
+        .filter(|a| a.status == AlertStatus::Resolved)
+        .count();
+    assert_eq!(
+        (firing, resolved),
+        (1, 1),
+        "{:#?}",
+        support
+            .iter()
+            .map(|a| (&a.title, a.status))
+            .collect::<Vec<_>>()
+    );
+    let fire = support
+        .iter()
+        .find(|a| a.status == AlertStatus::Firing)
+        .unwrap();
+    let done = support
+        .iter()
+        .find(|a| a.status == AlertStatus::Resolved)
+        .unwrap();
+    assert_eq!(fire.fingerprint, done.fingerprint);
+    assert!(
+        done.session_count > fire.session_count,
+        "the incident kept growing after the first alert"
+    );
+    assert!(!fire.sessions.is_empty() && fire.sessions.len() <= 5);
+    assert!(
+        fire.title
+            .starts_with("[costwatch] no_cache in feature=support-agent"),
+        "{}",
+        fire.title
+    );
+    // Every incident alternates: fired, resolved, (a new episode) fired, ...
+    // never fired twice within one episode.
+    let mut per_incident: BTreeMap<String, Vec<(u32, AlertStatus)>> = BTreeMap::new();
+    for a in &received {
+        per_incident
+            .entry(a.fingerprint.clone())
+            .or_default()
+            .push((a.sequence, a.status));
+    }
+    for (fp, mut seq) in per_incident {
+        seq.sort_by_key(|(n, _)| *n);
+        for (i, (n, status)) in seq.iter().enumerate() {
+            assert_eq!(*n as usize, i + 1, "{fp}: sequence numbers run 1, 2, 3...");
+            let expected = if i % 2 == 0 {
+                AlertStatus::Firing
+            } else {
+                AlertStatus::Resolved
+            };
+            assert_eq!(*status, expected, "{fp}: {seq:?}");
+        }
+    }
+    assert!(
+        r.daemon
+            .store()
+            .outbox()
+            .await
+            .unwrap()
+            .iter()
+            .all(|o| o.status == "sent")
+    );
+    let _ = r.start;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_six_hour_outage_gives_one_unhealthy_alert_then_one_catch_up_summary() {
+    // Start at 09:02 on day 2: the first tick catches up from midnight of day 1.
+    let r = rig(
+        2,
+        ChronoDuration::hours(24 + 9) + ChronoDuration::minutes(2),
+    )
+    .await;
+    let first = r.daemon.tick().await.unwrap();
+    assert_eq!(first.windows, 96 + 36, "a day and nine hours of windows");
+    let after_first = r.recorder.received.lock().unwrap().len();
+    assert!(
+        by_kind(&r.recorder.received.lock().unwrap())
+            .keys()
+            .all(|(k, _)| *k == "catch_up_summary"),
+        "a catch-up sends one summary instead of one alert per incident"
+    );
+    assert_eq!(
+        after_first, 1,
+        "day 1's incidents began and ended during the catch-up: one summary"
+    );
+    let summary = r.recorder.received.lock().unwrap()[0].clone();
+    assert!(
+        summary
+            .summary
+            .contains("oversized_model in feature=triage"),
+        "{}",
+        summary.summary
+    );
+
+    // Six hours of gateway outage, a tick every 15 minutes.
+    r.sim
+        .faults()
+        .set_persistent(Some(Fault::any(FaultKind::ServerError { status: 503 })));
+    let watermark_before = first.watermark.unwrap();
+    for _ in 0..24 {
+        r.clock.advance(ChronoDuration::minutes(15));
+        let t = r.daemon.tick().await.unwrap();
+        assert!(t.source_error.is_some());
+        assert_eq!(t.windows, 0);
+        assert_eq!(
+            t.watermark,
+            Some(watermark_before),
+            "no window is skipped during the outage"
+        );
+    }
+    let during: Vec<Alert> = r.recorder.received.lock().unwrap()[after_first..].to_vec();
+    assert_eq!(
+        by_kind(&during),
+        BTreeMap::from([(("source_unhealthy", "firing"), 1)]),
+        "one alert, not a storm"
+    );
+
+    // The gateway is back: one tick catches up every window of the outage.
+    r.sim.faults().clear();
+    r.clock.advance(ChronoDuration::minutes(15));
+    let back = r.daemon.tick().await.unwrap();
+    assert!(back.source_error.is_none());
+    assert_eq!(
+        back.windows, 25,
+        "the 24 windows of the outage and the one that just ended"
+    );
+    let after: Vec<Alert> = r.recorder.received.lock().unwrap()[after_first + 1..].to_vec();
+    let kinds = by_kind(&after);
+    assert_eq!(kinds.get(&("source_unhealthy", "resolved")), Some(&1));
+    assert_eq!(
+        kinds.get(&("catch_up_summary", "firing")),
+        Some(&1),
+        "{kinds:?}"
+    );
+    assert_eq!(kinds.values().sum::<usize>(), 2, "{kinds:?}");
+    let summary = after
+        .iter()
+        .find(|a| a.kind == AlertKind::CatchUpSummary)
+        .unwrap();
+    assert!(summary.title.contains("25 windows"), "{}", summary.title);
+
+    // Every window from the start to the watermark is done exactly once.
+    let rows = r.daemon.store().windows("main").await.unwrap();
+    assert_eq!(rows.len(), 96 + 36 + 25);
+    assert!(rows.iter().all(|w| w.status == "done"));
+    for pair in rows.windows(2) {
+        assert_eq!(
+            pair[0].window.end, pair[1].window.start,
+            "no gap, no overlap"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiver_that_fails_for_a_while_gets_each_alert_once_after() {
+    let r = rig(
+        2,
+        ChronoDuration::hours(24 + 9) + ChronoDuration::minutes(2),
+    )
+    .await;
+    r.recorder.fail_next.store(3, Ordering::SeqCst);
+    r.daemon.tick().await.unwrap();
+    assert!(r.recorder.received.lock().unwrap().is_empty());
+    let pending = r.daemon.store().outbox().await.unwrap();
+    assert!(!pending.is_empty());
+    assert!(
+        pending
+            .iter()
+            .all(|o| o.status == "pending" && o.attempts == 1)
+    );
+    // Retries happen at 30 s, 60 s, ... after each failure.
+    for _ in 0..4 {
+        r.clock.advance(ChronoDuration::minutes(5));
+        r.daemon.deliver().await.unwrap();
+    }
+    let received = r.recorder.received.lock().unwrap().clone();
+    assert_eq!(received.len(), pending.len());
+    let rows = r.daemon.store().outbox().await.unwrap();
+    assert!(rows.iter().all(|o| o.status == "sent"), "{rows:?}");
+}
