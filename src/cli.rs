@@ -49,8 +49,12 @@ pub enum LogFormat {
 pub enum Command {
     /// Validate a configuration and its rules offline; exit 2 on any problem.
     Check(CheckArgs),
+    /// Run as a service: the detection job on its cron schedule, alerts, delivery.
+    Run(RunArgs),
     /// Process every window that is due, store the results, print new findings.
     Once(OnceArgs),
+    /// Send a sample alert through every configured channel and report each result.
+    TestAlert(RunArgs),
     /// Replay a historical range through the pipeline with throwaway state.
     Backtest(BacktestArgs),
     /// Run the whole pipeline against the built-in gateway simulator.
@@ -78,6 +82,14 @@ pub struct CheckArgs {
     /// Rule files or directories to check on their own.
     #[arg(long)]
     pub rules: Vec<PathBuf>,
+}
+
+/// `costwatch run` and `costwatch test-alert`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Configuration file.
+    #[arg(long, short)]
+    pub config: PathBuf,
 }
 
 /// `costwatch once`.
@@ -191,6 +203,15 @@ pub fn init_tracing(format: LogFormat, verbose: u8, quiet: bool) {
 pub async fn run(cli: Cli) -> Result<(), Exit> {
     match cli.command {
         Command::Check(a) => check(a),
+        Command::Run(a) => {
+            crate::app::run(&a.config)
+                .await
+                .map_err(|e| match e.downcast::<ConfigError>() {
+                    Ok(c) => Exit::Config(c),
+                    Err(e) => Exit::Failed(e),
+                })
+        }
+        Command::TestAlert(a) => test_alert(a).await,
         Command::Once(a) => once(a).await,
         Command::Backtest(a) => backtest_cmd(a).await,
         Command::Demo(a) => demo(a).await,
@@ -314,6 +335,34 @@ async fn once(a: OnceArgs) -> Result<(), Exit> {
             "stopped; the failed window stays due and is retried on the next run",
         ))),
     }
+}
+
+async fn test_alert(a: RunArgs) -> Result<(), Exit> {
+    let cfg = config::load(&a.config)?;
+    let channels = crate::app::channels(&cfg)?;
+    if channels.is_empty() {
+        return Err(Exit::Failed(anyhow!(
+            "no channel is configured (notify.email, notify.webhooks)"
+        )));
+    }
+    let alert = crate::notify::sample_alert(Utc::now());
+    let mut failed = 0;
+    for c in &channels {
+        match c.send_boxed(&alert).await {
+            Ok(()) => println!("{}: sent", c.name()),
+            Err(e) => {
+                failed += 1;
+                println!("{}: FAILED: {e}", c.name());
+            }
+        }
+    }
+    if failed > 0 {
+        return Err(Exit::Failed(anyhow!(
+            "{failed} of {} channels failed",
+            channels.len()
+        )));
+    }
+    Ok(())
 }
 
 /// One finding as a JSON line with the documented fields.

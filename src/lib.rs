@@ -15,6 +15,7 @@ pub mod incidents;
 pub mod notify;
 pub mod store;
 
+pub mod app;
 pub mod backtest;
 pub mod daemon;
 pub mod ops;

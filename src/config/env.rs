@@ -1,11 +1,22 @@
 //! Environment overrides.
 //!
 //! `COSTWATCH_<SECTION>__<KEY>` (double underscore) sets `section.key`, and
-//! `COSTWATCH_GROUP_BY` / `COSTWATCH_RULES` set the two top-level lists. Names
-//! are lower-cased; values are parsed as YAML scalars or flow collections
-//! (`5m`, `[feature, team]`), and a bare scalar for a top-level list becomes a
-//! one-element list. Other `COSTWATCH_*` variables without `__`, such as
-//! `COSTWATCH_ADMIN_KEY`, are not overrides.
+//! deeper paths add one `__<KEY>` per level (`COSTWATCH_NOTIFY__EMAIL__HOST`
+//! sets `notify.email.host`). `COSTWATCH_GROUP_BY` / `COSTWATCH_RULES` set
+//! the two top-level lists. Names are lower-cased, so a key with upper-case
+//! letters (a label name) cannot be set this way, and neither can one element
+//! of a list: set the whole list instead (`COSTWATCH_NOTIFY__WEBHOOKS` as a
+//! flow sequence).
+//!
+//! Values are parsed as YAML scalars or flow collections (`5m`, `null`,
+//! `[feature, team]`). A value that is not valid YAML and does not start a
+//! flow collection is taken as a plain string, so `*/5 * * * *` (an alias to
+//! YAML) and `@daily` need no quotes. A bare scalar for a top-level list
+//! becomes a one-element list.
+//!
+//! Other `COSTWATCH_*` variables without `__`, such as `COSTWATCH_ADMIN_KEY`,
+//! are not overrides, and neither is any `COSTWATCH_WEBHOOK_*` variable (they
+//! hold webhook secrets, and a webhook name may contain `__`).
 //!
 //! Overrides are set on the document before it is deserialized, so unknown
 //! sections or keys and wrong types are caught by the same serde pass as the
@@ -18,6 +29,28 @@ use std::path::PathBuf;
 
 /// Variable holding the gateway admin key itself.
 pub(crate) const ADMIN_KEY_VAR: &str = "COSTWATCH_ADMIN_KEY";
+
+/// Variable holding the SMTP password itself.
+pub(crate) const SMTP_PASSWORD_VAR: &str = "COSTWATCH_SMTP_PASSWORD";
+
+/// Start of the variables holding webhook secrets.
+const WEBHOOK_SECRET_PREFIX: &str = "COSTWATCH_WEBHOOK_";
+
+/// The variable holding the secret of the webhook `name`:
+/// `COSTWATCH_WEBHOOK_<NAME>_SECRET`, the name upper-cased with `-` as `_`.
+pub(crate) fn webhook_secret_var(name: &str) -> String {
+    let name: String = name
+        .chars()
+        .map(|c| {
+            if c == '-' {
+                '_'
+            } else {
+                c.to_ascii_uppercase()
+            }
+        })
+        .collect();
+    format!("{WEBHOOK_SECRET_PREFIX}{name}_SECRET")
+}
 
 const PREFIX: &str = "COSTWATCH_";
 
@@ -82,6 +115,9 @@ pub(crate) fn overrides(env: &BTreeMap<String, String>) -> (Vec<Override>, Vec<P
 /// The keys `var` overrides; `None` when it is not an override at all.
 fn override_keys(var: &str) -> Option<Result<Vec<String>, Problem>> {
     let rest = var.strip_prefix(PREFIX)?;
+    if var.starts_with(WEBHOOK_SECRET_PREFIX) {
+        return None;
+    }
     if let Some((_, key)) = TOP_LEVEL.iter().find(|(suffix, _)| *suffix == rest) {
         return Some(Ok(vec![(*key).to_owned()]));
     }
@@ -89,11 +125,11 @@ fn override_keys(var: &str) -> Option<Result<Vec<String>, Problem>> {
         return None;
     }
     let parts: Vec<&str> = rest.split("__").collect();
-    if parts.len() != 2 || parts.iter().any(|p| p.is_empty()) {
+    if parts.iter().any(|p| p.is_empty()) {
         return Some(Err(env_problem(
             var,
             "",
-            "expected a name of the form COSTWATCH_<SECTION>__<KEY>",
+            "expected a name of the form COSTWATCH_<SECTION>__<KEY>, with `__` before each deeper key",
         )));
     }
     Some(Ok(parts.iter().map(|p| p.to_lowercase()).collect()))
@@ -105,13 +141,18 @@ fn parse_value(var: &str, keys: Vec<String>, raw: &str) -> Result<Override, Prob
     if raw.trim().is_empty() {
         return Err(env_problem(var, &path, "empty value"));
     }
-    let value: Value = serde_saphyr::from_str(raw).map_err(|e| {
-        env_problem(
-            var,
-            &path,
-            format!("invalid yaml value: {}", super::load::yaml_message(&e)),
-        )
-    })?;
+    let value: Value = match serde_saphyr::from_str(raw) {
+        Ok(value) => value,
+        // Not YAML, and not meant as a collection: the text itself.
+        Err(_) if !raw.trim_start().starts_with(['[', '{']) => Value::String(raw.to_owned()),
+        Err(e) => {
+            return Err(env_problem(
+                var,
+                &path,
+                format!("invalid yaml value: {}", super::load::yaml_message(&e)),
+            ));
+        }
+    };
     let value = match value {
         Value::Array(_) => value,
         other if keys.len() == 1 => Value::Array(vec![other]),
@@ -186,7 +227,14 @@ mod tests {
             ("COSTWATCH_GROUP_BY", "[feature, team]"),
             ("COSTWATCH_RULES", "/etc/costwatch/rules"),
             ("COSTWATCH_ADMIN_KEY", "sk-secret"),
+            ("COSTWATCH_SMTP_PASSWORD", "hunter2"),
+            ("COSTWATCH_WEBHOOK_CHAT__OPS_SECRET", "s3cret"),
             ("COSTWATCH_LOG", "debug"),
+            ("COSTWATCH_SCHEDULE__CRON", "*/10 * * * *"),
+            ("COSTWATCH_SCHEDULE__TIMEZONE", "Europe/Berlin"),
+            ("COSTWATCH_NOTIFY__EMAIL__HOST", "smtp.example.com"),
+            ("COSTWATCH_NOTIFY__EMAIL__TO", "[a@example.com]"),
+            ("COSTWATCH_SERVER__LISTEN", "null"),
             ("HOME", "/root"),
         ]));
         assert_eq!(problems, vec![]);
@@ -195,7 +243,12 @@ mod tests {
             got,
             vec![
                 ("group_by".to_string(), json!(["feature", "team"])),
+                ("notify.email.host".to_string(), json!("smtp.example.com")),
+                ("notify.email.to".to_string(), json!(["a@example.com"])),
                 ("rules".to_string(), json!(["/etc/costwatch/rules"])),
+                ("schedule.cron".to_string(), json!("*/10 * * * *")),
+                ("schedule.timezone".to_string(), json!("Europe/Berlin")),
+                ("server.listen".to_string(), Value::Null),
                 ("source.api_url".to_string(), json!("http://127.0.0.1:9/v1")),
                 ("source.page_limit".to_string(), json!(20)),
                 ("windows.size".to_string(), json!("5m")),
@@ -207,12 +260,18 @@ mod tests {
     fn malformed_overrides_are_problems_naming_the_variable() {
         let cases = [
             (
-                "COSTWATCH_SOURCE__LABELS__TEAM",
+                "COSTWATCH_NOTIFY____HOST",
                 "a",
                 "",
                 "expected a name of the form",
             ),
             ("COSTWATCH___SIZE", "5m", "", "expected a name of the form"),
+            (
+                "COSTWATCH_WINDOWS__",
+                "5m",
+                "",
+                "expected a name of the form",
+            ),
             (
                 "COSTWATCH_WINDOWS__SIZE",
                 "  ",
@@ -239,6 +298,35 @@ mod tests {
             );
             assert_eq!(problems[0].line, None);
         }
+    }
+
+    #[test]
+    fn webhook_secret_variables_are_named_after_the_webhook() {
+        assert_eq!(
+            webhook_secret_var("chat-ops"),
+            "COSTWATCH_WEBHOOK_CHAT_OPS_SECRET"
+        );
+        assert_eq!(
+            webhook_secret_var("pager_2"),
+            "COSTWATCH_WEBHOOK_PAGER_2_SECRET"
+        );
+    }
+
+    #[test]
+    fn apply_creates_nested_mappings() {
+        let (found, _) = overrides(&env(&[
+            ("COSTWATCH_NOTIFY__EMAIL__HOST", "smtp.example.com"),
+            ("COSTWATCH_NOTIFY__EMAIL__PORT", "2525"),
+        ]));
+        let mut doc = json!({"notify": {"email": null, "webhooks": []}});
+        assert_eq!(apply(&mut doc, &found), vec![]);
+        assert_eq!(
+            doc,
+            json!({"notify": {
+                "email": {"host": "smtp.example.com", "port": 2525},
+                "webhooks": [],
+            }})
+        );
     }
 
     #[test]

@@ -7,15 +7,19 @@
 //! document is deserialized again. Paths that were taken out are "tainted":
 //! later checks skip them, so one mistake is reported once.
 
-use super::env::{self, ADMIN_KEY_VAR};
+use super::env::{self, ADMIN_KEY_VAR, SMTP_PASSWORD_VAR, webhook_secret_var};
 use super::locate::{Index, Pos, Seg, child, is_within, item, path_string};
 use super::raw::{
-    RawConfig, RawDetection, RawNoCacheRule, RawOversizedModelRule, RawRetryLoopRule, RawRuleFile,
-    RawSource, RawState, RawWindows,
+    RawAlerts, RawConfig, RawDetection, RawEmail, RawNoCacheRule, RawNotify, RawOversizedModelRule,
+    RawRetryLoopRule, RawRuleFile, RawSchedule, RawServer, RawSource, RawState, RawWebhook,
+    RawWindows,
 };
 use super::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Selector};
+use super::schedule::parse_cron;
 use super::{
-    Config, ConfigError, DetectionConfig, Problem, Rules, SourceConfig, StateConfig, WindowConfig,
+    AlertsConfig, Config, ConfigError, DetectionConfig, EmailConfig, NotifyConfig, Problem, Rules,
+    ScheduleConfig, ServerConfig, SmtpSecurity, SourceConfig, StateConfig, WebhookConfig,
+    WindowConfig,
 };
 use crate::secret::Secret;
 use chrono::{DateTime, Utc};
@@ -43,12 +47,15 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 }
 
 /// Loads and validates a configuration file and the rules it names, taking
-/// overrides and `COSTWATCH_ADMIN_KEY` from `env` instead of the process
+/// overrides and secrets (`COSTWATCH_ADMIN_KEY`, `COSTWATCH_SMTP_PASSWORD`,
+/// `COSTWATCH_WEBHOOK_<NAME>_SECRET`) from `env` instead of the process
 /// environment.
 ///
-/// `COSTWATCH_<SECTION>__<KEY>` sets `section.key`; `COSTWATCH_GROUP_BY` and
-/// `COSTWATCH_RULES` set those top-level lists. Relative paths (rules, the
-/// admin key file) are resolved against the configuration file's folder.
+/// `COSTWATCH_<SECTION>__<KEY>` sets `section.key` (and
+/// `COSTWATCH_<SECTION>__<KEY>__<KEY>` a key one level deeper);
+/// `COSTWATCH_GROUP_BY` and `COSTWATCH_RULES` set those top-level lists.
+/// Relative paths (rules, secret and CA files) are resolved against the
+/// configuration file's folder.
 pub fn load_with_env(path: &Path, env: &BTreeMap<String, String>) -> Result<Config, ConfigError> {
     let mut doc = Doc::read(path).map_err(|p| ConfigError { problems: vec![p] })?;
     empty_sections(&mut doc.value);
@@ -100,7 +107,16 @@ pub fn rules_schema() -> Value {
 /// Turns sections written with nothing under them (`windows:` with every
 /// key commented out) into empty mappings, so they take their defaults.
 fn empty_sections(doc: &mut Value) {
-    const SECTIONS: [&str; 4] = ["source", "windows", "state", "detection"];
+    const SECTIONS: [&str; 8] = [
+        "source",
+        "windows",
+        "state",
+        "detection",
+        "schedule",
+        "alerts",
+        "notify",
+        "server",
+    ];
     if let Value::Object(root) = doc {
         for (key, value) in root.iter_mut() {
             if value.is_null() && SECTIONS.contains(&key.as_str()) {
@@ -170,9 +186,11 @@ fn tidy(message: &str) -> String {
         None => message.to_owned(),
     };
     [
+        ("expected u16", "expected a port number"),
         ("expected u32", "expected a non-negative 32-bit integer"),
         ("expected u64", "expected a non-negative integer"),
         ("expected f64", "expected a number"),
+        ("expected string or map", "expected a string"),
     ]
     .iter()
     .fold(message, |m, (from, to)| {
@@ -470,6 +488,10 @@ fn build_config(doc: &mut Doc, raw: RawConfig, env: &BTreeMap<String, String>) -
     check_group_by(doc, &raw.group_by);
     let state = state_config(doc, raw.state);
     let detection = detection_config(doc, raw.detection);
+    let schedule = schedule_config(doc, raw.schedule);
+    let alerts = alerts_config(doc, raw.alerts);
+    let notify = notify_config(doc, raw.notify, env);
+    let server = server_config(doc, raw.server);
     Some(Config {
         path: doc.file.clone(),
         source: source?,
@@ -479,6 +501,10 @@ fn build_config(doc: &mut Doc, raw: RawConfig, env: &BTreeMap<String, String>) -
         detection,
         rule_paths: Vec::new(),
         rules: Rules::default(),
+        schedule: schedule?,
+        alerts: alerts?,
+        notify: notify?,
+        server: server?,
     })
 }
 
@@ -534,15 +560,21 @@ fn api_url(doc: &mut Doc, raw: Option<&str>) -> Option<Url> {
         });
         return None;
     };
+    http_url(doc, PATH, raw)
+}
+
+/// `raw` as an http or https URL. Messages never repeat the URL, which may
+/// hold a credential (a webhook token in its path, a password before `@`).
+fn http_url(doc: &mut Doc, path: &str, raw: &str) -> Option<Url> {
     let url = match Url::parse(raw) {
         Ok(url) => url,
         Err(e) => {
-            doc.check(false, PATH, || format!("invalid url: {e}"));
+            doc.check(false, path, || format!("invalid url: {e}"));
             return None;
         }
     };
     let scheme = url.scheme().to_owned();
-    doc.check(matches!(scheme.as_str(), "http" | "https"), PATH, || {
+    doc.check(matches!(scheme.as_str(), "http" | "https"), path, || {
         format!("must be an http or https url, got scheme `{scheme}`")
     })
     .then_some(url)
@@ -551,30 +583,37 @@ fn api_url(doc: &mut Doc, raw: Option<&str>) -> Option<Url> {
 /// The admin key: `COSTWATCH_ADMIN_KEY` when set and not empty, else the
 /// content of `admin_key_file`, else none.
 fn admin_key(doc: &mut Doc, file: Option<&str>, env: &BTreeMap<String, String>) -> Option<Secret> {
-    const PATH: &str = "source.admin_key_file";
-    if let Some(key) = env
-        .get(ADMIN_KEY_VAR)
-        .map(Secret::new)
-        .filter(|k| !k.is_empty())
-    {
+    secret(doc, env.get(ADMIN_KEY_VAR), file, "source.admin_key_file")
+}
+
+/// A credential: `from_env` when set and not empty, else the content of
+/// `file` (reported at `path` when it cannot be read or is empty), else
+/// none. Messages name the file, never its content.
+fn secret(
+    doc: &mut Doc,
+    from_env: Option<&String>,
+    file: Option<&str>,
+    path: &str,
+) -> Option<Secret> {
+    if let Some(key) = from_env.map(Secret::new).filter(|k| !k.is_empty()) {
         return Some(key);
     }
     let file = file?;
-    if !doc.check(!file.is_empty(), PATH, || "must not be empty".to_owned()) {
+    if !doc.check(!file.is_empty(), path, || "must not be empty".to_owned()) {
         return None;
     }
-    let path = folder_of(&doc.file).join(file);
-    match fs::read_to_string(&path) {
+    let resolved = folder_of(&doc.file).join(file);
+    match fs::read_to_string(&resolved) {
         Ok(text) => {
             let key = Secret::new(text);
-            doc.check(!key.is_empty(), PATH, || {
-                format!("{} is empty", path.display())
+            doc.check(!key.is_empty(), path, || {
+                format!("{} is empty", resolved.display())
             })
             .then_some(key)
         }
         Err(e) => {
-            doc.check(false, PATH, || {
-                format!("cannot read {}: {}", path.display(), io_message(&e))
+            doc.check(false, path, || {
+                format!("cannot read {}: {}", resolved.display(), io_message(&e))
             });
             None
         }
@@ -671,6 +710,306 @@ fn detection_config(doc: &mut Doc, raw: RawDetection) -> DetectionConfig {
         max_candidates: to_usize(raw.max_candidates),
         drilldown_concurrency: to_usize(raw.drilldown_concurrency),
     }
+}
+
+fn schedule_config(doc: &mut Doc, raw: RawSchedule) -> Option<ScheduleConfig> {
+    let cron = match parse_cron(&raw.cron) {
+        Ok(cron) => Some(cron),
+        Err(message) => {
+            doc.check(false, "schedule.cron", || message);
+            None
+        }
+    };
+    let timezone = match raw.timezone.parse::<chrono_tz::Tz>() {
+        Ok(tz) => Some(tz),
+        Err(_) => {
+            let got = &raw.timezone;
+            doc.check(false, "schedule.timezone", || {
+                format!("unknown time zone `{got}`; expected an iana name such as `UTC` or `Europe/Berlin`")
+            });
+            None
+        }
+    };
+    doc.at_least_u64("schedule.max_catch_up_windows", raw.max_catch_up_windows, 1);
+    Some(ScheduleConfig {
+        cron_text: raw.cron,
+        cron: cron?,
+        timezone: timezone?,
+        max_catch_up_windows: to_usize(raw.max_catch_up_windows),
+    })
+}
+
+fn alerts_config(doc: &mut Doc, raw: RawAlerts) -> Option<AlertsConfig> {
+    doc.at_least_f64("alerts.realert_growth", raw.realert_growth, 1.0);
+    doc.positive_duration("alerts.resolve_after", raw.resolve_after.0);
+    doc.between_u64("alerts.top_sessions", raw.top_sessions, 1, 50);
+    doc.at_least_u64("alerts.summary_after_windows", raw.summary_after_windows, 1);
+    doc.positive_duration("alerts.delivery_deadline", raw.delivery_deadline.0);
+    let base_ok = doc.positive_duration("alerts.retry_base", raw.retry_base.0);
+    if base_ok && !doc.is_tainted("alerts.retry_base") {
+        doc.check(
+            raw.retry_max.0 >= raw.retry_base.0,
+            "alerts.retry_max",
+            || {
+                format!(
+                    "must be at least retry_base ({}), got {}",
+                    humantime::format_duration(raw.retry_base.0),
+                    humantime::format_duration(raw.retry_max.0)
+                )
+            },
+        );
+    }
+    let gateway_ui_url = match raw.gateway_ui_url.as_deref() {
+        None => None,
+        Some(url) => Some(http_url(doc, "alerts.gateway_ui_url", url)?),
+    };
+    Some(AlertsConfig {
+        cooldown: raw.cooldown.0,
+        realert_growth: raw.realert_growth,
+        resolve_after: raw.resolve_after.0,
+        send_resolved: raw.send_resolved,
+        top_sessions: to_usize(raw.top_sessions),
+        summary_after_windows: to_usize(raw.summary_after_windows),
+        delivery_deadline: raw.delivery_deadline.0,
+        retry_base: raw.retry_base.0,
+        retry_max: raw.retry_max.0,
+        gateway_ui_url,
+    })
+}
+
+fn notify_config(
+    doc: &mut Doc,
+    raw: RawNotify,
+    env: &BTreeMap<String, String>,
+) -> Option<NotifyConfig> {
+    let email = raw.email.map(|email| email_config(doc, email, env));
+    let webhooks = webhook_configs(doc, raw.webhooks.len(), env);
+    Some(NotifyConfig {
+        email,
+        webhooks: webhooks?,
+    })
+}
+
+fn email_config(doc: &mut Doc, raw: RawEmail, env: &BTreeMap<String, String>) -> EmailConfig {
+    let host_ok = doc.check(
+        !raw.host.is_empty() && !raw.host.contains(|c: char| c.is_whitespace() || c == '/'),
+        "notify.email.host",
+        || format!("must be a host name or ip address, got `{}`", raw.host),
+    ) && !doc.is_tainted("notify.email.host");
+    if host_ok && raw.security == SmtpSecurity::None {
+        doc.check(is_loopback(&raw.host), "notify.email.security", || {
+            format!(
+                "plain smtp (`none`) is only allowed to a loopback host, got `{}`; use `starttls` or `tls`",
+                raw.host
+            )
+        });
+    }
+    let port = raw.port.unwrap_or(match raw.security {
+        SmtpSecurity::None => 25,
+        SmtpSecurity::StartTls => 587,
+        SmtpSecurity::Tls => 465,
+    });
+    doc.check(port != 0, "notify.email.port", || {
+        "must be between 1 and 65535, got 0".to_owned()
+    });
+    let ca_file = raw
+        .ca_file
+        .as_deref()
+        .and_then(|file| existing_file(doc, "notify.email.ca_file", file));
+    if let Some(user) = &raw.username {
+        doc.check(!user.is_empty(), "notify.email.username", || {
+            "must not be empty".to_owned()
+        });
+    }
+    let password = secret(
+        doc,
+        env.get(SMTP_PASSWORD_VAR),
+        raw.password_file.as_deref(),
+        "notify.email.password_file",
+    );
+    check_mailbox(doc, "notify.email.from", &raw.from);
+    let written = value_at(&doc.value, &email_segs("to")).is_some();
+    let recipients_ok = if doc.is_tainted("notify.email.to") {
+        false
+    } else if written {
+        doc.check(!raw.to.is_empty(), "notify.email.to", || {
+            "must list at least one recipient".to_owned()
+        })
+    } else {
+        // Reported like serde's own missing fields, on the mapping.
+        doc.check(false, "notify.email", || "missing field `to`".to_owned())
+    };
+    if recipients_ok {
+        for (i, to) in raw.to.iter().enumerate() {
+            check_mailbox(doc, &item("notify.email.to", i), to);
+        }
+    }
+    doc.positive_duration("notify.email.timeout", raw.timeout.0);
+    EmailConfig {
+        host: raw.host,
+        port,
+        security: raw.security,
+        ca_file,
+        username: raw.username,
+        password,
+        from: raw.from,
+        to: raw.to,
+        timeout: raw.timeout.0,
+    }
+}
+
+/// The path of `notify.email.<key>`.
+fn email_segs(key: &str) -> [Seg; 3] {
+    [
+        Seg::Key("notify".to_owned()),
+        Seg::Key("email".to_owned()),
+        Seg::Key(key.to_owned()),
+    ]
+}
+
+/// Whether an SMTP host is on this machine: `localhost`, 127.0.0.0/8 or ::1.
+fn is_loopback(host: &str) -> bool {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    bare.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A minimal mailbox check: `user@domain`, optionally as `Name <user@domain>`.
+fn check_mailbox(doc: &mut Doc, path: &str, mailbox: &str) -> bool {
+    doc.check(mailbox.contains('@'), path, || {
+        format!("must be a mailbox such as `costwatch <costwatch@example.com>`, got `{mailbox}`")
+    })
+}
+
+/// `file` resolved against the configuration's folder, if it is a file.
+fn existing_file(doc: &mut Doc, path: &str, file: &str) -> Option<PathBuf> {
+    if !doc.check(!file.is_empty(), path, || "must not be empty".to_owned()) {
+        return None;
+    }
+    let resolved = folder_of(&doc.file).join(file);
+    let found = fs::metadata(&resolved);
+    let ok = match &found {
+        Ok(meta) => meta.is_file(),
+        Err(_) => false,
+    };
+    doc.check(ok, path, || match &found {
+        Ok(_) => format!("{} is not a file", resolved.display()),
+        Err(e) => format!("cannot read {}: {}", resolved.display(), io_message(e)),
+    })
+    .then_some(resolved)
+}
+
+/// The webhooks, each deserialized on its own so that one bad entry does
+/// not hide the problems of the others.
+fn webhook_configs(
+    doc: &mut Doc,
+    count: usize,
+    env: &BTreeMap<String, String>,
+) -> Option<Vec<WebhookConfig>> {
+    let mut webhooks = Vec::new();
+    let mut ok = true;
+    // Names, and the secret variables they map to, with where they were set.
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut vars: HashMap<String, (String, String)> = HashMap::new();
+    for i in 0..count {
+        let segs = [
+            Seg::Key("notify".to_owned()),
+            Seg::Key("webhooks".to_owned()),
+            Seg::Index(i),
+        ];
+        let Some(raw) = doc.deserialize_at::<RawWebhook>(&segs) else {
+            ok = false;
+            continue;
+        };
+        let path = path_string(&segs);
+        let name_path = child(&path, "name");
+        let name_ok = !doc.is_tainted(&name_path)
+            && doc.check(valid_webhook_name(&raw.name), &name_path, || {
+                format!(
+                    "must be lower-case letters, digits, `_` and `-`, got `{}`",
+                    raw.name
+                )
+            })
+            && match names.get(&raw.name) {
+                Some(first) => {
+                    let message = format!(
+                        "duplicate webhook name `{}`, first defined at {first}",
+                        raw.name
+                    );
+                    doc.check(false, &name_path, || message)
+                }
+                None => {
+                    names.insert(raw.name.clone(), doc.place(&name_path));
+                    true
+                }
+            };
+        let var = webhook_secret_var(&raw.name);
+        let name_ok = name_ok
+            && match vars.get(&var) {
+                Some((other, first)) => {
+                    let message = format!(
+                        "webhooks `{other}` and `{}` would share the secret variable {var}; rename one (first defined at {first})",
+                        raw.name
+                    );
+                    doc.check(false, &name_path, || message)
+                }
+                None => {
+                    vars.insert(var.clone(), (raw.name.clone(), doc.place(&name_path)));
+                    true
+                }
+            };
+        let url = if doc.is_tainted(&child(&path, "url")) {
+            None
+        } else {
+            http_url(doc, &child(&path, "url"), &raw.url)
+        };
+        let secret = secret(
+            doc,
+            env.get(&var).filter(|_| name_ok),
+            raw.secret_file.as_deref(),
+            &child(&path, "secret_file"),
+        );
+        let timeout_ok = doc.positive_duration(&child(&path, "timeout"), raw.timeout.0);
+        match url {
+            Some(url) if name_ok && timeout_ok => webhooks.push(WebhookConfig {
+                name: raw.name,
+                url,
+                shape: raw.shape,
+                secret,
+                timeout: raw.timeout.0,
+            }),
+            _ => ok = false,
+        }
+    }
+    ok.then_some(webhooks)
+}
+
+fn valid_webhook_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+fn server_config(doc: &mut Doc, raw: RawServer) -> Option<ServerConfig> {
+    let listen = match raw.listen.as_deref() {
+        None => None,
+        Some(addr) => match addr.parse::<std::net::SocketAddr>() {
+            Ok(addr) => Some(addr),
+            Err(_) => {
+                doc.check(false, "server.listen", || {
+                    format!("must be an ip address and port such as `127.0.0.1:9464`, or null to disable, got `{addr}`")
+                });
+                return None;
+            }
+        },
+    };
+    Some(ServerConfig { listen })
 }
 
 fn to_usize(v: u64) -> usize {
@@ -1020,6 +1359,9 @@ mod tests {
         Ok(shown(&err, &fixtures()))
     }
 
+    const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_by`, `state`, \
+        `detection`, `schedule`, `alerts`, `notify`, `server`, `rules`";
+
     const SOURCE_KEYS: &str = "expected one of `api_url`, `admin_key_file`, `page_limit`, \
         `timeout`, `connect_timeout`, `max_retries`, `retry_base`, `retry_max`, \
         `max_body_bytes`, `labels`";
@@ -1069,6 +1411,41 @@ mod tests {
         );
         assert_eq!(config.rule_paths, [root().join("config/../rules")]);
         assert_eq!(config.rules, default_rules(&root().join("config/../rules")));
+        assert_default_sections(&config)?;
+        assert_eq!(
+            config.server.listen,
+            Some(std::net::SocketAddr::from(([127, 0, 0, 1], 9464)))
+        );
+        Ok(())
+    }
+
+    /// The defaults of `schedule`, `alerts` and `notify`.
+    fn assert_default_sections(config: &Config) -> TestResult {
+        let s = &config.schedule;
+        assert_eq!(s.cron_text, "*/5 * * * *");
+        assert_eq!(s.timezone, chrono_tz::Tz::UTC);
+        assert_eq!(s.max_catch_up_windows, 672);
+        let t = DateTime::parse_from_rfc3339("2026-05-04T12:03:10Z")?.with_timezone(&Utc);
+        assert_eq!(
+            s.next_after(t),
+            Some(DateTime::parse_from_rfc3339("2026-05-04T12:05:00Z")?.with_timezone(&Utc))
+        );
+        let a = &config.alerts;
+        let h = |n: u64| Duration::from_secs(n * 3600);
+        assert_eq!(
+            [a.cooldown, a.resolve_after, a.delivery_deadline],
+            [h(6), h(2), h(24)]
+        );
+        assert_eq!(
+            [a.retry_base, a.retry_max],
+            [Duration::from_secs(30), Duration::from_secs(30 * 60)]
+        );
+        assert_eq!(a.realert_growth, 2.0);
+        assert!(a.send_resolved);
+        assert_eq!((a.top_sessions, a.summary_after_windows), (5, 4));
+        assert_eq!(a.gateway_ui_url, None);
+        assert!(config.notify.email.is_none());
+        assert!(config.notify.webhooks.is_empty());
         Ok(())
     }
 
@@ -1083,11 +1460,20 @@ mod tests {
         )?;
         let parts = |c: &Config| {
             format!(
-                "{:?} {:?} {:?} {:?} {:?}",
-                c.source, c.windows, c.group_by, c.state, c.detection
+                "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+                c.source,
+                c.windows,
+                c.group_by,
+                c.state,
+                c.detection,
+                c.schedule,
+                c.alerts,
+                c.notify,
+                c.server
             )
         };
         assert_eq!(parts(&minimal), parts(&example));
+        assert_default_sections(&minimal)?;
         Ok(())
     }
 
@@ -1221,7 +1607,7 @@ mod tests {
             "many_errors.yaml:18:21: detection.baseline_samples: must be between 16 and 65536, got 8".to_owned(),
             "many_errors.yaml:19:19: detection.max_candidates: must be at least 1, got 0".to_owned(),
             "many_errors.yaml:20:26: detection.drilldown_concurrency: invalid type: string \"many\", expected a non-negative integer".to_owned(),
-            "many_errors.yaml:22:1: extra: unknown field `extra`, expected one of `source`, `windows`, `group_by`, `state`, `detection`, `rules`".to_owned(),
+            format!("many_errors.yaml:22:1: extra: unknown field `extra`, {TOP_KEYS}"),
         ];
         assert_eq!(got, want);
         // The state URL holds a password; no message may repeat it.
@@ -1378,7 +1764,9 @@ mod tests {
             (
                 "COSTWATCH_SOURCES__API_URL",
                 "http://127.0.0.1:9/v1",
-                "env COSTWATCH_SOURCES__API_URL: sources: unknown field `sources`, expected one of `source`, `windows`, `group_by`, `state`, `detection`, `rules`",
+                &format!(
+                    "env COSTWATCH_SOURCES__API_URL: sources: unknown field `sources`, {TOP_KEYS}"
+                ),
             ),
             (
                 "COSTWATCH_RULES",
@@ -1518,6 +1906,422 @@ mod tests {
     }
 
     #[test]
+    fn problems_of_the_alerting_sections_have_positions() -> TestResult {
+        let email_keys = "expected one of `host`, `port`, `security`, `ca_file`, \
+            `username`, `password_file`, `from`, `to`, `timeout`";
+        let mailbox = "must be a mailbox such as `costwatch <costwatch@example.com>`";
+        let cases: &[(&str, &[&str])] = &[
+            (
+                "alerting_errors.yaml",
+                &[
+                    "alerting_errors.yaml:5:9: schedule.cron: cannot parse \"61 * * * *\": minute field `61`: number out of bounds",
+                    "alerting_errors.yaml:6:13: schedule.timezone: unknown time zone `Mars/Olympus_Mons`; expected an iana name such as `UTC` or `Europe/Berlin`",
+                    "alerting_errors.yaml:7:25: schedule.max_catch_up_windows: must be at least 1, got 0",
+                    "alerting_errors.yaml:9:13: alerts.cooldown: invalid duration `soon`: expected number at 0",
+                    "alerting_errors.yaml:10:19: alerts.realert_growth: must be at least 1, got 0.5",
+                    "alerting_errors.yaml:11:18: alerts.resolve_after: must be greater than 0",
+                    "alerting_errors.yaml:12:17: alerts.top_sessions: must be between 1 and 50, got 51",
+                    "alerting_errors.yaml:13:26: alerts.summary_after_windows: must be at least 1, got 0",
+                    "alerting_errors.yaml:14:22: alerts.delivery_deadline: must be greater than 0",
+                    "alerting_errors.yaml:16:14: alerts.retry_max: must be at least retry_base (1m), got 30s",
+                    "alerting_errors.yaml:17:19: alerts.gateway_ui_url: must be an http or https url, got scheme `ftp`",
+                    "alerting_errors.yaml:21:15: notify.email.security: plain smtp (`none`) is only allowed to a loopback host, got `smtp.example.com`; use `starttls` or `tls`",
+                    "alerting_errors.yaml:22:11: notify.email.port: invalid value: integer `70000`, expected a port number",
+                    "alerting_errors.yaml:23:14: notify.email.ca_file: cannot read no_such_ca.pem: no such file or directory (os error 2)",
+                    "alerting_errors.yaml:24:15: notify.email.username: must not be empty",
+                    "alerting_errors.yaml:25:20: notify.email.password_file: cannot read no_such_password.txt: no such file or directory (os error 2)",
+                    &format!(
+                        "alerting_errors.yaml:26:11: notify.email.from: {mailbox}, got `costwatch`"
+                    ),
+                    &format!(
+                        "alerting_errors.yaml:27:30: notify.email.to[1]: {mailbox}, got `nobody`"
+                    ),
+                    "alerting_errors.yaml:28:14: notify.email.timeout: must be greater than 0",
+                    &format!(
+                        "alerting_errors.yaml:29:5: notify.email.tls: unknown field `tls`, {email_keys}"
+                    ),
+                    "alerting_errors.yaml:31:11: server.listen: must be an ip address and port such as `127.0.0.1:9464`, or null to disable, got `localhost:9464`",
+                ],
+            ),
+            (
+                "webhook_errors.yaml",
+                &[
+                    "webhook_errors.yaml:8:13: notify.webhooks[1].name: duplicate webhook name `chat`, first defined at webhook_errors.yaml:6:13",
+                    "webhook_errors.yaml:10:14: notify.webhooks[1].shape: unknown variant `teams`, expected one of `generic`, `slack`, `alertmanager`",
+                    "webhook_errors.yaml:11:13: notify.webhooks[2].name: must be lower-case letters, digits, `_` and `-`, got `Chat Ops`",
+                    "webhook_errors.yaml:12:12: notify.webhooks[2].url: must be an http or https url, got scheme `ftp`",
+                    "webhook_errors.yaml:13:7: notify.webhooks[3]: missing field `name`",
+                    "webhook_errors.yaml:14:20: notify.webhooks[3].secret_file: cannot read no_such_secret.txt: no such file or directory (os error 2)",
+                    "webhook_errors.yaml:15:16: notify.webhooks[3].timeout: must be greater than 0",
+                    "webhook_errors.yaml:18:13: notify.webhooks[5].name: webhooks `pager-1` and `pager_1` would share the secret variable COSTWATCH_WEBHOOK_PAGER_1_SECRET; rename one (first defined at webhook_errors.yaml:16:13)",
+                    "webhook_errors.yaml:20:7: notify.webhooks[6]: invalid type: string \"not a mapping\", expected a mapping",
+                    "webhook_errors.yaml:21:7: notify.webhooks[7]: missing field `url`",
+                ],
+            ),
+        ];
+        for (name, want) in cases {
+            assert_eq!(fixture_problems(name, &[])?, *want, "{name}");
+        }
+        Ok(())
+    }
+
+    /// Writes `text` as `costwatch.yaml` (with `source.api_url` and no
+    /// rules prepended) and the `files` beside it in a new folder.
+    fn config_in_tempdir(
+        text: &str,
+        files: &[(&str, &str)],
+    ) -> Result<(tempfile::TempDir, PathBuf), Box<dyn Error>> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("costwatch.yaml");
+        let head = "source: {api_url: 'http://127.0.0.1:8080/v1'}\nrules: []\n";
+        fs::write(&path, format!("{head}{text}"))?;
+        for (name, content) in files {
+            fs::write(dir.path().join(name), content)?;
+        }
+        Ok((dir, path))
+    }
+
+    #[test]
+    fn an_email_section_needs_host_sender_and_recipients() -> TestResult {
+        let (dir, path) = config_in_tempdir("notify:\n  email:\n    security: tls\n", &[])?;
+        let err = load_with_env(&path, &BTreeMap::new())
+            .err()
+            .ok_or("loaded without host, from and to")?;
+        assert_eq!(
+            shown(&err, dir.path()),
+            [
+                "costwatch.yaml:5:5: notify.email: missing field `host`",
+                "costwatch.yaml:5:5: notify.email: missing field `from`",
+                "costwatch.yaml:5:5: notify.email: missing field `to`",
+            ]
+        );
+        let text = "notify:\n  email:\n    host: smtp.example.com\n    \
+            from: costwatch@example.com\n    to: []\n";
+        let (dir, path) = config_in_tempdir(text, &[])?;
+        let err = load_with_env(&path, &BTreeMap::new())
+            .err()
+            .ok_or("loaded without recipients")?;
+        assert_eq!(
+            shown(&err, dir.path()),
+            ["costwatch.yaml:7:9: notify.email.to: must list at least one recipient"]
+        );
+        // A recipient list of the wrong type is reported once.
+        let text = "notify:\n  email:\n    host: smtp.example.com\n    security: 3\n    \
+            from: costwatch@example.com\n    to: oncall@example.com\n";
+        let (dir, path) = config_in_tempdir(text, &[])?;
+        let err = load_with_env(&path, &BTreeMap::new())
+            .err()
+            .ok_or("loaded with a bare recipient")?;
+        assert_eq!(
+            shown(&err, dir.path()),
+            [
+                "costwatch.yaml:6:15: notify.email.security: invalid type: integer `3`, expected a string",
+                "costwatch.yaml:8:9: notify.email.to: invalid type: string \"oncall@example.com\", expected a sequence",
+            ]
+        );
+        // `email:` with nothing under it is no email channel.
+        let (_dir, path) = config_in_tempdir("notify:\n  email:\n  webhooks: []\n", &[])?;
+        assert!(
+            load_with_env(&path, &BTreeMap::new())?
+                .notify
+                .email
+                .is_none()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn plain_smtp_is_only_allowed_to_a_loopback_host() -> TestResult {
+        // Host, security, whether it loads, and the port it gets.
+        let cases: &[(&str, &str, Option<u16>)] = &[
+            ("localhost", "none", Some(25)),
+            ("LocalHost", "none", Some(25)),
+            ("127.0.0.1", "none", Some(25)),
+            ("127.8.9.10", "none", Some(25)),
+            ("'::1'", "none", Some(25)),
+            ("'[::1]'", "none", Some(25)),
+            ("smtp.example.com", "none", None),
+            ("10.0.0.1", "none", None),
+            ("'::2'", "none", None),
+            ("localhost.example.com", "none", None),
+            ("smtp.example.com", "starttls", Some(587)),
+            ("smtp.example.com", "tls", Some(465)),
+        ];
+        for (host, security, want) in cases {
+            let text = format!(
+                "notify:\n  email:\n    host: {host}\n    security: {security}\n    \
+                 from: costwatch@example.com\n    to: [oncall@example.com]\n"
+            );
+            let (dir, path) = config_in_tempdir(&text, &[])?;
+            let got = load_with_env(&path, &BTreeMap::new());
+            match (got, want) {
+                (Ok(config), Some(port)) => {
+                    let email = config.notify.email.ok_or("no email channel")?;
+                    assert_eq!(email.port, *port, "{host} {security}");
+                }
+                (Err(err), None) => {
+                    let shown = shown(&err, dir.path());
+                    assert_eq!(shown.len(), 1, "{host}: {shown:?}");
+                    assert!(
+                        shown[0].starts_with(
+                            "costwatch.yaml:6:15: notify.email.security: plain smtp (`none`) is only allowed to a loopback host"
+                        ),
+                        "{host}: {shown:?}"
+                    );
+                }
+                (got, _) => return Err(format!("{host} {security}: got {got:?}").into()),
+            }
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn every_channel_loads_with_its_settings() -> TestResult {
+        let config = load_with_env(&fixtures().join("notify.yaml"), &BTreeMap::new())?;
+        let email = config.notify.email.as_ref().ok_or("no email channel")?;
+        assert_eq!(
+            (email.host.as_str(), email.port, email.security),
+            ("127.0.0.1", 25, SmtpSecurity::None)
+        );
+        assert_eq!(email.ca_file, Some(fixtures().join("ca.pem")));
+        assert_eq!(email.username.as_deref(), Some("costwatch"));
+        assert_eq!(email.from, "costwatch <costwatch@example.com>");
+        assert_eq!(email.to, ["oncall@example.com", "Team <team@example.com>"]);
+        assert_eq!(email.timeout, Duration::from_secs(30));
+        let hooks: Vec<_> = config
+            .notify
+            .webhooks
+            .iter()
+            .map(|w| (w.name.as_str(), w.url.as_str(), w.shape, w.timeout))
+            .collect();
+        assert_eq!(
+            hooks,
+            [
+                (
+                    "chat-ops",
+                    "https://hooks.example.com/services/T0/B0/X",
+                    super::super::WebhookShape::Slack,
+                    Duration::from_secs(10)
+                ),
+                (
+                    "am",
+                    "http://127.0.0.1:9093/api/v2/alerts",
+                    super::super::WebhookShape::Alertmanager,
+                    Duration::from_secs(3)
+                ),
+            ]
+        );
+        assert!(config.notify.webhooks[1].secret.is_none());
+        assert_eq!(
+            config.alerts.gateway_ui_url.as_ref().map(Url::as_str),
+            Some("https://gateway.example/ui/")
+        );
+        assert_eq!(config.server.listen, None);
+        Ok(())
+    }
+
+    /// An environment and the secret expected with it.
+    type SecretCase<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>);
+
+    #[test]
+    fn smtp_password_comes_from_env_or_file_and_never_shows() -> TestResult {
+        const FROM_FILE: &str = "smtp-pass-from-file-42";
+        const FROM_ENV: &str = "smtp-pass-from-env-17";
+        let cases: &[SecretCase<'_>] = &[
+            (&[(SMTP_PASSWORD_VAR, FROM_ENV)], Some(FROM_ENV)),
+            (&[(SMTP_PASSWORD_VAR, "")], Some(FROM_FILE)),
+            (&[], Some(FROM_FILE)),
+        ];
+        for (env, want) in cases {
+            let config = load_with_env(&fixtures().join("notify.yaml"), &env_of(env))?;
+            let email = config.notify.email.as_ref().ok_or("no email channel")?;
+            assert_eq!(
+                email.password.as_ref().map(Secret::expose),
+                *want,
+                "{env:?}"
+            );
+            let debug = format!("{config:?}");
+            assert!(
+                !debug.contains(FROM_FILE) && !debug.contains(FROM_ENV),
+                "{debug}"
+            );
+        }
+        // Without password_file only the environment gives one.
+        let text = "notify:\n  email:\n    host: smtp.example.com\n    \
+            from: costwatch@example.com\n    to: [oncall@example.com]\n";
+        let (_dir, path) = config_in_tempdir(text, &[])?;
+        let email = |env: &[(&str, &str)]| -> Result<Option<String>, Box<dyn Error>> {
+            let config = load_with_env(&path, &env_of(env))?;
+            Ok(config
+                .notify
+                .email
+                .and_then(|e| e.password)
+                .map(|p| p.expose().to_owned()))
+        };
+        assert_eq!(email(&[])?, None);
+        assert_eq!(
+            email(&[(SMTP_PASSWORD_VAR, FROM_ENV)])?.as_deref(),
+            Some(FROM_ENV)
+        );
+        // An empty password file is a problem that names the file only.
+        let text = "notify:\n  email:\n    host: smtp.example.com\n    \
+            password_file: pw.txt\n    from: costwatch\n    to: [oncall@example.com]\n";
+        let (dir, path) = config_in_tempdir(text, &[("pw.txt", "\n")])?;
+        let err = load_with_env(&path, &BTreeMap::new())
+            .err()
+            .ok_or("loaded with an empty password file")?;
+        assert_eq!(
+            shown(&err, dir.path()),
+            [
+                "costwatch.yaml:6:20: notify.email.password_file: pw.txt is empty",
+                "costwatch.yaml:7:11: notify.email.from: must be a mailbox such as `costwatch <costwatch@example.com>`, got `costwatch`",
+            ]
+        );
+        // A readable password never appears in the problems of its section.
+        let (dir, path) = config_in_tempdir(text, &[("pw.txt", FROM_FILE)])?;
+        let err = load_with_env(&path, &env_of(&[]))
+            .err()
+            .ok_or("loaded with a bad sender")?;
+        let shown = shown(&err, dir.path());
+        assert_eq!(shown.len(), 1);
+        assert!(!err.to_string().contains(FROM_FILE));
+        Ok(())
+    }
+
+    #[test]
+    fn webhook_secret_comes_from_its_variable_or_file_and_never_shows() -> TestResult {
+        const FROM_FILE: &str = "hook-secret-from-file-7";
+        const FROM_ENV: &str = "hook-secret-from-env-3";
+        // `chat-ops` maps to COSTWATCH_WEBHOOK_CHAT_OPS_SECRET.
+        let cases: &[SecretCase<'_>] = &[
+            (
+                &[("COSTWATCH_WEBHOOK_CHAT_OPS_SECRET", FROM_ENV)],
+                Some(FROM_ENV),
+            ),
+            (
+                &[("COSTWATCH_WEBHOOK_CHAT_OPS_SECRET", "")],
+                Some(FROM_FILE),
+            ),
+            (
+                &[("COSTWATCH_WEBHOOK_CHAT-OPS_SECRET", FROM_ENV)],
+                Some(FROM_FILE),
+            ),
+            (&[], Some(FROM_FILE)),
+        ];
+        for (env, want) in cases {
+            let config = load_with_env(&fixtures().join("notify.yaml"), &env_of(env))?;
+            let hook = &config.notify.webhooks[0];
+            assert_eq!(hook.name, "chat-ops");
+            assert_eq!(hook.secret.as_ref().map(Secret::expose), *want, "{env:?}");
+            let debug = format!("{config:?}");
+            assert!(
+                !debug.contains(FROM_FILE) && !debug.contains(FROM_ENV),
+                "{debug}"
+            );
+        }
+        // A webhook without secret_file gets one from the environment only,
+        // and the variable of one webhook does not reach another.
+        let config = load_with_env(
+            &fixtures().join("notify.yaml"),
+            &env_of(&[("COSTWATCH_WEBHOOK_AM_SECRET", FROM_ENV)]),
+        )?;
+        let secrets: Vec<Option<&str>> = config
+            .notify
+            .webhooks
+            .iter()
+            .map(|w| w.secret.as_ref().map(Secret::expose))
+            .collect();
+        assert_eq!(secrets, [Some(FROM_FILE), Some(FROM_ENV)]);
+        Ok(())
+    }
+
+    #[test]
+    fn env_overrides_reach_the_alerting_sections() -> TestResult {
+        let config = load_with_env(
+            &fixtures().join("minimal.yaml"),
+            &env_of(&[
+                // Unquoted: not valid YAML, so taken as the text itself.
+                ("COSTWATCH_SCHEDULE__CRON", "*/10 * * * *"),
+                ("COSTWATCH_SCHEDULE__TIMEZONE", "Europe/Berlin"),
+                ("COSTWATCH_ALERTS__COOLDOWN", "1h"),
+                ("COSTWATCH_ALERTS__SEND_RESOLVED", "false"),
+                ("COSTWATCH_SERVER__LISTEN", "null"),
+                ("COSTWATCH_NOTIFY__EMAIL__HOST", "smtp.example.com"),
+                ("COSTWATCH_NOTIFY__EMAIL__SECURITY", "tls"),
+                ("COSTWATCH_NOTIFY__EMAIL__FROM", "costwatch@example.com"),
+                (
+                    "COSTWATCH_NOTIFY__EMAIL__TO",
+                    "[a@example.com, b@example.com]",
+                ),
+            ]),
+        )?;
+        assert_eq!(config.schedule.cron_text, "*/10 * * * *");
+        assert_eq!(config.schedule.timezone, chrono_tz::Tz::Europe__Berlin);
+        let t = DateTime::parse_from_rfc3339("2026-05-04T12:03:10Z")?.with_timezone(&Utc);
+        assert_eq!(
+            config.schedule.next_after(t),
+            Some(DateTime::parse_from_rfc3339("2026-05-04T12:10:00Z")?.with_timezone(&Utc))
+        );
+        assert_eq!(config.alerts.cooldown, Duration::from_secs(3600));
+        assert!(!config.alerts.send_resolved);
+        assert_eq!(config.server.listen, None);
+        let email = config.notify.email.ok_or("no email channel")?;
+        assert_eq!((email.host.as_str(), email.port), ("smtp.example.com", 465));
+        assert_eq!(email.to, ["a@example.com", "b@example.com"]);
+        // The 6-field form and a quoted value work too.
+        let config = load_with_env(
+            &fixtures().join("minimal.yaml"),
+            &env_of(&[("COSTWATCH_SCHEDULE__CRON", "'0 */10 * * * *'")]),
+        )?;
+        assert_eq!(config.schedule.cron_text, "0 */10 * * * *");
+        Ok(())
+    }
+
+    #[test]
+    fn bad_env_overrides_of_the_alerting_sections_name_the_variable() -> TestResult {
+        let cases: &[(&str, &str, &str)] = &[
+            (
+                "COSTWATCH_SCHEDULE__CRON",
+                "0 0 30 2 *",
+                "env COSTWATCH_SCHEDULE__CRON: schedule.cron: \"0 0 30 2 *\" never fires",
+            ),
+            (
+                "COSTWATCH_SCHEDULE__CRON",
+                "*/5 * * *",
+                "env COSTWATCH_SCHEDULE__CRON: schedule.cron: cannot parse \"*/5 * * *\": expected 5 fields, or 6 with seconds first, got 4",
+            ),
+            (
+                "COSTWATCH_SCHEDULE__TIMEZONE",
+                "Europe/Berlln",
+                "env COSTWATCH_SCHEDULE__TIMEZONE: schedule.timezone: unknown time zone `Europe/Berlln`; expected an iana name such as `UTC` or `Europe/Berlin`",
+            ),
+            (
+                "COSTWATCH_SERVER__LISTEN",
+                "9464",
+                "env COSTWATCH_SERVER__LISTEN: server.listen: invalid type: integer `9464`, expected a string",
+            ),
+        ];
+        for (var, value, want) in cases {
+            let got = fixture_problems("minimal.yaml", &[(var, value)])?;
+            assert_eq!(got, [*want], "{var}={value}");
+        }
+        // A section built from the environment alone reports all it lacks
+        // against the variables.
+        let got = fixture_problems(
+            "minimal.yaml",
+            &[("COSTWATCH_NOTIFY__EMAIL__HOST", "smtp.example.com")],
+        )?;
+        assert_eq!(
+            got,
+            [
+                "env COSTWATCH_NOTIFY__EMAIL__HOST: notify.email: missing field `from`",
+                "env COSTWATCH_NOTIFY__EMAIL__HOST: notify.email: missing field `to`",
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
     fn serde_messages_use_config_words() {
         let cases = [
             (
@@ -1531,6 +2335,10 @@ mod tests {
             (
                 "invalid type: string \"x\", expected f64",
                 "invalid type: string \"x\", expected a number",
+            ),
+            (
+                "invalid type: integer `3`, expected string or map",
+                "invalid type: integer `3`, expected a string",
             ),
             (
                 "unknown field `x`, expected `a` or `b`",

@@ -10,6 +10,7 @@ mod load;
 mod locate;
 mod raw;
 pub mod rules;
+mod schedule;
 
 pub use error::{ConfigError, Problem};
 pub use load::{load, load_rules, load_with_env, rules_schema};
@@ -20,6 +21,7 @@ pub use rules::{
 use crate::secret::Secret;
 use crate::source::Labels;
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
 use url::Url;
@@ -43,6 +45,134 @@ pub struct Config {
     pub rule_paths: Vec<PathBuf>,
     /// The rules loaded from `rule_paths`.
     pub rules: Rules,
+    /// When the detection job runs (`costwatch run`).
+    pub schedule: ScheduleConfig,
+    /// How findings become alerts.
+    pub alerts: AlertsConfig,
+    /// Where alerts go.
+    pub notify: NotifyConfig,
+    /// The local HTTP endpoint for `/metrics` and `/healthz`.
+    pub server: ServerConfig,
+}
+
+/// When the detection job runs.
+#[derive(Debug, Clone)]
+pub struct ScheduleConfig {
+    /// The cron expression as written (5 fields, or 6 with seconds first).
+    pub cron_text: String,
+    /// The parsed expression (croner, seconds optional).
+    pub cron: croner::Cron,
+    /// Time zone the expression is read in (`UTC` by default); DST-correct.
+    pub timezone: chrono_tz::Tz,
+    /// Most windows processed in one catch-up after downtime; older windows
+    /// beyond `windows.max_backfill` are skipped with a warning.
+    pub max_catch_up_windows: usize,
+}
+
+/// How findings become alerts.
+#[derive(Debug, Clone)]
+pub struct AlertsConfig {
+    /// An incident (rule + group) is not alerted again within this time.
+    pub cooldown: Duration,
+    /// After the cooldown, re-alert only when the incident's session count
+    /// grew by this factor since the last alert (e.g. 2.0).
+    pub realert_growth: f64,
+    /// An incident with no new finding for this long is resolved.
+    pub resolve_after: Duration,
+    /// Whether a resolved notification is sent.
+    pub send_resolved: bool,
+    /// Sessions listed in an alert (largest impact first).
+    pub top_sessions: usize,
+    /// A catch-up over more than this many windows sends one summary alert
+    /// instead of one alert per incident.
+    pub summary_after_windows: usize,
+    /// How long delivery of one alert is retried before it is given up.
+    pub delivery_deadline: Duration,
+    /// First delivery retry delay; doubles per attempt up to `retry_max`.
+    pub retry_base: Duration,
+    /// Longest delay between delivery attempts.
+    pub retry_max: Duration,
+    /// Base URL of the gateway's log UI for links in alerts (optional).
+    pub gateway_ui_url: Option<Url>,
+}
+
+/// Where alerts go.
+#[derive(Debug, Clone, Default)]
+pub struct NotifyConfig {
+    /// Email over SMTP.
+    pub email: Option<EmailConfig>,
+    /// Webhooks, each its own channel.
+    pub webhooks: Vec<WebhookConfig>,
+}
+
+/// How to reach the SMTP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpSecurity {
+    /// Plain SMTP: allowed only to a loopback host.
+    None,
+    /// STARTTLS upgrade (port 587).
+    StartTls,
+    /// TLS from the first byte (port 465).
+    Tls,
+}
+
+/// Email over SMTP.
+#[derive(Debug, Clone)]
+pub struct EmailConfig {
+    /// SMTP host.
+    pub host: String,
+    /// SMTP port.
+    pub port: u16,
+    /// Transport security.
+    pub security: SmtpSecurity,
+    /// Extra CA certificate (PEM) to trust, for private mail servers.
+    pub ca_file: Option<PathBuf>,
+    /// SMTP user, if the server wants authentication.
+    pub username: Option<String>,
+    /// SMTP password, from `COSTWATCH_SMTP_PASSWORD` or `password_file`.
+    pub password: Option<Secret>,
+    /// Sender mailbox (`costwatch <costwatch@example.com>`).
+    pub from: String,
+    /// Recipients.
+    pub to: Vec<String>,
+    /// Timeout of one delivery.
+    pub timeout: Duration,
+}
+
+/// The body a webhook receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookShape {
+    /// costwatch's own versioned JSON.
+    Generic,
+    /// A Slack incoming webhook.
+    Slack,
+    /// Alertmanager's `POST /api/v2/alerts`.
+    Alertmanager,
+}
+
+/// One webhook channel.
+#[derive(Clone)]
+pub struct WebhookConfig {
+    /// Name of the channel (unique), used in logs and metrics.
+    pub name: String,
+    /// Where to POST.
+    pub url: Url,
+    /// Body format.
+    pub shape: WebhookShape,
+    /// Shared secret for `X-Costwatch-Signature`, from `secret_file` or
+    /// `COSTWATCH_WEBHOOK_<NAME>_SECRET` (name upper-cased, `-` as `_`).
+    pub secret: Option<Secret>,
+    /// Timeout of one delivery.
+    pub timeout: Duration,
+}
+
+/// The local HTTP endpoint.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address for `/metrics` and `/healthz`; `None` disables it.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// The gateway REST source.
@@ -104,4 +234,23 @@ pub struct DetectionConfig {
     pub max_candidates: usize,
     /// Concurrent drill-down requests.
     pub drilldown_concurrency: usize,
+}
+
+impl std::fmt::Debug for WebhookConfig {
+    /// Webhook URLs often carry their token in the path or query: only the
+    /// scheme and host are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = format!(
+            "{}://{}/[redacted]",
+            self.url.scheme(),
+            self.url.host_str().unwrap_or("")
+        );
+        f.debug_struct("WebhookConfig")
+            .field("name", &self.name)
+            .field("url", &url)
+            .field("shape", &self.shape)
+            .field("secret", &self.secret)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }

@@ -3,6 +3,7 @@
 //! typed structs of [`super`] and [`super::rules`].
 
 use super::rules::Severity;
+use super::{SmtpSecurity, WebhookShape};
 use schemars::JsonSchema;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
@@ -65,6 +66,18 @@ pub(crate) struct RawConfig {
     /// Detector tuning not tied to one rule.
     #[serde(default)]
     pub detection: RawDetection,
+    /// When the detection job runs.
+    #[serde(default)]
+    pub schedule: RawSchedule,
+    /// How findings become alerts.
+    #[serde(default)]
+    pub alerts: RawAlerts,
+    /// Where alerts go.
+    #[serde(default)]
+    pub notify: RawNotify,
+    /// The local HTTP endpoint.
+    #[serde(default)]
+    pub server: RawServer,
     /// Rule files and directories, relative to the configuration file's folder.
     #[serde(default = "default_rules")]
     pub rules: Vec<String>,
@@ -180,6 +193,165 @@ impl Default for RawDetection {
             baseline_samples: 512,
             max_candidates: 10_000,
             drilldown_concurrency: 4,
+        }
+    }
+}
+
+/// The `schedule` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawSchedule {
+    /// Cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// IANA time zone name the expression is read in.
+    pub timezone: String,
+    /// Most windows processed in one catch-up.
+    pub max_catch_up_windows: u64,
+}
+
+impl Default for RawSchedule {
+    fn default() -> Self {
+        RawSchedule {
+            cron: "*/5 * * * *".to_owned(),
+            timezone: "UTC".to_owned(),
+            max_catch_up_windows: 672,
+        }
+    }
+}
+
+/// The `alerts` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawAlerts {
+    /// Quiet time after an incident's alert.
+    pub cooldown: HumanDuration,
+    /// After the cooldown, the growth factor of the session count that re-alerts.
+    pub realert_growth: f64,
+    /// Time without findings after which an incident is resolved.
+    pub resolve_after: HumanDuration,
+    /// Whether resolved notifications are sent.
+    pub send_resolved: bool,
+    /// Sessions listed in an alert.
+    pub top_sessions: u64,
+    /// Catch-ups over more windows than this send one summary.
+    pub summary_after_windows: u64,
+    /// How long one alert's delivery is retried.
+    pub delivery_deadline: HumanDuration,
+    /// First delivery retry delay.
+    pub retry_base: HumanDuration,
+    /// Longest delay between delivery attempts.
+    pub retry_max: HumanDuration,
+    /// Base URL of the gateway's log UI.
+    pub gateway_ui_url: Option<String>,
+}
+
+impl Default for RawAlerts {
+    fn default() -> Self {
+        RawAlerts {
+            cooldown: HumanDuration::secs(6 * 3600),
+            realert_growth: 2.0,
+            resolve_after: HumanDuration::secs(2 * 3600),
+            send_resolved: true,
+            top_sessions: 5,
+            summary_after_windows: 4,
+            delivery_deadline: HumanDuration::secs(24 * 3600),
+            retry_base: HumanDuration::secs(30),
+            retry_max: HumanDuration::secs(30 * 60),
+            gateway_ui_url: None,
+        }
+    }
+}
+
+/// The `notify` section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawNotify {
+    /// Email over SMTP; absent means no email channel.
+    pub email: Option<RawEmail>,
+    /// Webhooks, each deserialized on its own (see [`RawWebhook`]) so one
+    /// bad entry does not hide the problems of the others.
+    pub webhooks: Vec<serde_json::Value>,
+}
+
+/// `notify.email`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEmail {
+    /// SMTP host.
+    pub host: String,
+    /// SMTP port; by default the one of `security`.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Transport security.
+    #[serde(default = "default_smtp_security")]
+    pub security: SmtpSecurity,
+    /// Extra CA certificate (PEM), relative to the configuration's folder.
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// SMTP user.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// File holding the SMTP password.
+    #[serde(default)]
+    pub password_file: Option<String>,
+    /// Sender mailbox.
+    pub from: String,
+    /// Recipients; required, checked by the loader so that a missing list
+    /// and an empty one read alike.
+    #[serde(default)]
+    pub to: Vec<String>,
+    /// Timeout of one delivery.
+    #[serde(default = "email_timeout")]
+    pub timeout: HumanDuration,
+}
+
+fn default_smtp_security() -> SmtpSecurity {
+    SmtpSecurity::StartTls
+}
+
+fn email_timeout() -> HumanDuration {
+    HumanDuration::secs(30)
+}
+
+/// One element of `notify.webhooks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWebhook {
+    /// Unique channel name.
+    pub name: String,
+    /// Where to POST.
+    pub url: String,
+    /// Body format.
+    #[serde(default = "default_webhook_shape")]
+    pub shape: WebhookShape,
+    /// File holding the signing secret.
+    #[serde(default)]
+    pub secret_file: Option<String>,
+    /// Timeout of one delivery.
+    #[serde(default = "webhook_timeout")]
+    pub timeout: HumanDuration,
+}
+
+fn default_webhook_shape() -> WebhookShape {
+    WebhookShape::Generic
+}
+
+fn webhook_timeout() -> HumanDuration {
+    HumanDuration::secs(10)
+}
+
+/// The `server` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawServer {
+    /// Socket address to listen on; `null` disables the endpoint.
+    pub listen: Option<String>,
+}
+
+impl Default for RawServer {
+    fn default() -> Self {
+        RawServer {
+            listen: Some("127.0.0.1:9464".to_owned()),
         }
     }
 }

@@ -17,16 +17,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime};
 
-/// How to reach the SMTP server. Mirrors `config::SmtpSecurity`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SmtpSecurity {
-    /// Plain SMTP (the configuration allows it only to a loopback host).
-    None,
-    /// Plain connection upgraded with STARTTLS, which is required.
-    StartTls,
-    /// TLS from the first byte (SMTPS, usually port 465).
-    Tls,
-}
+pub use crate::config::SmtpSecurity;
 
 /// Everything the email channel needs, with the CA file already read.
 #[derive(Debug, Clone)]

@@ -151,3 +151,48 @@ pub trait Notifier: Send + Sync {
     /// Sends one alert.
     fn send(&self, alert: &Alert) -> impl Future<Output = Result<(), NotifyError>> + Send;
 }
+
+/// The sample alert `costwatch test-alert` sends.
+pub fn sample_alert(now: DateTime<Utc>) -> Alert {
+    let fingerprint = format!("test-{}", now.timestamp());
+    Alert {
+        version: ALERT_SCHEMA_VERSION.to_owned(),
+        title: render::title_for(
+            AlertKind::Test,
+            "feature=example",
+            1,
+            0.0,
+            AlertStatus::Firing,
+        ),
+        summary:
+            "this is a test alert from costwatch test-alert: if you read it, this channel works"
+                .to_owned(),
+        fingerprint,
+        sequence: 1,
+        status: AlertStatus::Firing,
+        kind: AlertKind::Test,
+        severity: Severity::Info,
+        rule: None,
+        group: "feature=example".to_owned(),
+        labels: Labels::from([("feature".to_owned(), "example".to_owned())]),
+        session_count: 1,
+        impact_usd: 0.0,
+        impact_usd_per_day: 0.0,
+        sessions: vec![AlertSession {
+            session_id: "example-session".to_owned(),
+            cost_usd: 0.0012,
+            impact_usd: 0.0,
+            explanation: "a sample session".to_owned(),
+            evidence: serde_json::json!({}),
+            link: None,
+        }],
+        window: Window {
+            start: now,
+            end: now,
+        },
+        starts_at: now,
+        ends_at: None,
+        investigation: None,
+        created_at: now,
+    }
+}

@@ -50,16 +50,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
-/// The body a webhook receives. Mirrors `config::WebhookShape`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WebhookShape {
-    /// costwatch's own versioned JSON (the module documentation lists its fields).
-    Generic,
-    /// A Slack incoming webhook.
-    Slack,
-    /// Alertmanager's `POST /api/v2/alerts`.
-    Alertmanager,
-}
+pub use crate::config::WebhookShape;
 
 /// The signature header's value for `body`: `sha256=` followed by the
 /// lower-case hex HMAC-SHA256 of the exact bytes under `secret`.

@@ -7,5 +7,6 @@ mod cli;
 mod daemon;
 mod pipeline;
 mod seed;
+mod service;
 mod source;
 mod support;

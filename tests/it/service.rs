@@ -1,0 +1,299 @@
+//! `costwatch run` as a process: signals, reloads and durable delivery across
+//! a crash, against the simulator and a real HTTP receiver on loopback.
+
+use crate::support::{manifest_dir, seed_dataset, start_sim};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::post;
+use costwatch::store::{SqlStore, Store};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// A webhook receiver that records every request and can leave the first
+/// one hanging (no answer), like a receiver that stalls mid-delivery.
+#[derive(Clone, Default)]
+struct Receiver {
+    requests: Arc<Mutex<Vec<(String, String)>>>,
+    hang_first: Arc<AtomicBool>,
+}
+
+impl Receiver {
+    fn keys(&self) -> Vec<String> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+}
+
+async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: String) -> StatusCode {
+    let key = headers
+        .get("x-costwatch-idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    r.requests.lock().unwrap().push((key, body));
+    if r.hang_first.swap(false, Ordering::SeqCst) {
+        std::future::pending::<()>().await;
+    }
+    StatusCode::NO_CONTENT
+}
+
+async fn start_receiver() -> (Receiver, String) {
+    let r = Receiver::default();
+    let app = axum::Router::new()
+        .route("/hook", post(hook))
+        .with_state(r.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (r, url)
+}
+
+/// A running `costwatch run`, with its stderr collected line by line.
+struct Daemon {
+    child: Child,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Daemon {
+    fn start(config: &Path, sim_url: &str, state: &str) -> Daemon {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_costwatch"));
+        cmd.args(["run", "--config", config.to_str().unwrap()])
+            .current_dir(manifest_dir());
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("COSTWATCH_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("COSTWATCH_SOURCE__API_URL", sim_url)
+            .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+            .env("COSTWATCH_STATE__URL", state)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("costwatch run starts");
+        let stderr = child.stderr.take().unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Daemon { child, log }
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    fn count(&self, needle: &str) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| l.contains(needle))
+            .count()
+    }
+
+    async fn wait_for_log(&self, needle: &str, at_least: usize) {
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while self.count(needle) < at_least {
+            assert!(
+                Instant::now() < deadline,
+                "no `{needle}` in:\n{}",
+                self.log.lock().unwrap().join("\n")
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Waits for the exit; returns the code and how long it took.
+    async fn wait_exit(&mut self, within: Duration) -> (Option<i32>, Duration) {
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return (status.code(), started.elapsed());
+            }
+            assert!(started.elapsed() < within, "still running after {within:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Daily windows from the seed day to now (about 50, a catch-up that sends
+/// one summary), a tick every 2 seconds, one webhook channel.
+fn config(dir: &TempDir, rules: &Path, webhook: &str) -> PathBuf {
+    let path = dir.path().join("costwatch.yaml");
+    let yaml = format!(
+        "source:\n  api_url: http://127.0.0.1:9/v1\n  max_retries: 1\n  retry_base: 100ms\n\
+         windows:\n  size: 24h\n  settle_lag: 0s\n  start: 2026-10-11T00:00:00Z\n  max_backfill: 3650d\n\
+         schedule:\n  cron: \"*/2 * * * * *\"\n  max_catch_up_windows: 5000\n\
+         alerts:\n  retry_base: 1s\n  retry_max: 2s\n\
+         notify:\n  webhooks:\n    - name: receiver\n      url: {webhook}\n      timeout: 60s\n\
+         server:\n  listen: null\n\
+         rules: [{}]\n",
+        rules.display()
+    );
+    std::fs::write(&path, yaml).unwrap();
+    path
+}
+
+fn copy_rules(dir: &TempDir) -> PathBuf {
+    let to = dir.path().join("rules");
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(manifest_dir().join("rules")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+    }
+    to
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crash_between_storing_and_sending_delivers_once_after_restart() {
+    let sim = start_sim(seed_dataset()).await;
+    let (receiver, url) = start_receiver().await;
+    receiver.hang_first.store(true, Ordering::SeqCst);
+    let dir = TempDir::new().unwrap();
+    let cfg = config(&dir, &manifest_dir().join("rules"), &url);
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+
+    // The alert is stored, then the send starts and never gets an answer.
+    let mut first = Daemon::start(&cfg, &sim.base_url(), &state);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while receiver.keys().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            first.log.lock().unwrap().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.signal("-KILL");
+    first.wait_exit(Duration::from_secs(10)).await;
+    let store = SqlStore::open(&state).await.unwrap();
+    let rows = store.outbox().await.unwrap();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        rows[0].status, "pending",
+        "stored, not marked sent: the crash came mid-send"
+    );
+    store.close().await;
+
+    // After the restart the alert goes out again, under the same key, and is marked sent.
+    let _second = Daemon::start(&cfg, &sim.base_url(), &state);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        let store = SqlStore::open(&state).await.unwrap();
+        let sent = store
+            .outbox()
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.status == "sent");
+        store.close().await;
+        if sent {
+            break;
+        }
+        assert!(Instant::now() < deadline, "never marked sent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let keys = receiver.keys();
+    assert_eq!(keys.len(), 2, "delivered again after the crash: {keys:?}");
+    assert_eq!(keys[0], keys[1], "with the same idempotency key");
+    let unique: std::collections::BTreeSet<&String> = keys.iter().collect();
+    assert_eq!(
+        unique.len(),
+        1,
+        "a receiver deduplicating by key sees it exactly once"
+    );
+    let bodies: Vec<String> = receiver
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, b)| b.clone())
+        .collect();
+    assert_eq!(bodies[0], bodies[1], "the same alert, byte for byte");
+    assert!(bodies[0].contains("catch_up_summary"), "{}", bodies[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_cleanly_and_quickly() {
+    let sim = start_sim(seed_dataset()).await;
+    let (_receiver, url) = start_receiver().await;
+    let dir = TempDir::new().unwrap();
+    let cfg = config(&dir, &manifest_dir().join("rules"), &url);
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let mut d = Daemon::start(&cfg, &sim.base_url(), &state);
+    d.wait_for_log("tick done", 1).await;
+    d.signal("-TERM");
+    let (code, took) = d.wait_exit(Duration::from_secs(15)).await;
+    assert_eq!(code, Some(0), "{}", d.log.lock().unwrap().join("\n"));
+    assert!(took < Duration::from_secs(12), "took {took:?}");
+    assert_eq!(d.count("costwatch stopped"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_with_broken_rules_keeps_the_old_rules() {
+    let sim = start_sim(seed_dataset()).await;
+    let (_receiver, url) = start_receiver().await;
+    let dir = TempDir::new().unwrap();
+    let rules = copy_rules(&dir);
+    let cfg = config(&dir, &rules, &url);
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let mut d = Daemon::start(&cfg, &sim.base_url(), &state);
+    d.wait_for_log("tick done", 1).await;
+
+    let good = std::fs::read_to_string(rules.join("no_cache.yaml")).unwrap();
+    std::fs::write(
+        rules.join("no_cache.yaml"),
+        good.replace("max_cached_share: 0.05", "max_cached_share: 1.5"),
+    )
+    .unwrap();
+    d.signal("-HUP");
+    d.wait_for_log("reload refused", 1).await;
+    assert!(
+        d.log
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("no_cache[0].max_cached_share")),
+        "the log names the problem"
+    );
+    let ticks = d.count("tick done");
+    d.wait_for_log("tick done", ticks + 1).await;
+    assert!(d.alive(), "still running on the old rules");
+    assert_eq!(d.count("configuration reloaded"), 0);
+
+    std::fs::write(rules.join("no_cache.yaml"), good).unwrap();
+    d.signal("-HUP");
+    d.wait_for_log("configuration reloaded", 1).await;
+    d.signal("-TERM");
+    let (code, _) = d.wait_exit(Duration::from_secs(15)).await;
+    assert_eq!(code, Some(0));
+}
