@@ -340,3 +340,117 @@ async fn a_receiver_that_fails_for_a_while_gets_each_alert_once_after() {
     let rows = r.daemon.store().outbox().await.unwrap();
     assert!(rows.iter().all(|o| o.status == "sent"), "{rows:?}");
 }
+
+/// A real HTTP receiver that answers 503 to its first `fail` requests.
+async fn flaky_receiver(fail: usize) -> (Arc<Mutex<Vec<String>>>, String) {
+    use axum::http::{HeaderMap, StatusCode};
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let left = Arc::new(AtomicUsize::new(fail));
+    let (s, l) = (seen.clone(), left.clone());
+    let app = axum::Router::new().route(
+        "/hook",
+        axum::routing::post(move |headers: HeaderMap| {
+            let (s, l) = (s.clone(), l.clone());
+            async move {
+                if l.load(Ordering::SeqCst) > 0 {
+                    l.fetch_sub(1, Ordering::SeqCst);
+                    return StatusCode::SERVICE_UNAVAILABLE;
+                }
+                let key = headers
+                    .get("x-costwatch-idempotency-key")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                s.lock().unwrap().push(key.to_owned());
+                StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (seen, url)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_down_for_a_while_gets_each_alert_once_and_other_channels_are_not_held_up() {
+    use costwatch::config::WebhookShape;
+    use costwatch::notify::webhook::{WebhookNotifier, WebhookSettings};
+    let (seen, url) = flaky_receiver(3).await;
+    let webhook = WebhookNotifier::new(WebhookSettings {
+        name: "hook".into(),
+        url: url::Url::parse(&url).unwrap(),
+        shape: WebhookShape::Generic,
+        secret: None,
+        timeout: Duration::from_secs(5),
+    })
+    .unwrap();
+    let mut r = rig(
+        2,
+        ChronoDuration::hours(24 + 9) + ChronoDuration::minutes(2),
+    )
+    .await;
+    // Two channels: the flaky webhook and the in-process recorder.
+    let recorder = Arc::new(Recorder::default());
+    r.daemon = rebuild_with_channels(&r, vec![Arc::new(webhook), recorder.clone()]).await;
+    r.daemon.tick().await.unwrap();
+    assert_eq!(
+        recorder.received.lock().unwrap().len(),
+        1,
+        "the other channel got its alert at once"
+    );
+    assert!(seen.lock().unwrap().is_empty(), "the webhook is still down");
+    for _ in 0..6 {
+        r.clock.advance(ChronoDuration::minutes(5));
+        r.daemon.deliver().await.unwrap();
+    }
+    let keys = seen.lock().unwrap().clone();
+    assert_eq!(
+        keys.len(),
+        1,
+        "delivered once, after it came back: {keys:?}"
+    );
+    assert_eq!(
+        keys[0],
+        recorder.received.lock().unwrap()[0].idempotency_key()
+    );
+    let rows = r.daemon.store().outbox().await.unwrap();
+    let hook = rows.iter().find(|o| o.channel == "hook").unwrap();
+    assert_eq!(
+        (hook.status.as_str(), hook.attempts),
+        ("sent", 4),
+        "three 503s, then success"
+    );
+}
+
+/// The rig's daemon again, on the same store and clock, with other channels.
+async fn rebuild_with_channels(
+    r: &Rig,
+    channels: Vec<Arc<dyn Channel>>,
+) -> Daemon<costwatch::source::gateway::GatewaySource, SqlStore> {
+    let (source, _) = gateway_with(&r.sim, r.sim.admin_key(), 50, limits());
+    let shared: Arc<dyn Clock> = Arc::new(r.clock.clone());
+    let schedule = Schedule {
+        job: "main".into(),
+        size: Duration::from_secs(900),
+        settle_lag: Duration::from_secs(120),
+        start: Some(r.start),
+        max_backfill: Duration::from_secs(7 * 86_400),
+    };
+    let store = r.daemon.store().clone();
+    let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
+    let settings = DaemonSettings {
+        policy: policy(),
+        max_catch_up_windows: 672,
+        max_backfill: Duration::from_secs(7 * 86_400),
+        delivery_deadline: Duration::from_secs(86_400),
+        retry: RetryPolicy {
+            base: Duration::from_secs(30),
+            max: Duration::from_secs(1800),
+        },
+        channels,
+        metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
+    };
+    Daemon::new(pipeline, settings, shared)
+}

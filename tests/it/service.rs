@@ -297,3 +297,54 @@ async fn sighup_with_broken_rules_keeps_the_old_rules() {
     let (code, _) = d.wait_exit(Duration::from_secs(15)).await;
     assert_eq!(code, Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn test_alert_reports_each_channel() {
+    let (receiver, url) = start_receiver().await;
+    let dir = TempDir::new().unwrap();
+    let cfg = config(&dir, &manifest_dir().join("rules"), &url);
+    let run = |cfg: PathBuf| async move {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_costwatch"));
+        cmd.args(["test-alert", "--config", cfg.to_str().unwrap()])
+            .current_dir(manifest_dir());
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("COSTWATCH_") {
+                cmd.env_remove(key);
+            }
+        }
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    };
+    let out = run(cfg.clone()).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("receiver: sent"), "{stdout}");
+    let bodies: Vec<String> = receiver
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, b)| b.clone())
+        .collect();
+    assert_eq!(bodies.len(), 1);
+    let alert: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(alert["kind"], "test");
+    assert_eq!(alert["version"], "costwatch.alert.v1");
+
+    // A channel nobody listens on is reported as failed, and the exit code says so.
+    let dead = config(
+        &dir,
+        &manifest_dir().join("rules"),
+        "http://127.0.0.1:9/hook",
+    );
+    let out = run(dead).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("receiver: FAILED"), "{stdout}");
+}
