@@ -77,6 +77,19 @@ pub fn channels(cfg: &Config) -> anyhow::Result<Vec<Arc<dyn Channel>>> {
     Ok(out)
 }
 
+/// How long an outbox claim lasts: the slowest channel's timeout and a margin.
+pub fn claim_ttl(cfg: &Config) -> Duration {
+    let slowest = cfg
+        .notify
+        .webhooks
+        .iter()
+        .map(|w| w.timeout)
+        .chain(cfg.notify.email.as_ref().map(|e| e.timeout))
+        .max()
+        .unwrap_or(Duration::from_secs(30));
+    slowest + Duration::from_secs(10)
+}
+
 /// The alert policy a configuration describes.
 pub fn policy(cfg: &Config) -> AlertPolicy {
     let a = &cfg.alerts;
@@ -98,6 +111,7 @@ impl App {
         cfg: Config,
         metrics: Arc<Metrics>,
         clock: Arc<dyn Clock>,
+        replica: &str,
     ) -> anyhow::Result<App> {
         let store = SqlStore::open(&cfg.state.url)
             .await
@@ -128,6 +142,9 @@ impl App {
             },
             channels: channels(&cfg)?,
             metrics,
+            replica: replica.to_owned(),
+            lease_ttl: cfg.state.lease_ttl,
+            claim_ttl: claim_ttl(&cfg),
         };
         Ok(App {
             daemon: Daemon::new(pipeline, settings, clock.clone()),
@@ -161,7 +178,14 @@ fn note_tick(health: &Mutex<Health>, at: DateTime<Utc>, r: &TickReport) {
 pub async fn run(path: &Path) -> anyhow::Result<()> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let metrics = Arc::new(Metrics::new());
-    let mut app = App::build(config::load(path)?, metrics.clone(), clock.clone()).await?;
+    let replica = crate::daemon::replica_name();
+    let mut app = App::build(
+        config::load(path)?,
+        metrics.clone(),
+        clock.clone(),
+        &replica,
+    )
+    .await?;
     let health = Arc::new(Mutex::new(Health::default()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let _endpoint = match app.config.server.listen {
@@ -222,7 +246,7 @@ pub async fn run(path: &Path) -> anyhow::Result<()> {
             }
             _ = sighup.recv() => {
                 let _ = systemd::notify_reloading();
-                app = reload(app, path, metrics.clone(), clock.clone()).await;
+                app = reload(app, path, metrics.clone(), clock.clone(), &replica).await;
                 next = app.next_tick(clock.now());
                 let _ = systemd::notify_ready();
             }
@@ -231,12 +255,21 @@ pub async fn run(path: &Path) -> anyhow::Result<()> {
         }
     }
     let _ = stop_tx.send(true);
+    if let Err(e) = app.daemon.release().await {
+        tracing::warn!(error = %e, "could not release the job lease; another replica takes over when it expires");
+    }
     tracing::info!("costwatch stopped");
     Ok(())
 }
 
 /// Loads the configuration again; on any problem keeps the running one.
-async fn reload(app: App, path: &Path, metrics: Arc<Metrics>, clock: Arc<dyn Clock>) -> App {
+async fn reload(
+    app: App,
+    path: &Path,
+    metrics: Arc<Metrics>,
+    clock: Arc<dyn Clock>,
+    replica: &str,
+) -> App {
     let cfg = match config::load(path) {
         Ok(cfg) => cfg,
         Err(e) => {
@@ -244,7 +277,7 @@ async fn reload(app: App, path: &Path, metrics: Arc<Metrics>, clock: Arc<dyn Clo
             return app;
         }
     };
-    match App::build(cfg, metrics, clock).await {
+    match App::build(cfg, metrics, clock, replica).await {
         Ok(new) => {
             tracing::info!(config = %path.display(), "configuration reloaded");
             new

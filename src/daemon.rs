@@ -37,6 +37,29 @@ pub struct DaemonSettings {
     pub channels: Vec<Arc<dyn Channel>>,
     /// Counters for `/metrics`.
     pub metrics: Arc<Metrics>,
+    /// This replica's name in leases and outbox claims (unique per process).
+    pub replica: String,
+    /// How long the job lease lasts without renewal; another replica takes
+    /// the job over when the holder dies.
+    pub lease_ttl: Duration,
+    /// How long a claim on an outbox row lasts: longer than any channel's
+    /// timeout.
+    pub claim_ttl: Duration,
+}
+
+/// Windows processed between two renewals of the job lease.
+const WINDOWS_PER_LEASE_RENEWAL: usize = 16;
+
+/// A name for this replica: host, process id and the start time's nanoseconds.
+pub fn replica_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{host}-{}-{nanos:08x}", std::process::id())
 }
 
 /// What one tick did.
@@ -46,6 +69,9 @@ pub struct TickReport {
     pub windows: usize,
     /// Windows skipped as older than the maximum backfill.
     pub skipped_windows: i64,
+    /// Whether this replica held the job lease (only the holder processes
+    /// windows and evaluates incidents; every replica delivers).
+    pub leader: bool,
     /// New findings.
     pub new_findings: usize,
     /// Why the gateway could not be read, if it could not.
@@ -98,27 +124,57 @@ where
     pub async fn tick(&self) -> Result<TickReport, StoreError> {
         let now = self.clock.now();
         let job = self.pipeline.schedule().job.clone();
-        let mut report = TickReport {
-            skipped_windows: self.skip_old_windows(now).await?,
-            ..TickReport::default()
-        };
-        let result = self
-            .pipeline
-            .run_due_bounded(now, self.settings.max_catch_up_windows, |r| {
-                report.windows += 1;
-                report.new_findings += r.new_findings.len();
-                let m = &self.settings.metrics;
-                m.windows_processed(1);
-                m.sessions_read(r.sessions);
-                for f in &r.new_findings {
-                    m.finding(f.kind.as_str());
+        let mut report = TickReport::default();
+        if !self.renew_lease(&job).await? {
+            tracing::debug!(job = %job, "another replica holds the job; only delivering");
+            report.delivery = self.deliver().await?;
+            return Ok(report);
+        }
+        report.leader = true;
+        report.skipped_windows = self.skip_old_windows(now).await?;
+        let mut windows: Vec<Window> = Vec::new();
+        let mut failure = None;
+        while windows.len() < self.settings.max_catch_up_windows {
+            let batch =
+                WINDOWS_PER_LEASE_RENEWAL.min(self.settings.max_catch_up_windows - windows.len());
+            let result = self
+                .pipeline
+                .run_due_bounded(now, batch, |r| {
+                    windows.push(r.window);
+                    report.new_findings += r.new_findings.len();
+                    let m = &self.settings.metrics;
+                    m.windows_processed(1);
+                    m.sessions_read(r.sessions);
+                    for f in &r.new_findings {
+                        m.finding(f.kind.as_str());
+                    }
+                })
+                .await;
+            match result {
+                Ok(reports) if reports.len() < batch => break,
+                Ok(_) => {
+                    if !self.renew_lease(&job).await? {
+                        tracing::warn!(job = %job, "lost the job lease mid-catch-up; stopping this tick");
+                        return Ok(report);
+                    }
                 }
-            })
-            .await;
-        let (healthy, span) = match result {
-            Ok(reports) => (true, span_of(reports.iter().map(|r| r.window))),
-            Err(PipelineError::Store(e)) => return Err(e),
-            Err(e @ (PipelineError::Source { .. } | PipelineError::Models(_))) => {
+                // Another replica committed the window first: it has the job now.
+                Err(PipelineError::Store(StoreError::AlreadyProcessed(w))) => {
+                    tracing::warn!(window = %w, "window already processed by another replica");
+                    return Ok(report);
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        report.windows = windows.len();
+        let span = span_of(windows.iter().copied());
+        let healthy = match failure {
+            None => true,
+            Some(PipelineError::Store(e)) => return Err(e),
+            Some(e @ (PipelineError::Source { .. } | PipelineError::Models(_))) => {
                 let message = e.to_string();
                 self.settings.metrics.window_failed();
                 self.settings.metrics.gateway_error(match &e {
@@ -130,7 +186,7 @@ where
                 tracing::warn!(error = %message, "gateway unavailable; windows stay due");
                 self.store().source_failed(&job, &message, now).await?;
                 report.source_error = Some(message);
-                (false, None)
+                false
             }
         };
         let watermark = self.store().watermark(&job).await?;
@@ -180,6 +236,8 @@ where
             self.store(),
             &self.settings.channels,
             self.settings.retry,
+            &self.settings.replica,
+            self.settings.claim_ttl,
             self.clock.now(),
         )
         .await?;
@@ -192,6 +250,29 @@ where
             }
         }
         Ok(r)
+    }
+
+    /// Takes or renews the job lease.
+    async fn renew_lease(&self, job: &str) -> Result<bool, StoreError> {
+        let now = self.clock.now();
+        let ttl =
+            ChronoDuration::from_std(self.settings.lease_ttl).unwrap_or(ChronoDuration::minutes(1));
+        self.store()
+            .try_lease(
+                &format!("job:{job}"),
+                &self.settings.replica,
+                now,
+                now + ttl,
+            )
+            .await
+    }
+
+    /// Gives the job lease up, so another replica can take over at once.
+    pub async fn release(&self) -> Result<(), StoreError> {
+        let job = &self.pipeline.schedule().job;
+        self.store()
+            .release_lease(&format!("job:{job}"), &self.settings.replica)
+            .await
     }
 
     async fn skip_old_windows(&self, now: DateTime<Utc>) -> Result<i64, StoreError> {

@@ -12,6 +12,7 @@ pub mod source;
 
 pub mod detect;
 pub mod incidents;
+pub mod investigate;
 pub mod notify;
 pub mod store;
 

@@ -688,7 +688,13 @@ fn state_config(doc: &mut Doc, raw: RawState) -> StateConfig {
         "state.url",
         || "must start with `sqlite:`, `postgres://` or `postgresql://`".to_owned(),
     );
-    StateConfig { url: raw.url }
+    doc.between_u64("state.max_connections", raw.max_connections, 1, 100);
+    doc.positive_duration("state.lease_ttl", raw.lease_ttl.0);
+    StateConfig {
+        url: raw.url,
+        max_connections: to_usize(raw.max_connections).max(1) as u32,
+        lease_ttl: raw.lease_ttl.0,
+    }
 }
 
 fn detection_config(doc: &mut Doc, raw: RawDetection) -> DetectionConfig {

@@ -222,6 +222,11 @@ pub struct WindowConfig {
 pub struct StateConfig {
     /// `sqlite://path` (default `sqlite://costwatch.db`) or `postgres://...`.
     pub url: String,
+    /// Largest number of open database connections.
+    pub max_connections: u32,
+    /// How long a replica holds the detection job without renewing it; when
+    /// the holder dies, another replica takes over after this long.
+    pub lease_ttl: Duration,
 }
 
 /// Detector tuning not tied to one rule.

@@ -165,12 +165,18 @@ impl Default for RawWindows {
 pub(crate) struct RawState {
     /// `sqlite:...`, `postgres://...` or `postgresql://...`.
     pub url: String,
+    /// Largest number of open database connections (1 to 100).
+    pub max_connections: u64,
+    /// How long a replica holds the detection job without renewing it.
+    pub lease_ttl: HumanDuration,
 }
 
 impl Default for RawState {
     fn default() -> Self {
         RawState {
             url: "sqlite://costwatch.db".to_owned(),
+            max_connections: 4,
+            lease_ttl: HumanDuration::secs(60),
         }
     }
 }

@@ -71,17 +71,23 @@ pub struct DeliveryReport {
     pub by_channel: BTreeMap<String, (usize, usize)>,
 }
 
-/// Sends every delivery due at `now`, each channel on its own task.
+/// Claims and sends every delivery due at `now`, each channel on its own task.
+/// `holder` names this replica; rows claimed by a live replica are left
+/// alone. A claim lasts `claim_ttl`, which must exceed every channel's
+/// timeout, so a replica that dies mid-send is taken over after it.
 pub async fn deliver_due<St>(
     store: &St,
     channels: &[Arc<dyn Channel>],
     retry: RetryPolicy,
+    holder: &str,
+    claim_ttl: Duration,
     now: DateTime<Utc>,
 ) -> Result<DeliveryReport, StoreError>
 where
     St: Store + Clone + 'static,
 {
-    let due = store.due_deliveries(now, 1000).await?;
+    let until = now + ChronoDuration::from_std(claim_ttl).unwrap_or(ChronoDuration::minutes(2));
+    let due = store.claim_deliveries(holder, now, until, 1000).await?;
     let mut by_channel: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();
     for d in due {
         by_channel.entry(d.channel.clone()).or_default().push(d);

@@ -218,12 +218,33 @@ pub trait Store: Send + Sync {
         deadline: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
-    /// Deliveries due at `now`, oldest first.
-    fn due_deliveries(
+    /// Claims up to `limit` deliveries due at `now` for `holder` until
+    /// `claim_until` (rows claimed by another replica whose claim has not
+    /// expired are skipped), oldest first.
+    fn claim_deliveries(
         &self,
+        holder: &str,
         now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Takes or renews the lease `name` for `holder` until `until`; returns
+    /// whether `holder` holds it (false while another holder's lease runs).
+    fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Gives a lease up (on shutdown), if `holder` holds it.
+    fn release_lease(
+        &self,
+        name: &str,
+        holder: &str,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Marks a delivery sent.
     fn delivered(

@@ -61,13 +61,18 @@ fn normalise_url(url: &str) -> (Backend, String) {
 }
 
 impl SqlStore {
-    /// Connects and brings the schema up to date.
+    /// Connects (at most 4 connections) and brings the schema up to date.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
+        Self::open_with(url, 4).await
+    }
+
+    /// Connects with at most `max_connections` and brings the schema up to date.
+    pub async fn open_with(url: &str, max_connections: u32) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
         let (backend, url) = normalise_url(url);
         let in_memory = url.contains(":memory:");
         let pool = AnyPoolOptions::new()
-            .max_connections(if in_memory { 1 } else { 4 })
+            .max_connections(if in_memory { 1 } else { max_connections.max(1) })
             .acquire_timeout(Duration::from_secs(10))
             .after_connect(move |conn, _| {
                 Box::pin(async move {
@@ -614,21 +619,36 @@ impl Store for SqlStore {
         tx.commit().await.map_err(unavailable)
     }
 
-    async fn due_deliveries(
+    async fn claim_deliveries(
         &self,
+        holder: &str,
         now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
         limit: usize,
     ) -> Result<Vec<Delivery>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, channel, alert, attempts, deadline_ms FROM outbox \
-             WHERE status = 'pending' AND next_attempt_ms <= $1 ORDER BY id LIMIT $2",
-        )
-        .bind(ms(now))
-        .bind(limit as i64)
-        .fetch_all(&self.pool)
-        .await
-        .map_err(unavailable)?;
-        rows.iter()
+        // PostgreSQL: rows another replica is claiming right now are skipped,
+        // not waited for. SQLite has one writer at a time, so no lock clause.
+        let lock = match self.backend {
+            Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+            Backend::Sqlite => "",
+        };
+        let sql = format!(
+            "UPDATE outbox SET claimed_by = $1, claim_until_ms = $2 WHERE id IN (\
+             SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_ms <= $3 \
+             AND (claim_until_ms IS NULL OR claim_until_ms < $3) ORDER BY id LIMIT $4{lock}) \
+             RETURNING id, channel, alert, attempts, deadline_ms"
+        );
+        // Only a fixed lock clause is formatted in; the values are bound.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(holder)
+            .bind(ms(claim_until))
+            .bind(ms(now))
+            .bind(limit as i64)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        let mut out: Vec<Delivery> = rows
+            .iter()
             .map(|r| {
                 Ok(Delivery {
                     id: r.try_get("id").map_err(corrupt)?,
@@ -638,11 +658,46 @@ impl Store for SqlStore {
                     deadline: from_ms(r.try_get("deadline_ms").map_err(corrupt)?)?,
                 })
             })
-            .collect()
+            .collect::<Result<_, StoreError>>()?;
+        out.sort_by_key(|d| d.id);
+        Ok(out)
+    }
+
+    async fn try_lease(
+        &self,
+        name: &str,
+        holder: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let row = sqlx::query(
+            "INSERT INTO leases (name, holder, expires_ms) VALUES ($1, $2, $3) \
+             ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms \
+             WHERE leases.holder = excluded.holder OR leases.expires_ms < $4 \
+             RETURNING holder",
+        )
+        .bind(name)
+        .bind(holder)
+        .bind(ms(until))
+        .bind(ms(now))
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        Ok(row.is_some())
+    }
+
+    async fn release_lease(&self, name: &str, holder: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
+            .bind(name)
+            .bind(holder)
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(())
     }
 
     async fn delivered(&self, id: i64, now: DateTime<Utc>) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_ms = $1, last_error = NULL WHERE id = $2")
+        sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_ms = $1, last_error = NULL, claim_until_ms = NULL WHERE id = $2")
             .bind(ms(now))
             .bind(id)
             .execute(&self.pool)
@@ -657,7 +712,7 @@ impl Store for SqlStore {
         next: DateTime<Utc>,
         error: &str,
     ) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET attempts = attempts + 1, next_attempt_ms = $1, last_error = $2 WHERE id = $3")
+        sqlx::query("UPDATE outbox SET attempts = attempts + 1, next_attempt_ms = $1, last_error = $2, claim_until_ms = NULL WHERE id = $3")
             .bind(ms(next))
             .bind(error)
             .bind(id)
@@ -668,7 +723,7 @@ impl Store for SqlStore {
     }
 
     async fn give_up(&self, id: i64, error: &str) -> Result<(), StoreError> {
-        sqlx::query("UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $1 WHERE id = $2")
+        sqlx::query("UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $1, claim_until_ms = NULL WHERE id = $2")
             .bind(error)
             .bind(id)
             .execute(&self.pool)
@@ -697,5 +752,55 @@ impl Store for SqlStore {
                 })
             })
             .collect()
+    }
+}
+
+impl crate::investigate::BudgetLedger for SqlStore {
+    async fn reserve(&self, day: chrono::NaiveDate, usd: f64, cap: f64) -> Result<bool, String> {
+        // One statement: the row lock (PostgreSQL) or the single writer
+        // (SQLite) makes check-and-add atomic across replicas.
+        let row = sqlx::query(
+            "INSERT INTO investigation_budget (day, spent_usd) SELECT $1, $2 WHERE $2 <= $3 \
+             ON CONFLICT (day) DO UPDATE SET spent_usd = investigation_budget.spent_usd + excluded.spent_usd \
+             WHERE investigation_budget.spent_usd + excluded.spent_usd <= $3 \
+             RETURNING spent_usd",
+        )
+        .bind(day.to_string())
+        .bind(usd)
+        .bind(cap)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(row.is_some())
+    }
+
+    async fn settle(
+        &self,
+        day: chrono::NaiveDate,
+        reserved: f64,
+        actual: f64,
+    ) -> Result<(), String> {
+        sqlx::query(
+            "UPDATE investigation_budget SET spent_usd = spent_usd - $1 + $2 WHERE day = $3",
+        )
+        .bind(reserved)
+        .bind(actual)
+        .bind(day.to_string())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    async fn spent(&self, day: chrono::NaiveDate) -> Result<f64, String> {
+        let row = sqlx::query("SELECT spent_usd FROM investigation_budget WHERE day = $1")
+            .bind(day.to_string())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| e.to_string())?;
+        match row {
+            Some(r) => r.try_get::<f64, _>("spent_usd").map_err(|e| e.to_string()),
+            None => Ok(0.0),
+        }
     }
 }

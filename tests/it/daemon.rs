@@ -96,6 +96,9 @@ async fn rig(days: u32, first_tick: ChronoDuration) -> Rig {
         },
         channels: vec![recorder.clone() as Arc<dyn Channel>],
         metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
+        replica: "test-replica".into(),
+        lease_ttl: Duration::from_secs(60),
+        claim_ttl: Duration::from_secs(15),
     };
     Rig {
         daemon: Daemon::new(pipeline, settings, shared),
@@ -451,6 +454,9 @@ async fn rebuild_with_channels(
         },
         channels,
         metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
+        replica: "test-replica".into(),
+        lease_ttl: Duration::from_secs(60),
+        claim_ttl: Duration::from_secs(15),
     };
     Daemon::new(pipeline, settings, shared)
 }

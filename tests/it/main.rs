@@ -5,7 +5,9 @@
 
 mod cli;
 mod daemon;
+mod pg;
 mod pipeline;
+mod postgres;
 mod seed;
 mod service;
 mod source;

@@ -154,7 +154,7 @@ fn config(dir: &TempDir, rules: &Path, webhook: &str) -> PathBuf {
          windows:\n  size: 24h\n  settle_lag: 0s\n  start: 2026-10-11T00:00:00Z\n  max_backfill: 3650d\n\
          schedule:\n  cron: \"*/2 * * * * *\"\n  max_catch_up_windows: 5000\n\
          alerts:\n  retry_base: 1s\n  retry_max: 2s\n\
-         notify:\n  webhooks:\n    - name: receiver\n      url: {webhook}\n      timeout: 60s\n\
+         notify:\n  webhooks:\n    - name: receiver\n      url: {webhook}\n      timeout: 5s\n\
          server:\n  listen: null\n\
          rules: [{}]\n",
         rules.display()

@@ -1,0 +1,82 @@
+//! Escalation of flagged incidents to a capped LLM investigation: a model
+//! calls the gateway's read-only log tools over MCP, and the transcript and
+//! its cost are attached to the alert.
+//!
+//! Only this module knows MCP and the model API. The two halves meet at
+//! [`ToolProvider`]: the MCP client implements it, and tests implement it in
+//! process. The daily budget is kept in the state database behind
+//! [`BudgetLedger`], so it survives restarts and is shared by replicas.
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+
+/// A tool as the MCP server lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments (`inputSchema`).
+    pub input_schema: serde_json::Value,
+}
+
+/// What a tool call returned.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// The text content, joined.
+    pub text: String,
+    /// Whether the server reported the call as failed (`isError`).
+    pub is_error: bool,
+}
+
+/// Why an investigation step failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum InvestigateError {
+    /// Worth retrying: network trouble, timeouts, 429, 5xx.
+    #[error("temporarily unavailable: {0}")]
+    Transient(String),
+    /// Retrying will not help: 4xx, bad key, a tool outside the allowlist.
+    #[error("rejected: {0}")]
+    Rejected(String),
+    /// The peer broke the protocol (malformed JSON-RPC, bad SSE, bad model answer).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+/// The read-only log tools an investigation may call.
+pub trait ToolProvider: Send + Sync {
+    /// Every tool the server offers (all pages), before any allowlist.
+    fn list_tools(&self) -> impl Future<Output = Result<Vec<ToolSpec>, InvestigateError>> + Send;
+
+    /// Calls one tool.
+    fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+    ) -> impl Future<Output = Result<ToolOutput, InvestigateError>> + Send;
+}
+
+/// The daily investigation budget, kept where every replica sees it.
+pub trait BudgetLedger: Send + Sync {
+    /// Atomically reserves `usd` of `day`'s budget if the day's spent plus
+    /// reserved amount stays within `cap`; returns whether it did.
+    fn reserve(
+        &self,
+        day: NaiveDate,
+        usd: f64,
+        cap: f64,
+    ) -> impl Future<Output = Result<bool, String>> + Send;
+
+    /// Replaces a reservation of `reserved` by the `actual` cost (actual <= reserved).
+    fn settle(
+        &self,
+        day: NaiveDate,
+        reserved: f64,
+        actual: f64,
+    ) -> impl Future<Output = Result<(), String>> + Send;
+
+    /// What `day` has spent and reserved so far.
+    fn spent(&self, day: NaiveDate) -> impl Future<Output = Result<f64, String>> + Send;
+}

@@ -1,0 +1,282 @@
+//! PostgreSQL state: the store contract on both backends, the same findings
+//! on both, replicas racing for the budget, and a database outage.
+
+use crate::daemon::{Recorder, policy};
+use crate::pg::PgCluster;
+use crate::support::*;
+use chrono::{Duration as ChronoDuration, NaiveDate, TimeZone, Utc};
+use costwatch::backtest;
+use costwatch::clock::{Clock, FakeClock};
+use costwatch::daemon::{Daemon, DaemonSettings};
+use costwatch::detect::Finding;
+use costwatch::investigate::BudgetLedger;
+use costwatch::notify::outbox::{Channel, RetryPolicy};
+use costwatch::pipeline::{Pipeline, Schedule};
+use costwatch::sim::scenario::{ScenarioParams, generate};
+use costwatch::source::Window;
+use costwatch::store::{SqlStore, Store, StoreError};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The store's contract, run against one backend.
+async fn store_contract(store: &SqlStore) {
+    let t = |h: i64| Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap() + ChronoDuration::hours(h);
+    let w = Window {
+        start: t(0),
+        end: t(1),
+    };
+    assert_eq!(store.init_watermark("job", t(0), t(0)).await.unwrap(), t(0));
+    assert_eq!(
+        store.init_watermark("job", t(5), t(0)).await.unwrap(),
+        t(0),
+        "an existing watermark wins"
+    );
+    let empty = std::collections::HashMap::new();
+    let models = std::collections::BTreeSet::new();
+    let commit = |now| costwatch::store::WindowCommit {
+        findings: &[],
+        baselines: &empty,
+        models_seen: &models,
+        sessions: 3,
+        pages: 1,
+        now,
+    };
+    store.commit_window("job", w, commit(t(1))).await.unwrap();
+    assert!(matches!(
+        store.commit_window("job", w, commit(t(1))).await,
+        Err(StoreError::AlreadyProcessed(_))
+    ));
+    assert_eq!(store.watermark("job").await.unwrap(), Some(t(1)));
+
+    // Leases: one holder at a time; an expired lease is taken over.
+    assert!(store.try_lease("job:x", "a", t(0), t(1)).await.unwrap());
+    assert!(!store.try_lease("job:x", "b", t(0), t(1)).await.unwrap());
+    assert!(
+        store.try_lease("job:x", "a", t(0), t(2)).await.unwrap(),
+        "the holder renews"
+    );
+    assert!(
+        store.try_lease("job:x", "b", t(3), t(4)).await.unwrap(),
+        "expired: taken over"
+    );
+    store.release_lease("job:x", "b").await.unwrap();
+    assert!(
+        store.try_lease("job:x", "a", t(3), t(4)).await.unwrap(),
+        "released: free at once"
+    );
+
+    // Outbox claims: a row claimed by one replica is not handed to another
+    // until the claim expires.
+    let alert = costwatch::notify::sample_alert(t(0));
+    store
+        .enqueue(
+            &[],
+            std::slice::from_ref(&alert),
+            &["hook".into()],
+            t(0),
+            t(10),
+        )
+        .await
+        .unwrap();
+    store
+        .enqueue(&[], &[alert], &["hook".into()], t(0), t(10))
+        .await
+        .unwrap();
+    let a = store.claim_deliveries("a", t(0), t(1), 10).await.unwrap();
+    assert_eq!(a.len(), 1, "the same alert enqueued twice is one row");
+    assert!(
+        store
+            .claim_deliveries("b", t(0), t(1), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .claim_deliveries("b", t(2), t(3), 10)
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "expired claim"
+    );
+    store.delivered(a[0].id, t(2)).await.unwrap();
+    assert!(
+        store
+            .claim_deliveries("c", t(9), t(10), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "sent rows stay sent"
+    );
+
+    // Budget: never over the cap.
+    let day = NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
+    assert!(store.reserve(day, 0.6, 1.0).await.unwrap());
+    assert!(!store.reserve(day, 0.6, 1.0).await.unwrap());
+    store.settle(day, 0.6, 0.25).await.unwrap();
+    assert!(store.reserve(day, 0.6, 1.0).await.unwrap());
+    assert!((store.spent(day).await.unwrap() - 0.85).abs() < 1e-9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_contract_holds_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    store_contract(&SqlStore::open(&sqlite_url(&dir)).await.unwrap()).await;
+    let pg = PgCluster::start();
+    store_contract(&SqlStore::open(&pg.url()).await.unwrap()).await;
+}
+
+fn keyed(findings: &[Finding]) -> Vec<(String, String, i64)> {
+    let mut v: Vec<(String, String, i64)> = findings
+        .iter()
+        .map(|f| {
+            (
+                f.kind.as_str().to_owned(),
+                f.session_id.clone(),
+                (f.impact_usd * 1e8).round() as i64,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_data_gives_the_same_findings_on_sqlite_and_postgres() {
+    let params = ScenarioParams {
+        days: 2,
+        sessions_per_day: 1200,
+        ..ScenarioParams::default()
+    };
+    let sim = start_sim(generate(&params)).await;
+    let (from, to) = (params.start, params.start + ChronoDuration::days(2));
+    let dir = tempfile::tempdir().unwrap();
+    let pg = PgCluster::start();
+    let mut results = Vec::new();
+    for url in [sqlite_url(&dir), pg.url()] {
+        let (source, _) = gateway(&sim, 50);
+        let r = backtest::replay(
+            source,
+            detector(),
+            &url,
+            from,
+            to,
+            Duration::from_secs(900),
+            4,
+            clock(to),
+            |_| {},
+        )
+        .await
+        .unwrap();
+        // Stored figures are the latest (a session seen again updates them);
+        // reported ones are from the window that first found it.
+        let stored = SqlStore::open(&url)
+            .await
+            .unwrap()
+            .findings(from, to)
+            .await
+            .unwrap();
+        results.push((keyed(&r.findings), keyed(&stored)));
+    }
+    assert!(
+        results[0].0.len() > 40,
+        "a real amount of findings: {}",
+        results[0].0.len()
+    );
+    assert_eq!(results[0].0, results[1].0, "the same findings reported");
+    assert_eq!(results[0].1, results[1].1, "the same findings stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_racing_for_the_last_dollars_never_exceed_the_daily_cap() {
+    let pg = PgCluster::start();
+    let day = NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
+    let (cap, price) = (1.0, 0.013);
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let store = SqlStore::open(&pg.url()).await.unwrap();
+        tasks.push(tokio::spawn(async move {
+            let mut won = 0u32;
+            for _ in 0..100 {
+                if store.reserve(day, price, cap).await.unwrap() {
+                    won += 1;
+                }
+            }
+            won
+        }));
+    }
+    let mut won = 0;
+    for t in tasks {
+        won += t.await.unwrap();
+    }
+    let spent = SqlStore::open(&pg.url())
+        .await
+        .unwrap()
+        .spent(day)
+        .await
+        .unwrap();
+    assert!(spent <= cap + 1e-12, "spent {spent}");
+    assert_eq!(
+        won,
+        (cap / price).floor() as u32,
+        "every cent that fits, and not one more"
+    );
+    assert!((spent - f64::from(won) * price).abs() < 1e-9);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_survives_a_database_outage_and_catches_up() {
+    let pg = PgCluster::start();
+    let params = ScenarioParams {
+        days: 1,
+        sessions_per_day: 600,
+        ..ScenarioParams::default()
+    };
+    let start = params.start;
+    let sim = start_sim(generate(&params)).await;
+    let (source, _) = gateway(&sim, 50);
+    let store = SqlStore::open(&pg.url()).await.unwrap();
+    let fake = FakeClock::new(start + ChronoDuration::hours(2) + ChronoDuration::minutes(2));
+    let shared: Arc<dyn Clock> = Arc::new(fake.clone());
+    let schedule = Schedule {
+        job: "main".into(),
+        size: Duration::from_secs(900),
+        settle_lag: Duration::from_secs(120),
+        start: Some(start),
+        max_backfill: Duration::from_secs(7 * 86_400),
+    };
+    let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
+    let settings = DaemonSettings {
+        policy: policy(),
+        max_catch_up_windows: 672,
+        max_backfill: Duration::from_secs(7 * 86_400),
+        delivery_deadline: Duration::from_secs(86_400),
+        retry: RetryPolicy {
+            base: Duration::from_secs(30),
+            max: Duration::from_secs(1800),
+        },
+        channels: vec![Arc::new(Recorder::default()) as Arc<dyn Channel>],
+        metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
+        replica: "r1".into(),
+        lease_ttl: Duration::from_secs(60),
+        claim_ttl: Duration::from_secs(15),
+    };
+    let daemon = Daemon::new(pipeline, settings, shared);
+    assert_eq!(daemon.tick().await.unwrap().windows, 8);
+
+    pg.stop();
+    for _ in 0..4 {
+        fake.advance(ChronoDuration::minutes(15));
+        let err = daemon.tick().await.expect_err("the database is down");
+        assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
+        assert!(!err.to_string().is_empty());
+    }
+    pg.start_again();
+    fake.advance(ChronoDuration::minutes(15));
+    let back = daemon.tick().await.unwrap();
+    assert_eq!(back.windows, 5, "the four missed windows and the new one");
+    let rows = daemon.store().windows("main").await.unwrap();
+    assert_eq!(rows.len(), 13);
+    assert!(rows.iter().all(|w| w.status == "done" && w.attempts == 1));
+}
