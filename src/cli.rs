@@ -82,6 +82,10 @@ pub struct CheckArgs {
     /// Rule files or directories to check on their own.
     #[arg(long)]
     pub rules: Vec<PathBuf>,
+    /// Also connect: to the state database (`SELECT 1`, no migration) and,
+    /// when an admin key is set, to the gateway (`GET /models`).
+    #[arg(long, requires = "config")]
+    pub online: bool,
 }
 
 /// `costwatch run` and `costwatch test-alert`.
@@ -202,7 +206,7 @@ pub fn init_tracing(format: LogFormat, verbose: u8, quiet: bool) {
 /// Runs a parsed command line.
 pub async fn run(cli: Cli) -> Result<(), Exit> {
     match cli.command {
-        Command::Check(a) => check(a),
+        Command::Check(a) => check(a).await,
         Command::Run(a) => {
             crate::app::run(&a.config)
                 .await
@@ -224,7 +228,7 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
     }
 }
 
-fn check(a: CheckArgs) -> Result<(), Exit> {
+async fn check(a: CheckArgs) -> Result<(), Exit> {
     if a.config.is_none() && a.rules.is_empty() {
         return Err(Exit::Failed(anyhow!(
             "nothing to check: give --config FILE and/or --rules PATH"
@@ -238,12 +242,47 @@ fn check(a: CheckArgs) -> Result<(), Exit> {
                 "note: no admin key is set (COSTWATCH_ADMIN_KEY or source.admin_key_file); commands that read the gateway will refuse to start"
             );
         }
+        if a.online {
+            check_online(&cfg).await?;
+        }
     }
     if !a.rules.is_empty() {
         let rules = config::load_rules(&a.rules)?;
         println!("rules: ok ({})", rules_summary(&rules));
     }
     Ok(())
+}
+
+async fn check_online(cfg: &Config) -> Result<(), Exit> {
+    if let Some(path) = sqlite_path(&cfg.state.url).filter(|p| !p.exists()) {
+        println!(
+            "state database: {} does not exist yet; it is created at the first start",
+            path.display()
+        );
+    } else {
+        let backend = SqlStore::ping(&cfg.state.url)
+            .await
+            .map_err(|e| anyhow!("state.url: {e}"))?;
+        println!("state database: ok ({backend:?})");
+    }
+    if cfg.source.admin_key.is_some() {
+        use crate::source::Source;
+        let models = gateway(cfg)?
+            .models()
+            .await
+            .map_err(|e| anyhow!("source.api_url: {e}"))?;
+        println!("gateway: ok ({} models in the catalogue)", models.len());
+    }
+    Ok(())
+}
+
+/// The file of a `sqlite:` URL (none for other schemes or in-memory databases).
+fn sqlite_path(url: &str) -> Option<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let file = rest.split('?').next().unwrap_or(rest);
+    (!file.is_empty() && !file.contains(":memory:")).then(|| PathBuf::from(file))
 }
 
 fn rules_summary(r: &Rules) -> String {

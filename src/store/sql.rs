@@ -103,6 +103,33 @@ impl SqlStore {
         Ok(SqlStore { pool, backend })
     }
 
+    /// Connects without changing anything (no migration) and runs `SELECT 1`:
+    /// for `costwatch check --online`. The error never repeats the URL.
+    pub async fn ping(url: &str) -> Result<Backend, StoreError> {
+        use sqlx::Connection;
+        sqlx::any::install_default_drivers();
+        let (backend, url) = normalise_url(url);
+        // A check must not create an SQLite file that is not there yet.
+        let url = if backend == Backend::Sqlite {
+            url.replace("mode=rwc", "mode=ro")
+        } else {
+            url
+        };
+        let mut conn =
+            tokio::time::timeout(Duration::from_secs(10), sqlx::AnyConnection::connect(&url))
+                .await
+                .map_err(|_| {
+                    StoreError::Unavailable("cannot connect: no answer within 10 s".to_owned())
+                })?
+                .map_err(|e| StoreError::Unavailable(format!("cannot connect: {e}")))?;
+        sqlx::query("SELECT 1")
+            .execute(&mut conn)
+            .await
+            .map_err(unavailable)?;
+        let _ = conn.close().await;
+        Ok(backend)
+    }
+
     /// Which database this is.
     pub fn backend(&self) -> Backend {
         self.backend

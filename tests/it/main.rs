@@ -8,6 +8,7 @@ mod daemon;
 mod pg;
 mod pipeline;
 mod postgres;
+mod replicas;
 mod seed;
 mod service;
 mod source;

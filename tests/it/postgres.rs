@@ -280,3 +280,47 @@ async fn the_daemon_survives_a_database_outage_and_catches_up() {
     assert_eq!(rows.len(), 13);
     assert!(rows.iter().all(|w| w.status == "done" && w.attempts == 1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_online_verifies_the_database_and_names_a_wrong_one() {
+    let pg = PgCluster::start();
+    let run = |url: String| async move {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_costwatch"));
+        cmd.args([
+            "check",
+            "--config",
+            "config/costwatch.example.yaml",
+            "--online",
+        ])
+        .current_dir(manifest_dir());
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("COSTWATCH_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("COSTWATCH_STATE__URL", url);
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap()
+    };
+    let ok = run(pg.url()).await;
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("state database: ok (Postgres)"));
+    let bad = run(format!(
+        "postgres://nobody:hunter2@127.0.0.1:{}/postgres",
+        pg.port + 1
+    ))
+    .await;
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        err.contains("state.url") && err.contains("Connection refused"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "the password never shows: {err}");
+}
