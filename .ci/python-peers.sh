@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Python test peers (a real SMTP server, aiosmtpd) into a venv and
-# prints the venv's python. Idempotent: a second run only checks the pin.
+# Installs the Python test peers (a real SMTP server, aiosmtpd, and the
+# official MCP SDK, mcp, for a real MCP server) into a venv and prints the
+# venv's python. Idempotent: a second run only checks the pin.
 # Also makes sure the openssl CLI is there: the TLS email tests make their
 # test CA with it.
 #
@@ -11,6 +12,7 @@
 set -euo pipefail
 
 AIOSMTPD_VERSION="1.4.6"
+MCP_VERSION="2.3.0"
 VENV="${COSTWATCH_PEERS_VENV:-$HOME/.cache/costwatch-peers}"
 PY="$VENV/bin/python"
 
@@ -46,5 +48,11 @@ if ! "$PY" -c "import aiosmtpd, sys; sys.exit(aiosmtpd.__version__ != '$AIOSMTPD
   "$PY" -m pip install --quiet --disable-pip-version-check "aiosmtpd==$AIOSMTPD_VERSION" >&2
 fi
 
+if ! "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('mcp') != '$MCP_VERSION')" >/dev/null 2>&1; then
+  log "installing mcp==$MCP_VERSION into $VENV"
+  "$PY" -m pip install --quiet --disable-pip-version-check "mcp==$MCP_VERSION" >&2
+fi
+
 "$PY" -c 'import aiosmtpd.handlers' >/dev/null
+"$PY" -c 'from mcp.server.mcpserver import MCPServer' >/dev/null
 printf '%s\n' "$PY"

@@ -12,7 +12,6 @@ use crate::notify::outbox::{Channel, RetryPolicy};
 use crate::notify::webhook::{WebhookNotifier, WebhookSettings};
 use crate::ops::http::{HealthFn, HealthReport};
 use crate::ops::{metrics::Metrics, systemd};
-use crate::pipeline::{Pipeline, Schedule};
 use crate::source::gateway::GatewaySource;
 use crate::store::SqlStore;
 use anyhow::{Context, anyhow};
@@ -113,24 +112,7 @@ impl App {
         clock: Arc<dyn Clock>,
         replica: &str,
     ) -> anyhow::Result<App> {
-        let store = SqlStore::open(&cfg.state.url)
-            .await
-            .context("cannot open the state database")?;
-        let schedule = Schedule {
-            job: "main".to_owned(),
-            size: cfg.windows.size,
-            settle_lag: cfg.windows.settle_lag,
-            start: cfg.windows.start,
-            max_backfill: cfg.windows.max_backfill,
-        };
-        let pipeline = Pipeline::new(
-            crate::cli::gateway(&cfg)?,
-            store,
-            crate::cli::detector(&cfg),
-            schedule,
-            cfg.detection.drilldown_concurrency,
-            clock.clone(),
-        );
+        let pipeline = crate::cli::main_pipeline(&cfg, clock.clone()).await?;
         let settings = DaemonSettings {
             policy: policy(&cfg),
             max_catch_up_windows: cfg.schedule.max_catch_up_windows,

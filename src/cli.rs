@@ -334,24 +334,7 @@ async fn once(a: OnceArgs) -> Result<(), Exit> {
     let cfg = config::load(&a.config)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let now = a.at.unwrap_or_else(|| clock.now());
-    let store = SqlStore::open(&cfg.state.url)
-        .await
-        .context("cannot open the state database")?;
-    let schedule = Schedule {
-        job: "main".to_owned(),
-        size: cfg.windows.size,
-        settle_lag: cfg.windows.settle_lag,
-        start: cfg.windows.start,
-        max_backfill: cfg.windows.max_backfill,
-    };
-    let pipeline = Pipeline::new(
-        gateway(&cfg)?,
-        store,
-        detector(&cfg),
-        schedule,
-        cfg.detection.drilldown_concurrency,
-        clock,
-    );
+    let pipeline = main_pipeline(&cfg, clock).await?;
     let mut out = std::io::stdout().lock();
     let mut printed = 0usize;
     let result = pipeline
@@ -402,6 +385,32 @@ async fn test_alert(a: RunArgs) -> Result<(), Exit> {
         )));
     }
     Ok(())
+}
+
+/// The pipeline of the `main` job a configuration describes: its state
+/// database (opened and migrated), gateway, detector and windows.
+pub async fn main_pipeline(
+    cfg: &Config,
+    clock: Arc<dyn Clock>,
+) -> anyhow::Result<Pipeline<GatewaySource, SqlStore>> {
+    let store = SqlStore::open_with(&cfg.state.url, cfg.state.max_connections)
+        .await
+        .context("cannot open the state database")?;
+    let schedule = Schedule {
+        job: "main".to_owned(),
+        size: cfg.windows.size,
+        settle_lag: cfg.windows.settle_lag,
+        start: cfg.windows.start,
+        max_backfill: cfg.windows.max_backfill,
+    };
+    Ok(Pipeline::new(
+        gateway(cfg)?,
+        store,
+        detector(cfg),
+        schedule,
+        cfg.detection.drilldown_concurrency,
+        clock,
+    ))
 }
 
 /// One finding as a JSON line with the documented fields.

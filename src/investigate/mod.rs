@@ -7,6 +7,13 @@
 //! process. The daily budget is kept in the state database behind
 //! [`BudgetLedger`], so it survives restarts and is shared by replicas.
 
+pub mod budget;
+pub mod digest;
+pub mod mcp;
+pub mod model;
+pub mod run;
+pub mod transcript;
+
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use std::future::Future;

@@ -12,6 +12,8 @@
 //! integration tests run against it.
 
 pub mod dataset;
+pub mod mcp;
+pub mod model;
 pub mod scenario;
 pub mod server;
 

@@ -5,11 +5,13 @@
 //! - `GET /v1/sessions?start&end&limit&cursor&metadata.<k>=<v>`
 //! - `GET /v1/requests?session_id=...` or `?start&end`, same paging and filters
 //! - `GET /v1/models`
+//! - `POST /v1/mcp`: the same data as MCP tools ([`super::mcp`])
 //!
 //! Cursors are opaque: base64 of a position plus a fingerprint of the query
 //! they belong to, so a cursor replayed against another query is a 400.
 
 use super::dataset::{Dataset, Page, Window, format_ts};
+use super::mcp::{McpMode, McpSim};
 use crate::clock::Clock;
 use axum::extract::{RawQuery, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -235,6 +237,7 @@ struct Shared {
     faults: FaultHandle,
     hits: Mutex<BTreeMap<String, u64>>,
     horizon: RwLock<Horizon>,
+    mcp: McpSim,
 }
 
 impl Shared {
@@ -273,12 +276,14 @@ impl SimServer {
     pub async fn start(dataset: Arc<Dataset>, opts: SimOptions) -> std::io::Result<SimServer> {
         let listener = TcpListener::bind(opts.bind).await?;
         let addr = listener.local_addr()?;
+        let mcp = McpSim::new(dataset.clone(), opts.admin_key.clone(), McpMode::Json);
         let shared = Arc::new(Shared {
             dataset,
             admin_key: opts.admin_key,
             faults: FaultHandle::new(),
             hits: Mutex::new(BTreeMap::new()),
             horizon: RwLock::new(Horizon::All),
+            mcp,
         });
         let app = router(shared.clone());
         let (stop, stopped) = oneshot::channel::<()>();
@@ -321,6 +326,16 @@ impl SimServer {
     /// The handle to inject faults with.
     pub fn faults(&self) -> FaultHandle {
         self.shared.faults.clone()
+    }
+
+    /// The MCP endpoint (answer mode, recorded calls, MCP faults).
+    pub fn mcp(&self) -> &McpSim {
+        &self.shared.mcp
+    }
+
+    /// The MCP endpoint's URL, e.g. `http://127.0.0.1:40123/v1/mcp`.
+    pub fn mcp_url(&self) -> String {
+        format!("http://{}/v1/mcp", self.addr)
     }
 
     /// Hits per path and faults served so far.
@@ -375,6 +390,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/v1/requests", get(requests))
         .route("/v1/models", get(models))
         .route_layer(middleware::from_fn_with_state(shared.clone(), authorize))
+        .nest_service("/v1/mcp", shared.mcp.router())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(shared.clone(), count_hit))
         .with_state(shared)

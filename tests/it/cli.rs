@@ -1,6 +1,6 @@
 //! The built `costwatch` binary: `check`, `backtest --simulate` and `once`.
 
-use crate::support::{manifest_dir, seed_dataset, start_sim};
+use crate::support::{costwatch_command, manifest_dir, seed_dataset, start_sim};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,14 +17,7 @@ const SEED_WASTE: [&str; 3] = [
 /// The binary run from the crate root, with no `COSTWATCH_*` variable
 /// inherited from whoever runs the tests.
 fn costwatch(args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_costwatch"));
-    cmd.args(args).current_dir(manifest_dir());
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("COSTWATCH_") {
-            cmd.env_remove(key);
-        }
-    }
-    cmd
+    costwatch_command(args)
 }
 
 /// Runs a command off the async runtime (the simulator keeps serving).

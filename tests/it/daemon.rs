@@ -52,6 +52,25 @@ pub fn policy() -> AlertPolicy {
     }
 }
 
+/// The daemon settings the tests use, with the given channels.
+pub fn settings(channels: Vec<Arc<dyn Channel>>) -> DaemonSettings {
+    DaemonSettings {
+        policy: policy(),
+        max_catch_up_windows: 672,
+        max_backfill: Duration::from_secs(7 * 86_400),
+        delivery_deadline: Duration::from_secs(86_400),
+        retry: RetryPolicy {
+            base: Duration::from_secs(30),
+            max: Duration::from_secs(1800),
+        },
+        channels,
+        metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
+        replica: "test-replica".into(),
+        lease_ttl: Duration::from_secs(60),
+        claim_ttl: Duration::from_secs(15),
+    }
+}
+
 struct Rig {
     daemon: Daemon<costwatch::source::gateway::GatewaySource, SqlStore>,
     clock: FakeClock,
@@ -85,21 +104,7 @@ async fn rig(days: u32, first_tick: ChronoDuration) -> Rig {
     };
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
     let recorder = Arc::new(Recorder::default());
-    let settings = DaemonSettings {
-        policy: policy(),
-        max_catch_up_windows: 672,
-        max_backfill: Duration::from_secs(7 * 86_400),
-        delivery_deadline: Duration::from_secs(86_400),
-        retry: RetryPolicy {
-            base: Duration::from_secs(30),
-            max: Duration::from_secs(1800),
-        },
-        channels: vec![recorder.clone() as Arc<dyn Channel>],
-        metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
-        replica: "test-replica".into(),
-        lease_ttl: Duration::from_secs(60),
-        claim_ttl: Duration::from_secs(15),
-    };
+    let settings = settings(vec![recorder.clone() as Arc<dyn Channel>]);
     Rig {
         daemon: Daemon::new(pipeline, settings, shared),
         clock,
@@ -443,20 +448,6 @@ async fn rebuild_with_channels(
     };
     let store = r.daemon.store().clone();
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
-    let settings = DaemonSettings {
-        policy: policy(),
-        max_catch_up_windows: 672,
-        max_backfill: Duration::from_secs(7 * 86_400),
-        delivery_deadline: Duration::from_secs(86_400),
-        retry: RetryPolicy {
-            base: Duration::from_secs(30),
-            max: Duration::from_secs(1800),
-        },
-        channels,
-        metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
-        replica: "test-replica".into(),
-        lease_ttl: Duration::from_secs(60),
-        claim_ttl: Duration::from_secs(15),
-    };
+    let settings = settings(channels);
     Daemon::new(pipeline, settings, shared)
 }

@@ -1,16 +1,16 @@
 //! PostgreSQL state: the store contract on both backends, the same findings
 //! on both, replicas racing for the budget, and a database outage.
 
-use crate::daemon::{Recorder, policy};
+use crate::daemon::{Recorder, settings};
 use crate::pg::PgCluster;
 use crate::support::*;
 use chrono::{Duration as ChronoDuration, NaiveDate, TimeZone, Utc};
 use costwatch::backtest;
 use costwatch::clock::{Clock, FakeClock};
-use costwatch::daemon::{Daemon, DaemonSettings};
+use costwatch::daemon::Daemon;
 use costwatch::detect::Finding;
 use costwatch::investigate::BudgetLedger;
-use costwatch::notify::outbox::{Channel, RetryPolicy};
+use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::sim::scenario::{ScenarioParams, generate};
 use costwatch::source::Window;
@@ -247,21 +247,7 @@ async fn the_daemon_survives_a_database_outage_and_catches_up() {
         max_backfill: Duration::from_secs(7 * 86_400),
     };
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
-    let settings = DaemonSettings {
-        policy: policy(),
-        max_catch_up_windows: 672,
-        max_backfill: Duration::from_secs(7 * 86_400),
-        delivery_deadline: Duration::from_secs(86_400),
-        retry: RetryPolicy {
-            base: Duration::from_secs(30),
-            max: Duration::from_secs(1800),
-        },
-        channels: vec![Arc::new(Recorder::default()) as Arc<dyn Channel>],
-        metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
-        replica: "r1".into(),
-        lease_ttl: Duration::from_secs(60),
-        claim_ttl: Duration::from_secs(15),
-    };
+    let settings = settings(vec![Arc::new(Recorder::default()) as Arc<dyn Channel>]);
     let daemon = Daemon::new(pipeline, settings, shared);
     assert_eq!(daemon.tick().await.unwrap().windows, 8);
 
@@ -285,19 +271,12 @@ async fn the_daemon_survives_a_database_outage_and_catches_up() {
 async fn check_online_verifies_the_database_and_names_a_wrong_one() {
     let pg = PgCluster::start();
     let run = |url: String| async move {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_costwatch"));
-        cmd.args([
+        let mut cmd = costwatch_command(&[
             "check",
             "--config",
             "config/costwatch.example.yaml",
             "--online",
-        ])
-        .current_dir(manifest_dir());
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("COSTWATCH_") {
-                cmd.env_remove(key);
-            }
-        }
+        ]);
         cmd.env("COSTWATCH_STATE__URL", url);
         tokio::task::spawn_blocking(move || cmd.output().unwrap())
             .await

@@ -3,7 +3,7 @@
 //! every alert reaches the receiver.
 
 use crate::pg::PgCluster;
-use crate::support::{manifest_dir, start_sim};
+use crate::support::{costwatch_command, manifest_dir, start_sim};
 use axum::http::{HeaderMap, StatusCode};
 use chrono::{Duration as ChronoDuration, Utc};
 use costwatch::sim::scenario::{ScenarioParams, generate};
@@ -14,14 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn spawn(config: &std::path::Path, sim: &str, state: &str, log: &std::path::Path) -> Child {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_costwatch"));
-    cmd.args(["run", "--config", config.to_str().unwrap()])
-        .current_dir(manifest_dir());
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("COSTWATCH_") {
-            cmd.env_remove(key);
-        }
-    }
+    let mut cmd = costwatch_command(&["run", "--config", config.to_str().unwrap()]);
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -1,7 +1,7 @@
 //! `costwatch run` as a process: signals, reloads and durable delivery across
 //! a crash, against the simulator and a real HTTP receiver on loopback.
 
-use crate::support::{manifest_dir, seed_dataset, start_sim};
+use crate::support::{costwatch_command, manifest_dir, seed_dataset, start_sim};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
@@ -67,14 +67,7 @@ struct Daemon {
 
 impl Daemon {
     fn start(config: &Path, sim_url: &str, state: &str) -> Daemon {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_costwatch"));
-        cmd.args(["run", "--config", config.to_str().unwrap()])
-            .current_dir(manifest_dir());
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("COSTWATCH_") {
-                cmd.env_remove(key);
-            }
-        }
+        let mut cmd = costwatch_command(&["run", "--config", config.to_str().unwrap()]);
         cmd.env("COSTWATCH_SOURCE__API_URL", sim_url)
             .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
             .env("COSTWATCH_STATE__URL", state)
@@ -304,14 +297,7 @@ async fn test_alert_reports_each_channel() {
     let dir = TempDir::new().unwrap();
     let cfg = config(&dir, &manifest_dir().join("rules"), &url);
     let run = |cfg: PathBuf| async move {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_costwatch"));
-        cmd.args(["test-alert", "--config", cfg.to_str().unwrap()])
-            .current_dir(manifest_dir());
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("COSTWATCH_") {
-                cmd.env_remove(key);
-            }
-        }
+        let mut cmd = costwatch_command(&["test-alert", "--config", cfg.to_str().unwrap()]);
         tokio::task::spawn_blocking(move || cmd.output().unwrap())
             .await
             .unwrap()

@@ -115,3 +115,16 @@ pub fn unique_keys(findings: &[Finding]) -> BTreeSet<(String, String)> {
     assert_eq!(set.len(), list.len(), "duplicate findings: {list:?}");
     set
 }
+
+/// The built binary, run from the crate root, with no `COSTWATCH_*` variable
+/// inherited from whoever runs the tests.
+pub fn costwatch_command(args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_costwatch"));
+    cmd.args(args).current_dir(manifest_dir());
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("COSTWATCH_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
