@@ -6,7 +6,12 @@
 use crate::clock::{Clock, SystemClock};
 use crate::config::{self, Config};
 use crate::daemon::{Daemon, DaemonSettings, TickReport};
+use crate::escalate::Escalation;
 use crate::incidents::AlertPolicy;
+use crate::investigate::budget::{Caps, Prices};
+use crate::investigate::mcp::McpClient;
+use crate::investigate::model::ModelClient;
+use crate::investigate::run::RunOptions;
 use crate::notify::email::{EmailNotifier, EmailSettings};
 use crate::notify::outbox::{Channel, RetryPolicy};
 use crate::notify::webhook::{WebhookNotifier, WebhookSettings};
@@ -89,6 +94,83 @@ pub fn claim_ttl(cfg: &Config) -> Duration {
     slowest + Duration::from_secs(10)
 }
 
+/// The escalation a configuration describes; `None` when disabled. Prices
+/// come from `investigation.prices`, else from the gateway's catalogue.
+pub async fn escalation(cfg: &Config) -> anyhow::Result<Option<Escalation>> {
+    let inv = &cfg.investigation;
+    if !inv.enabled {
+        return Ok(None);
+    }
+    let (Some(inference_key), Some(admin_key)) = (&inv.inference_key, &cfg.source.admin_key) else {
+        return Err(anyhow!(
+            "investigation.enabled needs both an inference key and the admin key"
+        ));
+    };
+    let prices = match inv.prices {
+        Some((input, cached, output)) => Prices {
+            input_usd_per_mtok: input,
+            cached_input_usd_per_mtok: cached,
+            output_usd_per_mtok: output,
+        },
+        None => {
+            use crate::source::Source;
+            let models = crate::cli::gateway(cfg)?
+                .models()
+                .await
+                .context("investigation: cannot read the model catalogue for prices (or set investigation.prices)")?;
+            let m = models
+                .iter()
+                .find(|m| m.id == inv.model)
+                .ok_or_else(|| anyhow!("investigation.model {} is not in the gateway's catalogue: set investigation.prices", inv.model))?;
+            Prices::from_catalogue(m)
+        }
+    };
+    let limits = crate::source::HttpLimits {
+        timeout: inv.wall_timeout,
+        connect_timeout: cfg.source.connect_timeout,
+        max_retries: 2,
+        retry_base: cfg.source.retry_base,
+        retry_max: cfg.source.retry_max,
+        max_body_bytes: 4 << 20,
+    };
+    let tools = McpClient::new(
+        inv.mcp_url.clone(),
+        admin_key,
+        inv.tools.clone(),
+        Duration::from_secs(20),
+    )
+    .map_err(|e| anyhow!("investigation.mcp_url: {e}"))?;
+    let model = ModelClient::new(
+        inv.llm_url.clone(),
+        inference_key,
+        inv.model.clone(),
+        limits,
+    )
+    .map_err(|e| anyhow!("investigation.llm_url: {e}"))?;
+    Ok(Some(Escalation {
+        tools,
+        model,
+        caps: Caps {
+            max_rounds: inv.max_rounds,
+            max_tool_calls: inv.max_tool_calls,
+            max_input_tokens: inv.max_input_tokens,
+            max_output_tokens: inv.max_output_tokens,
+            max_usd_per_run: inv.max_usd_per_run,
+            max_usd_per_day: inv.max_usd_per_day,
+            max_tool_result_bytes: inv.max_tool_result_bytes,
+            wall_timeout: inv.wall_timeout,
+        },
+        prices,
+        options: RunOptions {
+            tools: inv.tools.clone(),
+            ..RunOptions::default()
+        },
+        kinds: inv.kinds.clone(),
+        min_severity: inv.min_severity,
+        max_per_hour: inv.max_per_hour,
+    }))
+}
+
 /// The alert policy a configuration describes.
 pub fn policy(cfg: &Config) -> AlertPolicy {
     let a = &cfg.alerts;
@@ -127,6 +209,7 @@ impl App {
             replica: replica.to_owned(),
             lease_ttl: cfg.state.lease_ttl,
             claim_ttl: claim_ttl(&cfg),
+            escalation: escalation(&cfg).await?.map(Arc::new),
         };
         Ok(App {
             daemon: Daemon::new(pipeline, settings, clock.clone()),

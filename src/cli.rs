@@ -643,6 +643,7 @@ async fn demo(a: DemoArgs) -> Result<(), Exit> {
             &seed_truth
         )))
     );
+    demo_investigation(&detector).await?;
 
     // 2. Days of labelled traffic with incidents and look-alikes.
     let params = ScenarioParams {
@@ -714,6 +715,156 @@ async fn demo(a: DemoArgs) -> Result<(), Exit> {
         )))
     );
     Ok(())
+}
+
+/// Alerts for the seed window through the real daemon tick, each escalated to
+/// an investigation: the simulator's MCP tools and its scripted model.
+async fn demo_investigation(detector: &Detector) -> Result<(), Exit> {
+    use crate::clock::FakeClock;
+    use crate::daemon::{Daemon, DaemonSettings};
+    use crate::escalate::Escalation;
+    use crate::investigate::budget::{Caps, Prices};
+    use crate::investigate::mcp::McpClient;
+    use crate::investigate::model::ModelClient;
+    use crate::investigate::run::RunOptions;
+    use crate::notify::outbox::{Channel, RetryPolicy};
+    use crate::sim::model::{Script, ScriptedModelServer};
+
+    let seed = Dataset::from_fixture_str(SEED_WINDOW).context("embedded seed window")?;
+    let sim = SimServer::start(Arc::new(seed), SimOptions::default())
+        .await
+        .context("cannot start the simulator")?;
+    let model = ScriptedModelServer::start(Script::Investigator)
+        .await
+        .context("cannot start the scripted model")?;
+    let limits = HttpLimits {
+        timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(5),
+        max_retries: 2,
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_secs(5),
+        max_body_bytes: 4 << 20,
+    };
+    let url = |u: String| url::Url::parse(&u).context("simulator url");
+    let options = RunOptions::default();
+    let escalation = Escalation {
+        tools: McpClient::new(
+            url(sim.mcp_url())?,
+            &Secret::new(sim.admin_key()),
+            options.tools.clone(),
+            Duration::from_secs(10),
+        )
+        .map_err(|e| anyhow!("mcp: {e}"))?,
+        model: ModelClient::new(
+            url(model.base_url())?,
+            &Secret::new(model.inference_key()),
+            "gpt-6-luna",
+            limits,
+        )
+        .map_err(|e| anyhow!("model: {e}"))?,
+        caps: Caps::default(),
+        prices: Prices {
+            input_usd_per_mtok: 0.10,
+            cached_input_usd_per_mtok: 0.01,
+            output_usd_per_mtok: 0.40,
+        },
+        options,
+        kinds: vec![
+            "no_cache".into(),
+            "oversized_model".into(),
+            "retry_loop".into(),
+        ],
+        min_severity: crate::config::Severity::Info,
+        max_per_hour: 10,
+    };
+    let collected = Arc::new(Collect::default());
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(SEED_DAY_END));
+    let store = SqlStore::open("sqlite::memory:").await.context("state")?;
+    let schedule = Schedule {
+        job: "main".to_owned(),
+        size: Duration::from_secs(3600),
+        settle_lag: Duration::from_secs(120),
+        start: Some(SEED_DAY_END - ChronoDuration::minutes(65)),
+        max_backfill: Duration::from_secs(86_400),
+    };
+    let pipeline = Pipeline::new(
+        sim_source(&sim)?,
+        store,
+        detector.clone(),
+        schedule,
+        4,
+        clock.clone(),
+    );
+    let settings = DaemonSettings {
+        policy: crate::incidents::AlertPolicy {
+            cooldown: Duration::from_secs(6 * 3600),
+            realert_growth: 2.0,
+            resolve_after: Duration::from_secs(2 * 3600),
+            send_resolved: true,
+            top_sessions: 5,
+            summary_after_windows: 4,
+            gateway_ui_url: None,
+        },
+        max_catch_up_windows: 10,
+        max_backfill: Duration::from_secs(86_400),
+        delivery_deadline: Duration::from_secs(3600),
+        retry: RetryPolicy {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(10),
+        },
+        channels: vec![collected.clone() as Arc<dyn Channel>],
+        metrics: Arc::new(crate::ops::metrics::Metrics::new()),
+        replica: "demo".to_owned(),
+        lease_ttl: Duration::from_secs(60),
+        claim_ttl: Duration::from_secs(40),
+        escalation: Some(Arc::new(escalation)),
+    };
+    let daemon = Daemon::new(pipeline, settings, clock);
+    daemon.tick().await.map_err(|e| anyhow!(e))?;
+    println!(
+        "\n   Alerts, each escalated to an investigation (simulated MCP tools, scripted model):"
+    );
+    for a in collected.0.lock().map(|v| v.clone()).unwrap_or_default() {
+        println!("   {}", a.title);
+        if let Some(inv) = &a.investigation {
+            println!(
+                "     investigation: {} rounds, {} tool calls, {} input + {} output tokens, ${:.6}, {}",
+                inv["rounds"],
+                inv["tool_calls"],
+                inv["input_tokens"],
+                inv["output_tokens"],
+                inv["cost_usd"].as_f64().unwrap_or(0.0),
+                inv["stop_reason"].as_str().unwrap_or("?")
+            );
+            println!("     answer: {}", inv["summary"].as_str().unwrap_or(""));
+        }
+    }
+    let _ = model.shutdown().await;
+    let _ = sim.shutdown().await;
+    Ok(())
+}
+
+/// The end of the seed window's hour plus the settle lag.
+const SEED_DAY_END: DateTime<Utc> = match DateTime::from_timestamp(1_791_720_300, 0) {
+    Some(t) => t,
+    None => DateTime::<Utc>::UNIX_EPOCH,
+};
+
+/// A channel that keeps what it is sent (for the demo's printout).
+#[derive(Default)]
+struct Collect(std::sync::Mutex<Vec<crate::notify::Alert>>);
+
+impl crate::notify::Notifier for Collect {
+    fn name(&self) -> &str {
+        "demo"
+    }
+
+    async fn send(&self, alert: &crate::notify::Alert) -> Result<(), crate::notify::NotifyError> {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(alert.clone());
+        }
+        Ok(())
+    }
 }
 
 fn indent(text: &str) -> String {

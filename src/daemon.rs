@@ -9,7 +9,9 @@
 //! window due since the watermark.
 
 use crate::clock::Clock;
+use crate::escalate::Escalation;
 use crate::incidents::{self, AlertPolicy, TickSpan};
+use crate::investigate::BudgetLedger;
 use crate::notify::Alert;
 use crate::notify::outbox::{self, Channel, DeliveryReport, RetryPolicy};
 use crate::ops::metrics::Metrics;
@@ -45,6 +47,9 @@ pub struct DaemonSettings {
     /// How long a claim on an outbox row lasts: longer than any channel's
     /// timeout.
     pub claim_ttl: Duration,
+    /// LLM investigation of flagged incidents; `None` when disabled (then no
+    /// model is ever called).
+    pub escalation: Option<Arc<Escalation>>,
 }
 
 /// Windows processed between two renewals of the job lease.
@@ -78,6 +83,8 @@ pub struct TickReport {
     pub source_error: Option<String>,
     /// Alerts enqueued.
     pub alerts: Vec<Alert>,
+    /// Investigations run (not counting ones reused after a restart).
+    pub investigations: usize,
     /// Deliveries made.
     pub delivery: DeliveryReport,
     /// The watermark after the tick.
@@ -94,7 +101,7 @@ pub struct Daemon<S, St> {
 impl<S, St> Daemon<S, St>
 where
     S: Source + Clone + 'static,
-    St: Store + Clone + 'static,
+    St: Store + BudgetLedger + Clone + 'static,
 {
     /// A daemon over `pipeline`.
     pub fn new(pipeline: Pipeline<S, St>, settings: DaemonSettings, clock: Arc<dyn Clock>) -> Self {
@@ -195,7 +202,7 @@ where
             let deadline = now
                 + ChronoDuration::from_std(self.settings.delivery_deadline)
                     .unwrap_or(ChronoDuration::days(1));
-            report.alerts = incidents::evaluate(
+            let mut plan = incidents::plan(
                 self.store(),
                 &self.settings.policy,
                 data_now,
@@ -204,11 +211,25 @@ where
                     windows: report.windows,
                     span,
                 },
-                &self.channel_names(),
                 now,
-                deadline,
             )
             .await?;
+            // Investigations can take a while: renew the lease first, so no
+            // other replica pays for the same ones.
+            if let Some(escalation) = &self.settings.escalation
+                && self.renew_lease(&job).await?
+            {
+                let (ran, spent) = escalation
+                    .enrich(self.store(), &mut plan.alerts, &self.clock)
+                    .await?;
+                report.investigations = ran;
+                if spent > 0.0 {
+                    self.settings.metrics.investigation_spend(spent);
+                }
+            }
+            plan.enqueue(self.store(), &self.channel_names(), now, deadline)
+                .await?;
+            report.alerts = plan.alerts;
         }
         for a in &report.alerts {
             self.settings.metrics.alert_enqueued(a.kind.as_str());

@@ -289,10 +289,36 @@ pub struct TickSpan {
     pub span: Option<Window>,
 }
 
-/// Turns the incidents' state into notifications and stores them in the
-/// outbox (one row per channel) together with the incidents' new state, in
-/// one transaction. `data_now` is the watermark; `source_healthy` whether the
-/// last read of the gateway succeeded. Returns the alerts enqueued.
+/// The notifications an evaluation decided on, not yet stored.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// New notification state of the incidents.
+    pub updates: Vec<IncidentUpdate>,
+    /// The alerts to send.
+    pub alerts: Vec<Alert>,
+}
+
+impl Plan {
+    /// Stores the alerts in the outbox (one row per channel) together with
+    /// the incidents' new state, in one transaction.
+    pub async fn enqueue<St: Store>(
+        &self,
+        store: &St,
+        channels: &[String],
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        if self.updates.is_empty() {
+            return Ok(());
+        }
+        store
+            .enqueue(&self.updates, &self.alerts, channels, now, deadline)
+            .await
+    }
+}
+
+/// Turns the incidents' state into notifications and stores them: [`plan`]
+/// then [`Plan::enqueue`]. Returns the alerts enqueued.
 #[allow(clippy::too_many_arguments)]
 pub async fn evaluate<St: Store>(
     store: &St,
@@ -304,6 +330,22 @@ pub async fn evaluate<St: Store>(
     now: DateTime<Utc>,
     deadline: DateTime<Utc>,
 ) -> Result<Vec<Alert>, StoreError> {
+    let p = plan(store, policy, data_now, source_healthy, tick, now).await?;
+    p.enqueue(store, channels, now, deadline).await?;
+    Ok(p.alerts)
+}
+
+/// Decides the notifications the incidents need at data time `data_now`
+/// (the watermark); `source_healthy` says whether the last read of the
+/// gateway succeeded. Nothing is stored.
+pub async fn plan<St: Store>(
+    store: &St,
+    policy: &AlertPolicy,
+    data_now: DateTime<Utc>,
+    source_healthy: bool,
+    tick: TickSpan,
+    now: DateTime<Utc>,
+) -> Result<Plan, StoreError> {
     let catch_up = tick.windows > policy.summary_after_windows;
     let mut updates = Vec::new();
     let mut source_alerts = Vec::new();
@@ -376,12 +418,7 @@ pub async fn evaluate<St: Store>(
         }
         _ => alerts.extend(finding_alerts),
     }
-    if !updates.is_empty() {
-        store
-            .enqueue(&updates, &alerts, channels, now, deadline)
-            .await?;
-    }
-    Ok(alerts)
+    Ok(Plan { updates, alerts })
 }
 
 fn alert_session(f: Finding, ui: Option<&str>) -> AlertSession {

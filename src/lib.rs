@@ -19,6 +19,7 @@ pub mod store;
 pub mod app;
 pub mod backtest;
 pub mod daemon;
+pub mod escalate;
 pub mod ops;
 pub mod pipeline;
 

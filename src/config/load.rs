@@ -10,16 +10,16 @@
 use super::env::{self, ADMIN_KEY_VAR, SMTP_PASSWORD_VAR, webhook_secret_var};
 use super::locate::{Index, Pos, Seg, child, is_within, item, path_string};
 use super::raw::{
-    RawAlerts, RawConfig, RawDetection, RawEmail, RawNoCacheRule, RawNotify, RawOversizedModelRule,
-    RawRetryLoopRule, RawRuleFile, RawSchedule, RawServer, RawSource, RawState, RawWebhook,
-    RawWindows,
+    RawAlerts, RawConfig, RawDetection, RawEmail, RawInvestigation, RawNoCacheRule, RawNotify,
+    RawOversizedModelRule, RawRetryLoopRule, RawRuleFile, RawSchedule, RawServer, RawSource,
+    RawState, RawWebhook, RawWindows,
 };
 use super::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Selector};
 use super::schedule::parse_cron;
 use super::{
-    AlertsConfig, Config, ConfigError, DetectionConfig, EmailConfig, NotifyConfig, Problem, Rules,
-    ScheduleConfig, ServerConfig, SmtpSecurity, SourceConfig, StateConfig, WebhookConfig,
-    WindowConfig,
+    AlertsConfig, Config, ConfigError, DetectionConfig, EmailConfig, InvestigationConfig,
+    NotifyConfig, Problem, Rules, ScheduleConfig, ServerConfig, SmtpSecurity, SourceConfig,
+    StateConfig, WebhookConfig, WindowConfig,
 };
 use crate::secret::Secret;
 use chrono::{DateTime, Utc};
@@ -492,6 +492,7 @@ fn build_config(doc: &mut Doc, raw: RawConfig, env: &BTreeMap<String, String>) -
     let alerts = alerts_config(doc, raw.alerts);
     let notify = notify_config(doc, raw.notify, env);
     let server = server_config(doc, raw.server);
+    let investigation = investigation_config(doc, raw.investigation, env);
     Some(Config {
         path: doc.file.clone(),
         source: source?,
@@ -505,6 +506,95 @@ fn build_config(doc: &mut Doc, raw: RawConfig, env: &BTreeMap<String, String>) -
         alerts: alerts?,
         notify: notify?,
         server: server?,
+        investigation: investigation?,
+    })
+}
+
+/// The variable holding the inference key.
+const INFERENCE_KEY_VAR: &str = "COSTWATCH_INFERENCE_KEY";
+
+fn investigation_config(
+    doc: &mut Doc,
+    raw: RawInvestigation,
+    env: &BTreeMap<String, String>,
+) -> Option<InvestigationConfig> {
+    let mcp_url = http_url(doc, "investigation.mcp_url", &raw.mcp_url);
+    let llm_url = http_url(doc, "investigation.llm_url", &raw.llm_url);
+    doc.check(!raw.model.trim().is_empty(), "investigation.model", || {
+        "must not be empty".to_owned()
+    });
+    doc.check(!raw.tools.is_empty(), "investigation.tools", || {
+        "name at least one tool".to_owned()
+    });
+    for (i, k) in raw.escalate.kinds.iter().enumerate() {
+        doc.check(
+            ["no_cache", "oversized_model", "retry_loop"].contains(&k.as_str()),
+            &item("investigation.escalate.kinds", i),
+            || format!("unknown kind `{k}`, expected no_cache, oversized_model or retry_loop"),
+        );
+    }
+    let c = &raw.caps;
+    doc.at_least_u64("investigation.caps.max_rounds", c.max_rounds, 1);
+    doc.at_least_u64("investigation.caps.max_input_tokens", c.max_input_tokens, 1);
+    doc.at_least_u64(
+        "investigation.caps.max_output_tokens",
+        c.max_output_tokens,
+        1,
+    );
+    doc.at_least_u64(
+        "investigation.caps.max_tool_result_bytes",
+        c.max_tool_result_bytes,
+        64,
+    );
+    doc.at_least_f64("investigation.caps.max_usd_per_run", c.max_usd_per_run, 0.0);
+    doc.at_least_f64("investigation.caps.max_usd_per_day", c.max_usd_per_day, 0.0);
+    doc.positive_duration("investigation.caps.wall_timeout", c.wall_timeout.0);
+    if let Some(p) = &raw.prices {
+        for (field, v) in [
+            ("input_usd_per_mtok", p.input_usd_per_mtok),
+            ("cached_input_usd_per_mtok", p.cached_input_usd_per_mtok),
+            ("output_usd_per_mtok", p.output_usd_per_mtok),
+        ] {
+            doc.at_least_f64(&format!("investigation.prices.{field}"), v, 0.0);
+        }
+    }
+    let inference_key = secret(
+        doc,
+        env.get(INFERENCE_KEY_VAR),
+        raw.inference_key_file.as_deref(),
+        "investigation.inference_key_file",
+    );
+    if raw.enabled {
+        doc.check(inference_key.is_some(), "investigation.enabled", || {
+            format!("needs an inference key: set {INFERENCE_KEY_VAR} or investigation.inference_key_file")
+        });
+    }
+    let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+    Some(InvestigationConfig {
+        enabled: raw.enabled,
+        mcp_url: mcp_url?,
+        llm_url: llm_url?,
+        model: raw.model,
+        inference_key,
+        tools: raw.tools,
+        prices: raw.prices.map(|p| {
+            (
+                p.input_usd_per_mtok,
+                p.cached_input_usd_per_mtok,
+                p.output_usd_per_mtok,
+            )
+        }),
+        kinds: raw.escalate.kinds,
+        min_severity: raw.escalate.min_severity,
+        max_per_hour: raw.escalate.max_per_hour,
+        max_rounds: clamp(raw.caps.max_rounds),
+        max_tool_calls: clamp(raw.caps.max_tool_calls),
+        max_input_tokens: raw.caps.max_input_tokens,
+        max_output_tokens: raw.caps.max_output_tokens,
+        max_usd_per_run: raw.caps.max_usd_per_run,
+        max_usd_per_day: raw.caps.max_usd_per_day,
+        max_tool_result_bytes: to_usize(raw.caps.max_tool_result_bytes),
+        wall_timeout: raw.caps.wall_timeout.0,
     })
 }
 
@@ -1366,7 +1456,7 @@ mod tests {
     }
 
     const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_by`, `state`, \
-        `detection`, `schedule`, `alerts`, `notify`, `server`, `rules`";
+        `detection`, `schedule`, `alerts`, `notify`, `server`, `investigation`, `rules`";
 
     const SOURCE_KEYS: &str = "expected one of `api_url`, `admin_key_file`, `page_limit`, \
         `timeout`, `connect_timeout`, `max_retries`, `retry_base`, `retry_max`, \

@@ -53,6 +53,50 @@ pub struct Config {
     pub notify: NotifyConfig,
     /// The local HTTP endpoint for `/metrics` and `/healthz`.
     pub server: ServerConfig,
+    /// Escalation of flagged incidents to a capped LLM investigation.
+    pub investigation: InvestigationConfig,
+}
+
+/// Escalation of flagged incidents to a capped LLM investigation.
+#[derive(Debug, Clone)]
+pub struct InvestigationConfig {
+    /// Whether incidents are escalated at all.
+    pub enabled: bool,
+    /// The gateway's MCP endpoint (read with the admin key).
+    pub mcp_url: Url,
+    /// Base URL of the OpenAI-compatible model API.
+    pub llm_url: Url,
+    /// The investigating model.
+    pub model: String,
+    /// The inference key, from `COSTWATCH_INFERENCE_KEY` or `inference_key_file`.
+    pub inference_key: Option<Secret>,
+    /// Tools offered to the model, in this order: the allowlist.
+    pub tools: Vec<String>,
+    /// Prices per million tokens (input, cached input, output); `None` takes
+    /// them from the gateway's catalogue.
+    pub prices: Option<(f64, f64, f64)>,
+    /// Finding kinds escalated (`no_cache`, `oversized_model`, `retry_loop`).
+    pub kinds: Vec<String>,
+    /// Lowest severity escalated.
+    pub min_severity: Severity,
+    /// Most investigations started per hour.
+    pub max_per_hour: u64,
+    /// Model calls per run.
+    pub max_rounds: u32,
+    /// Tool calls per run.
+    pub max_tool_calls: u32,
+    /// Prompt tokens per run.
+    pub max_input_tokens: u64,
+    /// Completion tokens per run.
+    pub max_output_tokens: u64,
+    /// Dollars per run.
+    pub max_usd_per_run: f64,
+    /// Dollars per UTC day, over every run and replica.
+    pub max_usd_per_day: f64,
+    /// Largest tool result passed to the model, in bytes.
+    pub max_tool_result_bytes: usize,
+    /// Wall-clock time per run.
+    pub wall_timeout: Duration,
 }
 
 /// When the detection job runs.

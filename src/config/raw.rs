@@ -78,6 +78,9 @@ pub(crate) struct RawConfig {
     /// The local HTTP endpoint.
     #[serde(default)]
     pub server: RawServer,
+    /// Escalation of flagged incidents to an LLM investigation.
+    #[serde(default)]
+    pub investigation: RawInvestigation,
     /// Rule files and directories, relative to the configuration file's folder.
     #[serde(default = "default_rules")]
     pub rules: Vec<String>,
@@ -598,4 +601,124 @@ fn retry_input_tolerance_ratio() -> f64 {
 }
 fn retry_min_error_burst() -> u64 {
     4
+}
+
+/// The `investigation` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawInvestigation {
+    /// Whether flagged incidents are escalated at all.
+    pub enabled: bool,
+    /// The gateway's MCP endpoint (read with the admin key).
+    pub mcp_url: String,
+    /// Base URL of an OpenAI-compatible API (`{llm_url}/chat/completions`).
+    pub llm_url: String,
+    /// The investigating model.
+    pub model: String,
+    /// File with the inference key; `COSTWATCH_INFERENCE_KEY` wins.
+    pub inference_key_file: Option<String>,
+    /// Tools offered to the model, in this order (the allowlist).
+    pub tools: Vec<String>,
+    /// The model's prices per million tokens; without them the gateway's
+    /// catalogue is used.
+    pub prices: Option<RawPrices>,
+    /// Which incidents are escalated.
+    pub escalate: RawEscalate,
+    /// Hard caps.
+    pub caps: RawCaps,
+}
+
+impl Default for RawInvestigation {
+    fn default() -> Self {
+        RawInvestigation {
+            enabled: false,
+            mcp_url: "http://127.0.0.1:8080/v1/mcp".to_owned(),
+            llm_url: "http://127.0.0.1:8080/v1".to_owned(),
+            model: "gpt-6-luna".to_owned(),
+            inference_key_file: None,
+            tools: vec![
+                "search_requests".into(),
+                "get_request".into(),
+                "list_sessions".into(),
+            ],
+            prices: None,
+            escalate: RawEscalate::default(),
+            caps: RawCaps::default(),
+        }
+    }
+}
+
+/// Model prices per million tokens.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrices {
+    /// Uncached prompt tokens.
+    pub input_usd_per_mtok: f64,
+    /// Cached prompt tokens.
+    pub cached_input_usd_per_mtok: f64,
+    /// Completion tokens.
+    pub output_usd_per_mtok: f64,
+}
+
+/// Which incidents are escalated.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawEscalate {
+    /// Finding kinds escalated.
+    pub kinds: Vec<String>,
+    /// Lowest severity escalated.
+    pub min_severity: Severity,
+    /// Most investigations started per hour.
+    pub max_per_hour: u64,
+}
+
+impl Default for RawEscalate {
+    fn default() -> Self {
+        RawEscalate {
+            kinds: vec![
+                "no_cache".into(),
+                "oversized_model".into(),
+                "retry_loop".into(),
+            ],
+            min_severity: Severity::Warning,
+            max_per_hour: 6,
+        }
+    }
+}
+
+/// Hard caps of one investigation, and of a day.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawCaps {
+    /// Model calls per run.
+    pub max_rounds: u64,
+    /// Tool calls per run.
+    pub max_tool_calls: u64,
+    /// Prompt tokens per run.
+    pub max_input_tokens: u64,
+    /// Completion tokens per run.
+    pub max_output_tokens: u64,
+    /// Dollars per run.
+    pub max_usd_per_run: f64,
+    /// Dollars per UTC day, over every run and replica.
+    pub max_usd_per_day: f64,
+    /// Largest tool result passed to the model, in bytes.
+    pub max_tool_result_bytes: u64,
+    /// Wall-clock time per run.
+    pub wall_timeout: HumanDuration,
+}
+
+impl Default for RawCaps {
+    fn default() -> Self {
+        RawCaps {
+            max_rounds: 4,
+            max_tool_calls: 6,
+            max_input_tokens: 16_000,
+            max_output_tokens: 2_000,
+            max_usd_per_run: 0.05,
+            max_usd_per_day: 1.0,
+            max_tool_result_bytes: 4_000,
+            wall_timeout: HumanDuration::secs(120),
+        }
+    }
 }

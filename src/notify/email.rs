@@ -197,20 +197,33 @@ impl EmailNotifier {
         for to in &self.to {
             builder = builder.to(to.clone());
         }
-        builder
-            .multipart(
-                MultiPart::alternative()
-                    .singlepart(
-                        SinglePart::builder()
-                            .header(ContentType::TEXT_PLAIN)
-                            .body(email_text(alert)),
-                    )
-                    .singlepart(
-                        SinglePart::builder()
-                            .header(ContentType::TEXT_HTML)
-                            .body(email_html(alert)),
-                    ),
+        let body = MultiPart::alternative()
+            .singlepart(
+                SinglePart::builder()
+                    .header(ContentType::TEXT_PLAIN)
+                    .body(email_text(alert)),
             )
+            .singlepart(
+                SinglePart::builder()
+                    .header(ContentType::TEXT_HTML)
+                    .body(email_html(alert)),
+            );
+        // With an investigation, its full transcript travels as an attachment
+        // so a person can check every tool call the summary rests on.
+        let transcript = alert
+            .investigation
+            .as_ref()
+            .and_then(|i| i.get("transcript_text"))
+            .and_then(|t| t.as_str());
+        let content = match transcript {
+            Some(text) => MultiPart::mixed().multipart(body).singlepart(
+                lettre::message::Attachment::new("investigation-transcript.txt".to_owned())
+                    .body(text.to_owned(), ContentType::TEXT_PLAIN),
+            ),
+            None => body,
+        };
+        builder
+            .multipart(content)
             .map_err(|e| NotifyError::Rejected(format!("email: message could not be built: {e}")))
     }
 
@@ -786,6 +799,26 @@ mod tests {
         s.password = Some(Secret::new("hunter2-pass"));
         let err = EmailNotifier::new(s).unwrap_err();
         assert!(!format!("{err} {err:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn an_investigation_travels_as_a_transcript_attachment() {
+        let n = EmailNotifier::new(settings(25, SmtpSecurity::None)).unwrap();
+        let mut alert = crate::notify::sample_alert(chrono::Utc::now());
+        let plain = String::from_utf8(n.message(&alert).unwrap().formatted()).unwrap();
+        assert!(!plain.contains("investigation-transcript.txt"));
+        alert.investigation = Some(serde_json::json!({
+            "summary": "the loop drives the cost",
+            "cost_usd": 0.0003,
+            "transcript_text": "round 1: tool call search_requests",
+        }));
+        let with = String::from_utf8(n.message(&alert).unwrap().formatted()).unwrap();
+        assert!(with.contains("multipart/mixed"), "{with}");
+        assert!(with.contains("investigation-transcript.txt"), "{with}");
+        assert!(
+            with.contains("round 1: tool call search_requests"),
+            "{with}"
+        );
     }
 
     #[test]

@@ -745,8 +745,26 @@ fn investigator_answer(top: Option<&str>, rows: Option<&Value>) -> String {
         })
         .and_then(|r| r.get("request_id")?.as_str())
         .unwrap_or("-");
+    // Per model: (calls, prompt tokens, cost).
+    let mut per_model: std::collections::BTreeMap<&str, (u64, u64, f64)> = Default::default();
+    for r in rows {
+        let m = r.get("model").and_then(Value::as_str).unwrap_or("?");
+        let e = per_model.entry(m).or_default();
+        e.0 += 1;
+        e.1 += r.get("input_tokens").and_then(Value::as_u64).unwrap_or(0);
+        e.2 += r.get("cost_usd").and_then(Value::as_f64).unwrap_or(0.0);
+    }
+    let dearest = per_model
+        .iter()
+        .max_by(|a, b| (a.1.2 / a.1.0.max(1) as f64).total_cmp(&(b.1.2 / b.1.0.max(1) as f64)));
     let why = if errors > 0 {
         format!("{errors} of its calls failed and were made again: a retry loop")
+    } else if let Some((m, (n, tokens, c))) = dearest.filter(|_| per_model.len() > 1) {
+        format!(
+            "{n} calls to {m} averaged {} prompt tokens yet cost ${c:.6}, {:.0}% of the session: tiny sub-tasks on a premium model",
+            tokens / n.max(&1),
+            100.0 * c / cost.max(f64::MIN_POSITIVE)
+        )
     } else if cached * 10 < input {
         "almost none of the prompt came from the prompt cache, so every call paid full price to re-send a growing conversation; a stable prompt prefix would let the cache serve it".to_owned()
     } else {

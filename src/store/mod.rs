@@ -239,6 +239,33 @@ pub trait Store: Send + Sync {
         until: DateTime<Utc>,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
+    /// Stores an investigation (its alert JSON and step log) under the key of
+    /// the notification it explains; a second save of the same key is ignored.
+    #[allow(clippy::too_many_arguments)]
+    fn save_investigation(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        run_id: &str,
+        cost_usd: f64,
+        stop_reason: &str,
+        alert_json: &serde_json::Value,
+        step_log: &str,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The stored investigation of a notification, if any.
+    fn investigation_for(
+        &self,
+        key: &str,
+    ) -> impl Future<Output = Result<Option<serde_json::Value>, StoreError>> + Send;
+
+    /// Investigations started since `since`.
+    fn investigations_since(
+        &self,
+        since: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, StoreError>> + Send;
+
     /// Gives a lease up (on shutdown), if `holder` holds it.
     fn release_lease(
         &self,

@@ -713,6 +713,57 @@ impl Store for SqlStore {
         Ok(row.is_some())
     }
 
+    async fn save_investigation(
+        &self,
+        key: &str,
+        fingerprint: &str,
+        run_id: &str,
+        cost_usd: f64,
+        stop_reason: &str,
+        alert_json: &serde_json::Value,
+        step_log: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO investigations (idempotency_key, fingerprint, run_id, created_ms, cost_usd, stop_reason, \
+             alert_json, step_log) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (idempotency_key) DO NOTHING",
+        )
+        .bind(key)
+        .bind(fingerprint)
+        .bind(run_id)
+        .bind(ms(at))
+        .bind(cost_usd)
+        .bind(stop_reason)
+        .bind(json(alert_json)?)
+        .bind(step_log)
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn investigation_for(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+        let row = sqlx::query("SELECT alert_json FROM investigations WHERE idempotency_key = $1")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        row.map(|r| {
+            let text: String = r.try_get("alert_json").map_err(corrupt)?;
+            serde_json::from_str(&text).map_err(corrupt)
+        })
+        .transpose()
+    }
+
+    async fn investigations_since(&self, since: DateTime<Utc>) -> Result<u64, StoreError> {
+        let row = sqlx::query("SELECT COUNT(*) AS n FROM investigations WHERE created_ms >= $1")
+            .bind(ms(since))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(row.try_get::<i64, _>("n").map_err(corrupt)? as u64)
+    }
+
     async fn release_lease(&self, name: &str, holder: &str) -> Result<(), StoreError> {
         sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
             .bind(name)

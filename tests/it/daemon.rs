@@ -68,6 +68,7 @@ pub fn settings(channels: Vec<Arc<dyn Channel>>) -> DaemonSettings {
         replica: "test-replica".into(),
         lease_ttl: Duration::from_secs(60),
         claim_ttl: Duration::from_secs(15),
+        escalation: None,
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod cli;
 mod daemon;
+mod investigation;
 mod mcp;
 mod pg;
 mod pipeline;

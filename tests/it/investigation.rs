@@ -1,0 +1,176 @@
+//! Escalation in the daemon: the seed window's incidents investigated over
+//! the simulator's MCP endpoint by the scripted model, the investigation
+//! attached to each alert, the budget persisted across a restart, and no
+//! model call at all when escalation is off.
+
+use crate::daemon::{Recorder, settings};
+use crate::support::*;
+use chrono::Duration as ChronoDuration;
+use costwatch::clock::{Clock, FakeClock};
+use costwatch::daemon::Daemon;
+use costwatch::escalate::Escalation;
+use costwatch::investigate::BudgetLedger;
+use costwatch::investigate::budget::{Caps, Prices};
+use costwatch::investigate::mcp::McpClient;
+use costwatch::investigate::model::ModelClient;
+use costwatch::investigate::run::RunOptions;
+use costwatch::notify::outbox::Channel;
+use costwatch::pipeline::{Pipeline, Schedule};
+use costwatch::secret::Secret;
+use costwatch::sim::model::{Script, ScriptedModelServer};
+use costwatch::sim::server::SimServer;
+use costwatch::store::SqlStore;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn escalation(sim: &SimServer, model: &ScriptedModelServer) -> Escalation {
+    let tools = McpClient::new(
+        url::Url::parse(&sim.mcp_url()).unwrap(),
+        &Secret::new(sim.admin_key()),
+        RunOptions::default().tools,
+        Duration::from_secs(10),
+    )
+    .unwrap();
+    let model = ModelClient::new(
+        url::Url::parse(&model.base_url()).unwrap(),
+        &Secret::new(model.inference_key()),
+        "gpt-6-luna",
+        limits(),
+    )
+    .unwrap();
+    Escalation {
+        tools,
+        model,
+        caps: Caps::default(),
+        prices: Prices {
+            input_usd_per_mtok: 0.10,
+            cached_input_usd_per_mtok: 0.01,
+            output_usd_per_mtok: 0.40,
+        },
+        options: RunOptions::default(),
+        kinds: vec![
+            "no_cache".into(),
+            "oversized_model".into(),
+            "retry_loop".into(),
+        ],
+        min_severity: costwatch::config::Severity::Warning,
+        max_per_hour: 6,
+    }
+}
+
+/// A daemon over the seed window (one hourly window, 11:00-12:00).
+async fn daemon(
+    sim: &SimServer,
+    url: &str,
+    esc: Option<Escalation>,
+    recorder: Arc<Recorder>,
+) -> Daemon<costwatch::source::gateway::GatewaySource, SqlStore> {
+    let (source, _) = gateway(sim, 50);
+    let store = SqlStore::open(url).await.unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(ts("2026-10-11T12:05:00Z")));
+    let schedule = Schedule {
+        job: "main".into(),
+        size: Duration::from_secs(3600),
+        settle_lag: Duration::from_secs(120),
+        start: Some(ts("2026-10-11T11:00:00Z")),
+        max_backfill: Duration::from_secs(3650 * 86_400),
+    };
+    let pipeline = Pipeline::new(source, store, detector(), schedule, 4, clock.clone());
+    let mut s = settings(vec![recorder as Arc<dyn Channel>]);
+    s.escalation = esc.map(Arc::new);
+    Daemon::new(pipeline, s, clock)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flagged_incidents_are_investigated_and_the_alert_carries_the_transcript_and_cost() {
+    let sim = start_sim(seed_dataset()).await;
+    let model = ScriptedModelServer::start(Script::Investigator)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(&dir);
+    let recorder = Arc::new(Recorder::default());
+    let d = daemon(&sim, &url, Some(escalation(&sim, &model)), recorder.clone()).await;
+    let tick = d.tick().await.unwrap();
+    assert_eq!(tick.windows, 1);
+    assert_eq!(
+        tick.investigations, 3,
+        "one per incident of the seed window"
+    );
+
+    let alerts = recorder.received.lock().unwrap().clone();
+    assert_eq!(alerts.len(), 3);
+    let mut total = 0.0;
+    for a in &alerts {
+        let inv = a
+            .investigation
+            .as_ref()
+            .expect("the alert carries its investigation");
+        assert_eq!(inv["stop_reason"], "answered", "{inv}");
+        let cost = inv["cost_usd"].as_f64().unwrap();
+        assert!(cost > 0.0 && cost <= 0.05, "{cost}");
+        total += cost;
+        let input = inv["input_tokens"].as_u64().unwrap();
+        assert!(input <= 3_200, "whole run within the token target: {input}");
+        assert!(!inv["summary"].as_str().unwrap().is_empty());
+        let text = inv["transcript_text"].as_str().unwrap();
+        assert!(
+            text.contains("search_requests"),
+            "every tool call is in the transcript"
+        );
+        assert!(
+            !text.contains(sim.admin_key()),
+            "no secret in the transcript"
+        );
+    }
+    assert!(
+        model
+            .requests()
+            .iter()
+            .all(|r| !r.body.contains(sim.admin_key())),
+        "the admin key never reaches the model"
+    );
+
+    // The day's spend is in the state database and survives a restart.
+    let day = ts("2026-10-11T12:05:00Z").date_naive();
+    drop(d);
+    let reopened = SqlStore::open(&url).await.unwrap();
+    let spent = reopened.spent(day).await.unwrap();
+    assert!(
+        (spent - total).abs() < 1e-9,
+        "ledger {spent} vs alerts {total}"
+    );
+    assert!(
+        !reopened
+            .reserve(day, 1.0 - spent + 1e-6, 1.0)
+            .await
+            .unwrap(),
+        "the cap still counts today's runs"
+    );
+
+    // A second tick (or a restart) does not investigate the same alerts again.
+    let recorder2 = Arc::new(Recorder::default());
+    let calls = model.requests().len();
+    let d2 = daemon(&sim, &url, Some(escalation(&sim, &model)), recorder2).await;
+    assert_eq!(d2.tick().await.unwrap().investigations, 0);
+    assert_eq!(model.requests().len(), calls);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_escalation_off_a_flagged_window_alerts_without_any_model_call() {
+    let sim = start_sim(seed_dataset()).await;
+    let model = ScriptedModelServer::start(Script::Investigator)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let d = daemon(&sim, &sqlite_url(&dir), None, recorder.clone()).await;
+    let tick = d.tick().await.unwrap();
+    assert_eq!((tick.windows, tick.investigations), (1, 0));
+    let alerts = recorder.received.lock().unwrap().clone();
+    assert_eq!(alerts.len(), 3, "the alerts still go out");
+    assert!(alerts.iter().all(|a| a.investigation.is_none()));
+    assert!(model.requests().is_empty(), "no model call");
+    assert_eq!(sim.mcp().count("tools/call"), 0, "no tool call either");
+    let _ = ChronoDuration::zero();
+}
