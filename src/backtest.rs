@@ -185,6 +185,40 @@ mod tests {
     }
 
     #[test]
+    fn the_spend_preview_honours_the_hourly_limit_and_the_daily_cap() {
+        let prices = crate::investigate::budget::Prices {
+            input_usd_per_mtok: 1.0,
+            cached_input_usd_per_mtok: 0.1,
+            output_usd_per_mtok: 4.0,
+        };
+        let base = crate::notify::sample_alert(DateTime::<Utc>::UNIX_EPOCH);
+        let at = |h: i64| {
+            let mut a = base.clone();
+            a.window.end = DateTime::<Utc>::UNIX_EPOCH + chrono::Duration::minutes(h * 60 + 5);
+            a
+        };
+        // Three alerts in hour 0, one in hour 1; at most two an hour.
+        let alerts = vec![at(0), at(0), at(0), at(1)];
+        let p = spend_preview(&alerts, |_| true, 2, &prices, 0.05, 1.0);
+        assert_eq!((p.investigations, p.over_hourly_limit), (3, 1));
+        let typical = (2_600.0 * 1.0 + 120.0 * 4.0) / 1e6;
+        assert!(
+            (p.typical_usd - 3.0 * typical).abs() < 1e-12,
+            "{}",
+            p.typical_usd
+        );
+        assert!((p.worst_usd - 0.15).abs() < 1e-12);
+        // The daily cap bounds the worst case.
+        let p = spend_preview(&alerts, |_| true, 10, &prices, 0.05, 0.12);
+        assert!((p.worst_usd - 0.12).abs() < 1e-12, "{}", p.worst_usd);
+        // Alerts the policy does not want cost nothing.
+        assert_eq!(
+            spend_preview(&alerts, |_| false, 10, &prices, 0.05, 1.0).investigations,
+            0
+        );
+    }
+
+    #[test]
     fn scores_count_each_session_once_and_per_kind() {
         let truth = BTreeMap::from([
             (
@@ -212,5 +246,144 @@ mod tests {
         assert_eq!(s[1].kind, Kind::OversizedModel);
         assert_eq!((s[1].precision, s[1].recall), (1.0, 1.0));
         assert_eq!((s[2].true_positives, s[2].f1), (1, 1.0));
+    }
+}
+
+/// What a replay through the daemon's alerting produced.
+#[derive(Debug, Default)]
+pub struct AlertReplay {
+    /// Every alert the daemon would have sent, in order.
+    pub alerts: Vec<crate::notify::Alert>,
+    /// Investigations run (with `--investigate`).
+    pub investigations: usize,
+    /// What they cost.
+    pub investigation_usd: f64,
+}
+
+/// Replays `[from, to)` through the daemon's own tick, one window at a
+/// time, with throwaway state and no channel: the alerts (and, with an
+/// escalation, the investigations) a live run would have produced.
+#[allow(clippy::too_many_arguments)]
+pub async fn replay_alerts<S>(
+    source: S,
+    detector: Detector,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    window: Duration,
+    policy: crate::incidents::AlertPolicy,
+    escalation: Option<crate::escalate::Escalation>,
+) -> Result<AlertReplay, crate::store::StoreError>
+where
+    S: Source + Clone + 'static,
+{
+    use crate::daemon::{Daemon, DaemonSettings};
+    use crate::investigate::BudgetLedger;
+    let store = SqlStore::open("sqlite::memory:").await?;
+    let clock = crate::clock::FakeClock::new(from);
+    let shared: Arc<dyn Clock> = Arc::new(clock.clone());
+    let schedule = Schedule {
+        job: BACKTEST_JOB.to_owned(),
+        size: window,
+        settle_lag: Duration::ZERO,
+        start: Some(from),
+        max_backfill: Duration::from_secs(u64::from(u32::MAX)),
+    };
+    let pipeline = Pipeline::new(source, store.clone(), detector, schedule, 4, shared.clone());
+    let settings = DaemonSettings {
+        policy,
+        max_catch_up_windows: 1,
+        max_backfill: Duration::from_secs(u64::from(u32::MAX)),
+        delivery_deadline: Duration::from_secs(3600),
+        retry: crate::notify::outbox::RetryPolicy {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(1),
+        },
+        channels: Vec::new(),
+        metrics: Arc::new(crate::ops::metrics::Metrics::new()),
+        replica: "backtest".to_owned(),
+        lease_ttl: Duration::from_secs(3600),
+        claim_ttl: Duration::from_secs(60),
+        escalation: escalation.map(Arc::new),
+    };
+    let daemon = Daemon::new(pipeline, settings, shared);
+    let step = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::minutes(15));
+    let mut out = AlertReplay::default();
+    let mut at = from + step;
+    while at <= to {
+        clock.set(at);
+        let r = daemon.tick().await?;
+        out.investigations += r.investigations;
+        out.alerts.extend(r.alerts);
+        at += step;
+    }
+    let mut day = from.date_naive();
+    loop {
+        out.investigation_usd += store.spent(day).await.unwrap_or(0.0);
+        match day.succ_opt() {
+            Some(next) if next <= to.date_naive() => day = next,
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+/// What escalating the alerts of a replay would cost, without calling a model.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SpendPreview {
+    /// Alerts the escalation policy would investigate (after the hourly limit).
+    pub investigations: usize,
+    /// Alerts the hourly limit would leave uninvestigated.
+    pub over_hourly_limit: usize,
+    /// Expected total, at the typical size of a run.
+    pub typical_usd: f64,
+    /// Upper bound: every run at its per-run cap (and every day at its cap).
+    pub worst_usd: f64,
+    /// The busiest day's expected spend.
+    pub busiest_day_usd: f64,
+}
+
+/// A typical run measured on the seed scenario: two model calls, one tool
+/// call, about 2,600 prompt and 120 completion tokens.
+pub const TYPICAL_RUN_TOKENS: (u64, u64) = (2_600, 120);
+
+/// Estimates what the escalation policy would have spent on `alerts`.
+pub fn spend_preview(
+    alerts: &[crate::notify::Alert],
+    wants: impl Fn(&crate::notify::Alert) -> bool,
+    max_per_hour: u64,
+    prices: &crate::investigate::budget::Prices,
+    max_usd_per_run: f64,
+    max_usd_per_day: f64,
+) -> SpendPreview {
+    let typical = prices.cost(&crate::investigate::model::Usage {
+        prompt_tokens: TYPICAL_RUN_TOKENS.0,
+        cached_tokens: 0,
+        completion_tokens: TYPICAL_RUN_TOKENS.1,
+    });
+    let mut per_hour: BTreeMap<i64, u64> = BTreeMap::new();
+    let mut per_day: BTreeMap<chrono::NaiveDate, (f64, f64)> = BTreeMap::new();
+    let (mut n, mut over) = (0, 0);
+    for a in alerts.iter().filter(|a| wants(a)) {
+        let hour = a.window.end.timestamp() / 3600;
+        let used = per_hour.entry(hour).or_default();
+        if *used >= max_per_hour {
+            over += 1;
+            continue;
+        }
+        *used += 1;
+        n += 1;
+        let d = per_day.entry(a.window.end.date_naive()).or_default();
+        d.0 += typical;
+        d.1 += max_usd_per_run;
+    }
+    let typical_usd = per_day.values().map(|(t, _)| t.min(max_usd_per_day)).sum();
+    let worst_usd = per_day.values().map(|(_, w)| w.min(max_usd_per_day)).sum();
+    let busiest_day_usd = per_day.values().map(|(t, _)| *t).fold(0.0, f64::max);
+    SpendPreview {
+        investigations: n,
+        over_hourly_limit: over,
+        typical_usd,
+        worst_usd,
+        busiest_day_usd,
     }
 }

@@ -147,6 +147,14 @@ pub struct BacktestArgs {
     /// Rules to use without a configuration file.
     #[arg(long, default_value = "rules")]
     pub rules: PathBuf,
+    /// Also replay the alerts and estimate what escalating them to
+    /// investigations would cost (`investigation` section), calling no model.
+    #[arg(long)]
+    pub spend_preview: bool,
+    /// Also replay the alerts and really investigate the escalated ones with
+    /// the configured MCP endpoint and model (paid, under the caps).
+    #[arg(long, requires = "config")]
+    pub investigate: bool,
 }
 
 /// `costwatch demo`.
@@ -502,6 +510,14 @@ async fn backtest_cmd(a: BacktestArgs) -> Result<(), Exit> {
         progress.done(&replay);
         let scores = backtest::score(&replay.findings, &truth);
         eprint!("\n{}", backtest::score_table(&scores));
+        if a.spend_preview {
+            let source = sim_source(&sim)?;
+            let det = match &cfg {
+                Some(c) => crate::cli::detector(c),
+                None => default_detector(&a.rules)?,
+            };
+            alert_replay(&a, cfg.as_ref(), source, det, from, to, window).await?;
+        }
         let _ = sim.shutdown().await;
         return Ok(());
     }
@@ -523,6 +539,142 @@ async fn backtest_cmd(a: BacktestArgs) -> Result<(), Exit> {
     .await
     .map_err(|e| anyhow!(e))?;
     progress.done(&replay);
+    if a.spend_preview || a.investigate {
+        alert_replay(
+            &a,
+            Some(&cfg),
+            gateway(&cfg)?,
+            crate::cli::detector(&cfg),
+            from,
+            to,
+            cfg.windows.size,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// `--spend-preview` and `--investigate`: the range again through the
+/// daemon's tick, reporting escalations and what they cost (or would).
+async fn alert_replay<S>(
+    a: &BacktestArgs,
+    cfg: Option<&Config>,
+    source: S,
+    det: Detector,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    window: Duration,
+) -> Result<(), Exit>
+where
+    S: crate::source::Source + Clone + 'static,
+{
+    use crate::investigate::budget::Prices;
+    let inv = cfg.map(|c| c.investigation.clone());
+    let policy = match cfg {
+        Some(c) => crate::app::policy(c),
+        None => crate::incidents::AlertPolicy {
+            cooldown: Duration::from_secs(6 * 3600),
+            realert_growth: 2.0,
+            resolve_after: Duration::from_secs(2 * 3600),
+            send_resolved: true,
+            top_sessions: 5,
+            summary_after_windows: 4,
+            gateway_ui_url: None,
+        },
+    };
+    let escalation = match (a.investigate, cfg) {
+        (true, Some(c)) => {
+            let mut c = c.clone();
+            c.investigation.enabled = true;
+            crate::app::escalation(&c).await?
+        }
+        _ => None,
+    };
+    let (kinds, min_severity, max_per_hour, per_run, per_day, model) = match &inv {
+        Some(i) => (
+            i.kinds.clone(),
+            i.min_severity,
+            i.max_per_hour,
+            i.max_usd_per_run,
+            i.max_usd_per_day,
+            i.model.clone(),
+        ),
+        None => (
+            vec![
+                "no_cache".into(),
+                "oversized_model".into(),
+                "retry_loop".into(),
+            ],
+            crate::config::Severity::Warning,
+            6,
+            0.05,
+            1.0,
+            "gpt-6-luna".to_owned(),
+        ),
+    };
+    let prices = match inv.as_ref().and_then(|i| i.prices) {
+        Some((i, c, o)) => Prices {
+            input_usd_per_mtok: i,
+            cached_input_usd_per_mtok: c,
+            output_usd_per_mtok: o,
+        },
+        None => {
+            let models = source
+                .models()
+                .await
+                .map_err(|e| anyhow!("model catalogue: {e}"))?;
+            let m = models.iter().find(|m| m.id == model).ok_or_else(|| {
+                anyhow!(
+                    "investigation.model {model} is not in the catalogue: set investigation.prices"
+                )
+            })?;
+            Prices::from_catalogue(m)
+        }
+    };
+    let replay = backtest::replay_alerts(source, det, from, to, window, policy, escalation)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    let wants = |al: &crate::notify::Alert| {
+        al.status == crate::notify::AlertStatus::Firing
+            && al.severity >= min_severity
+            && kinds.iter().any(|k| k == al.kind.as_str())
+    };
+    let p = backtest::spend_preview(
+        &replay.alerts,
+        wants,
+        max_per_hour,
+        &prices,
+        per_run,
+        per_day,
+    );
+    eprintln!(
+        "\nalerts: {} over the range; {} would be investigated ({} more over escalate.max_per_hour)",
+        replay.alerts.len(),
+        p.investigations,
+        p.over_hourly_limit
+    );
+    eprintln!(
+        "spend preview on {model}: about ${:.4} expected (a typical run: {} prompt + {} completion tokens), ${:.4} at most (every run at its ${per_run} cap, days capped at ${per_day}); busiest day ${:.4}",
+        p.typical_usd,
+        backtest::TYPICAL_RUN_TOKENS.0,
+        backtest::TYPICAL_RUN_TOKENS.1,
+        p.worst_usd,
+        p.busiest_day_usd
+    );
+    if a.investigate {
+        eprintln!(
+            "investigated: {} runs, ${:.6} spent",
+            replay.investigations, replay.investigation_usd
+        );
+        for al in replay.alerts.iter().filter(|al| al.investigation.is_some()) {
+            let inv = al
+                .investigation
+                .as_ref()
+                .map(|i| i["summary"].clone())
+                .unwrap_or_default();
+            println!("{}\t{}", al.title, inv.as_str().unwrap_or(""));
+        }
+    }
     Ok(())
 }
 

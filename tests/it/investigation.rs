@@ -174,3 +174,64 @@ async fn with_escalation_off_a_flagged_window_alerts_without_any_model_call() {
     assert_eq!(sim.mcp().count("tools/call"), 0, "no tool call either");
     let _ = ChronoDuration::zero();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backtest_investigate_runs_the_escalations_and_the_preview_calls_no_model() {
+    let sim = start_sim(seed_dataset()).await;
+    let model = ScriptedModelServer::start(Script::Investigator)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "source:\n  api_url: {}\nwindows:\n  size: 1h\n\
+             investigation:\n  mcp_url: {}\n  llm_url: {}\n  model: gpt-6-luna\n\
+             \x20 prices: {{input_usd_per_mtok: 0.10, cached_input_usd_per_mtok: 0.01, output_usd_per_mtok: 0.40}}\n\
+             rules: [{}]\n",
+            sim.base_url(),
+            sim.mcp_url(),
+            model.base_url(),
+            manifest_dir().join("rules").display()
+        ),
+    )
+    .unwrap();
+    let run = |extra: &'static str| {
+        let mut cmd = costwatch_command(&[
+            "backtest",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--from",
+            "2026-10-11T11:00:00Z",
+            "--to",
+            "2026-10-11T12:00:00Z",
+            "--format",
+            "jsonl",
+            extra,
+        ]);
+        cmd.env("COSTWATCH_ADMIN_KEY", sim.admin_key())
+            .env("COSTWATCH_INFERENCE_KEY", model.inference_key());
+        async move {
+            tokio::task::spawn_blocking(move || cmd.output().unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    let preview = run("--spend-preview").await;
+    let err = String::from_utf8_lossy(&preview.stderr);
+    assert_eq!(preview.status.code(), Some(0), "{err}");
+    assert!(err.contains("3 would be investigated"), "{err}");
+    assert!(model.requests().is_empty(), "a preview calls no model");
+
+    let out = run("--investigate").await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("investigated: 3 runs"), "{err}");
+    assert!(!model.requests().is_empty());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("drives the cost"),
+        "the answers are printed: {stdout}"
+    );
+}
