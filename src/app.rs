@@ -209,7 +209,15 @@ impl App {
             replica: replica.to_owned(),
             lease_ttl: cfg.state.lease_ttl,
             claim_ttl: claim_ttl(&cfg),
-            escalation: escalation(&cfg).await?.map(Arc::new),
+            // A gateway that is down at start must not keep the daemon from
+            // running: without its catalogue, investigations wait for a reload.
+            escalation: match escalation(&cfg).await {
+                Ok(e) => e.map(Arc::new),
+                Err(e) => {
+                    tracing::error!(error = %format!("{e:#}"), "investigations are disabled until the next reload");
+                    None
+                }
+            },
         };
         Ok(App {
             daemon: Daemon::new(pipeline, settings, clock.clone()),
