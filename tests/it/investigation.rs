@@ -17,7 +17,7 @@ use costwatch::investigate::run::RunOptions;
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::secret::Secret;
-use costwatch::sim::model::{Script, ScriptedModelServer};
+use costwatch::sim::model::{Script, ScriptedCall, ScriptedModelServer};
 use costwatch::sim::server::SimServer;
 use costwatch::store::SqlStore;
 use std::sync::Arc;
@@ -234,4 +234,37 @@ async fn backtest_investigate_runs_the_escalations_and_the_preview_calls_no_mode
         stdout.contains("drives the cost"),
         "the answers are printed: {stdout}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_never_stops_is_capped_and_the_alert_still_goes_out_with_the_partial_transcript()
+ {
+    let sim = start_sim(seed_dataset()).await;
+    let model = ScriptedModelServer::start(Script::NeverStops(ScriptedCall::search_top_session()))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let mut esc = escalation(&sim, &model);
+    esc.caps.max_rounds = 3;
+    esc.caps.max_tool_calls = 2;
+    let d = daemon(&sim, &sqlite_url(&dir), Some(esc), recorder.clone()).await;
+    d.tick().await.unwrap();
+    let alerts = recorder.received.lock().unwrap().clone();
+    assert_eq!(alerts.len(), 3, "every alert goes out");
+    for a in &alerts {
+        let inv = a.investigation.as_ref().unwrap();
+        let stop = inv["stop_reason"].as_str().unwrap();
+        assert!(["max_tool_calls", "max_rounds"].contains(&stop), "{stop}");
+        assert!(inv["tool_calls"].as_u64().unwrap() <= 2, "{inv}");
+        assert!(inv["rounds"].as_u64().unwrap() <= 3, "{inv}");
+        assert!(inv["cost_usd"].as_f64().unwrap() <= 0.05);
+        assert!(
+            inv["transcript_text"].as_str().unwrap().contains("round 1"),
+            "the partial transcript is attached"
+        );
+    }
+    // Each run's model calls: at most max_rounds, the last one forced to answer.
+    let per_run = model.requests().len() as f64 / 3.0;
+    assert!(per_run <= 3.0, "{per_run}");
 }
