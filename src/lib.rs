@@ -18,6 +18,7 @@ pub mod store;
 
 pub mod app;
 pub mod backtest;
+pub mod bench;
 pub mod daemon;
 pub mod escalate;
 pub mod ops;

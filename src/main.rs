@@ -7,10 +7,13 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     costwatch::cli::init_tracing(cli.log_format, cli.verbose, cli.command.quiet_by_default());
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // A backtest is one sequential read of the gateway: on one thread it
+    // spends no CPU handing every page between threads.
+    let mut builder = match cli.command {
+        costwatch::cli::Command::Backtest(_) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("costwatch: cannot start the async runtime: {e}");

@@ -241,7 +241,22 @@ where
             .await
             .map_err(|source| PipelineError::Source { window, source })?;
         let history = self.store.load_baselines(&analysis.groups()).await?;
-        let mut judgement = analysis.judge(history);
+        let (mut pages, mut retries) = (stats.pages, stats.retries);
+        let mut judgement = if analysis.overflowed() {
+            // Too many candidates to keep: the baselines are complete now, so
+            // a second read judges every session as it streams by.
+            let mut again = analysis.rejudge(history);
+            let second = self
+                .source
+                .sessions(window, |s: SessionRecord| again.observe(s))
+                .await
+                .map_err(|source| PipelineError::Source { window, source })?;
+            pages += second.pages;
+            retries += second.retries;
+            again.finish()
+        } else {
+            analysis.judge(history)
+        };
         let drilldowns = judgement.drilldowns.len();
         let confirmed = self
             .drill_down(window, std::mem::take(&mut judgement.drilldowns))
@@ -258,7 +273,7 @@ where
                     baselines: &judgement.baselines,
                     models_seen: &judgement.models_seen,
                     sessions: judgement.sessions,
-                    pages: stats.pages,
+                    pages,
                     now: self.clock.now(),
                 },
             )
@@ -266,7 +281,7 @@ where
         tracing::info!(
             window = %window,
             sessions = judgement.sessions,
-            pages = stats.pages,
+            pages,
             drilldowns,
             new_findings = new_findings.len(),
             "window processed"
@@ -274,8 +289,8 @@ where
         Ok(WindowReport {
             window,
             sessions: judgement.sessions,
-            pages: stats.pages,
-            retries: stats.retries,
+            pages,
+            retries,
             drilldowns,
             seen_again: all - new_findings.len(),
             new_findings,

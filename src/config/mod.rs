@@ -278,8 +278,8 @@ pub struct StateConfig {
 pub struct DetectionConfig {
     /// Recent sessions kept per group as its baseline.
     pub baseline_samples: usize,
-    /// Largest number of candidates judged in one window; the rest are
-    /// reported as a diagnostic.
+    /// Largest number of candidates kept in memory for one window; beyond
+    /// it the window is read a second time and judged as it streams.
     pub max_candidates: usize,
     /// Concurrent drill-down requests.
     pub drilldown_concurrency: usize,

@@ -11,7 +11,7 @@ pub mod window;
 
 pub use baseline::{GroupBaseline, GroupStats, Ring};
 pub use catalogue::Catalogue;
-pub use window::{Detector, Judgement, RetryCandidate, WindowAnalysis};
+pub use window::{Detector, Judgement, Rejudge, RetryCandidate, WindowAnalysis};
 
 use crate::config::Severity;
 use crate::source::{Labels, SessionRecord, Window};
@@ -94,10 +94,19 @@ pub struct Diagnostic {
 /// joined by `,`; a missing label has an empty value. No `group_by` labels
 /// put every session in one group, `all`.
 pub fn group_key(labels: &Labels, group_by: &[String]) -> String {
-    if group_by.is_empty() {
-        return "all".to_owned();
-    }
     let mut key = String::new();
+    write_group_key(labels, group_by, &mut key);
+    key
+}
+
+/// Writes [`group_key`] into `key` (cleared first), so one buffer can serve
+/// every session of a window.
+pub fn write_group_key(labels: &Labels, group_by: &[String], key: &mut String) {
+    key.clear();
+    if group_by.is_empty() {
+        key.push_str("all");
+        return;
+    }
     for (i, k) in group_by.iter().enumerate() {
         if i > 0 {
             key.push(',');
@@ -106,7 +115,6 @@ pub fn group_key(labels: &Labels, group_by: &[String]) -> String {
         key.push('=');
         key.push_str(labels.get(k).map(String::as_str).unwrap_or(""));
     }
-    key
 }
 
 /// Share of the prompt read from cache, in `[0, 1]`.

@@ -569,3 +569,98 @@ fn group_keys_name_every_group_by_label() {
     );
     assert_eq!(group_key(&labels, &[]), "all");
 }
+
+/// Runs `windows` through `det` and returns the last window's judgement
+/// (findings and drill-down sessions) and whether it overflowed; with
+/// `reread`, an overflowing window is read a second time, as the pipeline
+/// does.
+fn last_judgement(
+    det: &Detector,
+    windows: Vec<Vec<SessionRecord>>,
+    reread: bool,
+) -> (BTreeSet<(Kind, String)>, Vec<Diagnostic>, bool) {
+    let mut baselines = HashMap::new();
+    let mut out = (BTreeSet::new(), Vec::new(), false);
+    for (i, sessions) in windows.into_iter().enumerate() {
+        let mut a = det.begin(window(i as i64), Catalogue::new(models(), [LUNA]));
+        sessions.iter().cloned().for_each(|s| a.observe(s));
+        let overflowed = a.overflowed();
+        let history = std::mem::take(&mut baselines);
+        let j = if reread && overflowed {
+            let mut again = a.rejudge(history);
+            sessions.into_iter().for_each(|s| again.observe(s));
+            again.finish()
+        } else {
+            a.judge(history)
+        };
+        let mut found: BTreeSet<(Kind, String)> = j
+            .findings
+            .iter()
+            .map(|f| (f.kind, f.session_id.clone()))
+            .collect();
+        found.extend(
+            j.drilldowns
+                .iter()
+                .map(|c| (Kind::RetryLoop, c.session.session_id.clone())),
+        );
+        baselines = j.baselines;
+        out = (found, j.diagnostics, overflowed);
+    }
+    out
+}
+
+#[test]
+fn a_window_with_too_many_candidates_is_read_again_and_judged_whole() {
+    // Many healthy long conversations (nominated for a retry check, never
+    // outliers) fill the candidate cap before the waste at the window's end.
+    let mut last: Vec<SessionRecord> = (0..40)
+        .map(|k| chat(&format!("long-{k}"), "support-agent", 0, 7))
+        .collect();
+    last.push(session(
+        "nc",
+        "support-agent",
+        0,
+        &[(LUNA, 6, 24_557, 0, 1_290)],
+    ));
+    last.push(session(
+        "os",
+        "triage",
+        0,
+        &[(SOL, 3, 217, 0, 60), (LUNA, 1, 200, 0, 30)],
+    ));
+    last.push(session(
+        "loop",
+        "checkout",
+        0,
+        &[(LUNA, 30, 12_000, 0, 300)],
+    ));
+    let windows = with_history(healthy_history(4, 6), last);
+    let det = |max_candidates| Detector {
+        rules: shipped_rules(),
+        group_by: vec!["feature".into()],
+        baseline_samples: 512,
+        max_candidates,
+    };
+    let (whole, _, overflowed) = last_judgement(&det(10_000), windows.clone(), true);
+    assert!(!overflowed);
+    assert_eq!(
+        whole,
+        expect(&[
+            (Kind::NoCache, "nc"),
+            (Kind::OversizedModel, "os"),
+            (Kind::RetryLoop, "loop"),
+        ])
+    );
+    let (capped, _, overflowed) = last_judgement(&det(5), windows.clone(), false);
+    assert!(overflowed);
+    assert!(
+        capped.is_empty(),
+        "the cap keeps only early look-alikes: {capped:?}"
+    );
+    let (again, diagnostics, _) = last_judgement(&det(5), windows, true);
+    assert_eq!(again, whole);
+    assert!(
+        diagnostics.iter().any(|d| d.message.contains("read again")),
+        "{diagnostics:?}"
+    );
+}

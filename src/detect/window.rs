@@ -3,12 +3,18 @@
 //! kept. After the last page, candidates are judged against their group's
 //! baseline (history plus this window), and retry-loop candidates are handed
 //! back for a request drill-down.
+//!
+//! A window that nominates more sessions than `max_candidates` is read a
+//! second time ([`WindowAnalysis::rejudge`]): by then its baselines are
+//! complete, so every session is judged as it streams by and only findings
+//! and drill-downs are kept. Memory stays bounded by what is found, and the
+//! result is the same as with no cap.
 
 use super::baseline::GroupBaseline;
 use super::retry_loop::Trigger;
 use super::{
-    Catalogue, Diagnostic, Finding, GroupStats, cached_share, group_key, no_cache, oversized_model,
-    retry_loop,
+    Catalogue, Diagnostic, Finding, GroupStats, cached_share, no_cache, oversized_model,
+    retry_loop, write_group_key,
 };
 use crate::config::rules::select;
 use crate::config::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules};
@@ -28,14 +34,29 @@ pub struct Detector {
     pub max_candidates: usize,
 }
 
+/// What the cheap test made on every session nominates it for.
+#[derive(Debug, Clone, Copy, Default)]
+struct Nomination {
+    no_cache: bool,
+    oversized: bool,
+    retry: bool,
+    /// The price level of its tiny calls (see
+    /// [`oversized_model::tiny_call_price`]).
+    tiny_price: f64,
+}
+
+impl Nomination {
+    fn any(&self) -> bool {
+        self.no_cache || self.oversized || self.retry
+    }
+}
+
 /// A session kept for judging.
 #[derive(Debug, Clone)]
 struct Candidate {
     session: SessionRecord,
     group: String,
-    no_cache: bool,
-    oversized: bool,
-    retry: bool,
+    nomination: Nomination,
 }
 
 /// A retry-loop candidate waiting for its requests.
@@ -63,6 +84,8 @@ pub struct WindowAnalysis<'d> {
     skipped_candidates: u64,
     diagnostics: Vec<Diagnostic>,
     models_seen: BTreeSet<String>,
+    /// The current session's group key, reused from session to session.
+    key: String,
 }
 
 /// The outcome of judging a window, before drill-downs.
@@ -99,6 +122,7 @@ impl Detector {
             skipped_candidates: 0,
             diagnostics: Vec::new(),
             models_seen: BTreeSet::new(),
+            key: String::new(),
         }
     }
 
@@ -114,6 +138,29 @@ impl Detector {
         select(&self.rules.retry_loop, |r| &r.meta, &s.labels)
     }
 
+    /// The cheap test made on every session (`cached_tokens` already capped).
+    fn nominate(&self, s: &SessionRecord, catalogue: &Catalogue) -> Nomination {
+        let os_rule = self.oversized_rule(s);
+        let tiny_price = os_rule.map_or(0.0, |r| oversized_model::tiny_call_price(s, catalogue, r));
+        Nomination {
+            no_cache: self
+                .no_cache_rule(s)
+                .is_some_and(|r| no_cache::is_candidate(s, catalogue, r)),
+            // Nominated against the cheapest model listed, which is never
+            // dearer than the cheapest in use once the whole window is known.
+            oversized: os_rule.is_some_and(|r| {
+                tiny_price > 0.0
+                    && catalogue
+                        .lowest_premium_floor(r.premium_price_ratio)
+                        .is_some_and(|f| tiny_price >= f)
+            }),
+            retry: self
+                .retry_rule(s)
+                .is_some_and(|r| s.requests >= r.min_requests || s.errors >= r.min_error_burst),
+            tiny_price,
+        }
+    }
+
     /// Confirms or drops a retry-loop candidate from its requests (oldest first).
     pub fn confirm_retry(
         &self,
@@ -127,7 +174,7 @@ impl Detector {
     }
 }
 
-impl WindowAnalysis<'_> {
+impl<'d> WindowAnalysis<'d> {
     fn diagnose(&mut self, session_id: Option<&str>, message: String) {
         if self.diagnostics.len() < MAX_DIAGNOSTICS {
             self.diagnostics.push(Diagnostic {
@@ -156,61 +203,48 @@ impl WindowAnalysis<'_> {
                 self.catalogue.note_in_use(&m.model);
             }
         }
-        let group = group_key(&s.labels, &self.det.group_by);
-        let nc_rule = self.det.no_cache_rule(&s);
-        let os_rule = self.det.oversized_rule(&s);
-        let rl_rule = self.det.retry_rule(&s);
-        let no_cache = nc_rule.is_some_and(|r| no_cache::is_candidate(&s, &self.catalogue, r));
-        let tiny_price = os_rule.map_or(0.0, |r| {
-            oversized_model::tiny_call_price(&s, &self.catalogue, r)
-        });
-        // Nominated against the cheapest model listed, which is never dearer
-        // than the cheapest in use once the whole window is known.
-        let oversized = os_rule.is_some_and(|r| {
-            tiny_price > 0.0
-                && self
-                    .catalogue
-                    .lowest_premium_floor(r.premium_price_ratio)
-                    .is_some_and(|f| tiny_price >= f)
-        });
-        let retry =
-            rl_rule.is_some_and(|r| s.requests >= r.min_requests || s.errors >= r.min_error_burst);
+        write_group_key(&s.labels, &self.det.group_by, &mut self.key);
+        let n = self.det.nominate(&s, &self.catalogue);
 
+        // Looked up before inserting, so a known group costs no key copy.
+        if !self.fresh.contains_key(&self.key) {
+            let b = GroupBaseline::new(self.det.baseline_samples);
+            self.fresh.insert(self.key.clone(), b);
+        }
         // Each session enters its group's baseline once: in the window where
         // its first request falls.
-        if self.window.contains(s.first_request_at) {
-            let cap = self.det.baseline_samples;
-            let b = self
-                .fresh
-                .entry(group.clone())
-                .or_insert_with(|| GroupBaseline::new(cap));
+        if let Some(b) = self
+            .fresh
+            .get_mut(&self.key)
+            .filter(|_| self.window.contains(s.first_request_at))
+        {
             if s.requests > 0 {
                 b.log_requests.push((s.requests as f64).ln());
             }
-            if nc_rule.is_some_and(|r| no_cache::eligible(&s, &self.catalogue, r)) {
+            let eligible = self.det.no_cache_rule(&s);
+            if eligible.is_some_and(|r| no_cache::eligible(&s, &self.catalogue, r)) {
                 b.cached_share.push(cached_share(&s));
             }
-            b.tiny_call_price.push(tiny_price);
+            b.tiny_call_price.push(n.tiny_price);
             for m in &s.by_model {
-                *b.model_calls.entry(m.model.clone()).or_default() += m.requests as f64;
+                match b.model_calls.get_mut(&m.model) {
+                    Some(n) => *n += m.requests as f64,
+                    None => {
+                        b.model_calls.insert(m.model.clone(), m.requests as f64);
+                    }
+                }
             }
-        } else {
-            self.fresh
-                .entry(group.clone())
-                .or_insert_with(|| GroupBaseline::new(self.det.baseline_samples));
         }
 
-        if no_cache || oversized || retry {
+        if n.any() {
             if self.candidates.len() >= self.det.max_candidates {
                 self.skipped_candidates += 1;
                 return;
             }
             self.candidates.push(Candidate {
                 session: s,
-                group,
-                no_cache,
-                oversized,
-                retry,
+                group: self.key.clone(),
+                nomination: n,
             });
         }
     }
@@ -220,9 +254,16 @@ impl WindowAnalysis<'_> {
         self.fresh.keys().cloned().collect()
     }
 
-    /// Judges the candidates against `history` (stored baselines of the
-    /// groups seen) merged with this window's sessions.
-    pub fn judge(mut self, mut history: HashMap<String, GroupBaseline>) -> Judgement {
+    /// Whether more sessions were nominated than `max_candidates` kept:
+    /// read the window again into [`WindowAnalysis::rejudge`] to judge them
+    /// all, or [`WindowAnalysis::judge`] only those kept.
+    pub fn overflowed(&self) -> bool {
+        self.skipped_candidates > 0
+    }
+
+    /// The baselines of the groups seen: `history` (their stored baselines)
+    /// merged with this window's sessions, ready to judge against.
+    fn verdicts(&mut self, mut history: HashMap<String, GroupBaseline>) -> Verdicts<'d> {
         let cap = self.det.baseline_samples;
         let mut baselines = HashMap::new();
         let mut stats: HashMap<String, GroupStats> = HashMap::new();
@@ -236,6 +277,23 @@ impl WindowAnalysis<'_> {
             stats.insert(group.clone(), b.stats());
             baselines.insert(group, b);
         }
+        Verdicts {
+            det: self.det,
+            window: self.window,
+            catalogue: std::mem::take(&mut self.catalogue),
+            baselines,
+            stats,
+            empty: GroupBaseline::new(1).stats(),
+            findings: Vec::new(),
+            drilldowns: Vec::new(),
+        }
+    }
+
+    /// Judges the candidates against `history` (stored baselines of the
+    /// groups seen) merged with this window's sessions. When the window
+    /// [`overflowed`](WindowAnalysis::overflowed), only the candidates kept
+    /// are judged.
+    pub fn judge(mut self, history: HashMap<String, GroupBaseline>) -> Judgement {
         if self.skipped_candidates > 0 {
             let n = self.skipped_candidates;
             self.diagnose(
@@ -243,58 +301,142 @@ impl WindowAnalysis<'_> {
                 format!("{n} candidates over detection.max_candidates were not judged"),
             );
         }
-        let mut findings = Vec::new();
-        let mut drilldowns = Vec::new();
-        let empty = GroupBaseline::new(1).stats();
-        for c in std::mem::take(&mut self.candidates) {
-            let st = stats.get(&c.group).unwrap_or(&empty);
-            let s = &c.session;
-            if let Some(rule) = self.det.no_cache_rule(s).filter(|_| c.no_cache) {
-                findings.extend(no_cache::judge(
-                    s,
-                    &c.group,
-                    st,
+        let candidates = std::mem::take(&mut self.candidates);
+        let mut v = self.verdicts(history);
+        for c in candidates {
+            v.check(c.session, &c.group, c.nomination);
+        }
+        let (findings, drilldowns, baselines) = (v.findings, v.drilldowns, v.baselines);
+        Judgement {
+            findings,
+            drilldowns,
+            baselines,
+            diagnostics: self.diagnostics,
+            sessions: self.sessions,
+            models_seen: self.models_seen,
+        }
+    }
+
+    /// For a window that [`overflowed`](WindowAnalysis::overflowed): judges
+    /// every session of a second read of the window against the baselines
+    /// of this (complete) first read, as the sessions stream by. The
+    /// baselines are not fed again.
+    pub fn rejudge(mut self, history: HashMap<String, GroupBaseline>) -> Rejudge<'d> {
+        let n = self.skipped_candidates + self.candidates.len() as u64;
+        self.diagnose(
+            None,
+            format!(
+                "{n} candidates exceeded detection.max_candidates ({}); the window was read again to judge them all",
+                self.det.max_candidates
+            ),
+        );
+        self.candidates = Vec::new();
+        let verdicts = self.verdicts(history);
+        Rejudge {
+            verdicts,
+            diagnostics: self.diagnostics,
+            sessions: self.sessions,
+            models_seen: self.models_seen,
+            key: String::new(),
+        }
+    }
+}
+
+/// A window's baselines and statistics, and what judging against them found.
+#[derive(Debug)]
+struct Verdicts<'d> {
+    det: &'d Detector,
+    window: Window,
+    catalogue: Catalogue,
+    baselines: HashMap<String, GroupBaseline>,
+    stats: HashMap<String, GroupStats>,
+    empty: GroupStats,
+    findings: Vec<Finding>,
+    drilldowns: Vec<RetryCandidate>,
+}
+
+impl Verdicts<'_> {
+    /// Judges one nominated session of `group`.
+    fn check(&mut self, s: SessionRecord, group: &str, n: Nomination) {
+        let st = self.stats.get(group).unwrap_or(&self.empty);
+        if let Some(rule) = self.det.no_cache_rule(&s).filter(|_| n.no_cache) {
+            self.findings.extend(no_cache::judge(
+                &s,
+                group,
+                st,
+                &self.catalogue,
+                rule,
+                self.window,
+            ));
+        }
+        if let Some(rule) = self.det.oversized_rule(&s).filter(|_| n.oversized) {
+            let tiny = oversized_model::tiny_premium(&s, &self.catalogue, rule);
+            let floor = self.catalogue.premium_floor(rule.premium_price_ratio);
+            if let (Some(tiny), Some(floor), Some(b)) = (tiny, floor, self.baselines.get(group)) {
+                let st = GroupStats {
+                    premium_tiny_share: b.premium_tiny_share(floor),
+                    ..st.clone()
+                };
+                self.findings.extend(oversized_model::judge(
+                    &s,
+                    &tiny,
+                    group,
+                    &st,
                     &self.catalogue,
                     rule,
                     self.window,
                 ));
             }
-            if let Some(rule) = self.det.oversized_rule(s).filter(|_| c.oversized) {
-                let tiny = oversized_model::tiny_premium(s, &self.catalogue, rule);
-                let floor = self.catalogue.premium_floor(rule.premium_price_ratio);
-                if let (Some(tiny), Some(floor), Some(b)) = (tiny, floor, baselines.get(&c.group)) {
-                    let st = GroupStats {
-                        premium_tiny_share: b.premium_tiny_share(floor),
-                        ..st.clone()
-                    };
-                    findings.extend(oversized_model::judge(
-                        s,
-                        &tiny,
-                        &c.group,
-                        &st,
-                        &self.catalogue,
-                        rule,
-                        self.window,
-                    ));
-                }
-            }
-            let retry_rule = self.det.retry_rule(s).filter(|_| c.retry);
-            if let Some((rule, trigger)) =
-                retry_rule.and_then(|r| retry_loop::trigger(s, st, r).map(|t| (r, t)))
-            {
-                drilldowns.push(RetryCandidate {
-                    session: c.session.clone(),
-                    group: c.group.clone(),
-                    trigger,
-                    stats: st.clone(),
-                    rule: rule.clone(),
-                });
-            }
         }
+        let retry_rule = self.det.retry_rule(&s).filter(|_| n.retry);
+        if let Some((rule, trigger)) =
+            retry_rule.and_then(|r| retry_loop::trigger(&s, st, r).map(|t| (r, t)))
+        {
+            let (stats, rule) = (st.clone(), rule.clone());
+            self.drilldowns.push(RetryCandidate {
+                session: s,
+                group: group.to_owned(),
+                trigger,
+                stats,
+                rule,
+            });
+        }
+    }
+}
+
+/// The second read of a window that had too many candidates; see
+/// [`WindowAnalysis::rejudge`].
+#[derive(Debug)]
+pub struct Rejudge<'d> {
+    verdicts: Verdicts<'d>,
+    diagnostics: Vec<Diagnostic>,
+    sessions: u64,
+    models_seen: BTreeSet<String>,
+    key: String,
+}
+
+impl Rejudge<'_> {
+    /// Takes one session of the second read as its page arrives.
+    pub fn observe(&mut self, mut s: SessionRecord) {
+        // Odd figures were reported on the first read.
+        s.cached_tokens = s.cached_tokens.min(s.input_tokens);
+        let det = self.verdicts.det;
+        let n = det.nominate(&s, &self.verdicts.catalogue);
+        if n.any() {
+            write_group_key(&s.labels, &det.group_by, &mut self.key);
+            let group = std::mem::take(&mut self.key);
+            self.verdicts.check(s, &group, n);
+            self.key = group;
+        }
+    }
+
+    /// The judgement of the window: the baselines and counts of the first
+    /// read, the findings and drill-downs of the second.
+    pub fn finish(self) -> Judgement {
         Judgement {
-            findings,
-            drilldowns,
-            baselines,
+            findings: self.verdicts.findings,
+            drilldowns: self.verdicts.drilldowns,
+            baselines: self.verdicts.baselines,
             diagnostics: self.diagnostics,
             sessions: self.sessions,
             models_seen: self.models_seen,

@@ -164,7 +164,10 @@ impl GatewaySource {
                 "response body is larger than max_body_bytes ({cap})"
             ))));
         }
-        let mut body = Vec::new();
+        // Sized once from Content-Length (within the cap) rather than grown
+        // chunk by chunk.
+        let expected = resp.content_length().map_or(0, |n| n as usize);
+        let mut body = Vec::with_capacity(expected.min(cap));
         loop {
             match resp.chunk().await {
                 Ok(Some(chunk)) => {

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""The three static rules, as the short script a user writes before costwatch.
+
+Reads every session of [start, end) from the gateway's REST API (paginating
+/sessions with the admin key), reads /models for prices, and flags:
+
+- no_cache:        2 or more calls and 0 cached prompt tokens;
+- oversized_model: a premium model (input price >= 5x the cheapest model in
+                   the catalogue) called with < 1,000 prompt tokens per call;
+- retry_loop:      10 or more calls.
+
+This is the reference costwatch is benchmarked against (bench/regenerate.sh,
+BENCHMARKS.md). Usage:
+
+    COSTWATCH_ADMIN_KEY=... python3 bench/reference.py --url http://127.0.0.1:8080/v1 \
+        --start 2026-11-02T12:00:00Z --end 2026-11-02T13:00:00Z [--out flagged.json]
+"""
+
+import argparse
+import json
+import os
+
+import requests
+
+
+def get_all(session, url, params=None):
+    """Yields every row of a cursor-paginated listing."""
+    params = dict(params or {})
+    while True:
+        resp = session.get(url, params=params, timeout=30)
+        resp.raise_for_status()
+        page = resp.json()
+        yield from page["data"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return
+        params["cursor"] = cursor
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url", required=True, help="gateway API base, e.g. http://127.0.0.1:8080/v1")
+    ap.add_argument("--start", required=True)
+    ap.add_argument("--end", required=True)
+    ap.add_argument("--out", help="write the flagged session ids per kind as JSON here")
+    args = ap.parse_args()
+
+    http = requests.Session()
+    http.headers["Authorization"] = "Bearer " + os.environ["COSTWATCH_ADMIN_KEY"]
+    base = args.url.rstrip("/")
+
+    models = list(get_all(http, base + "/models"))
+    cheapest = min(m["input_usd_per_mtok"] for m in models if m["input_usd_per_mtok"] > 0)
+    premium = {m["id"] for m in models if m["input_usd_per_mtok"] >= 5 * cheapest}
+
+    flagged = {"no_cache": [], "oversized_model": [], "retry_loop": []}
+    sessions = 0
+    query = {"start": args.start, "end": args.end, "limit": 50}
+    for s in get_all(http, base + "/sessions", query):
+        sessions += 1
+        if s["requests"] >= 2 and s.get("cached_tokens", 0) == 0:
+            flagged["no_cache"].append(s["session_id"])
+        for model, use in s.get("by_model", {}).items():
+            calls = use.get("requests", 0)
+            if model in premium and calls > 0 and use.get("input_tokens", 0) / calls < 1000:
+                flagged["oversized_model"].append(s["session_id"])
+                break
+        if s["requests"] >= 10:
+            flagged["retry_loop"].append(s["session_id"])
+
+    print(f"{sessions} sessions: " + ", ".join(f"{k} {len(v)}" for k, v in flagged.items()))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(flagged, f)
+
+
+if __name__ == "__main__":
+    main()
