@@ -10,9 +10,9 @@ use costwatch::incidents::AlertPolicy;
 use costwatch::notify::outbox::{Channel, RetryPolicy};
 use costwatch::notify::{Alert, AlertKind, AlertStatus, Notifier, NotifyError};
 use costwatch::pipeline::{Pipeline, Schedule};
-use costwatch::sim::scenario::{ScenarioParams, generate};
-use costwatch::sim::server::{Fault, FaultKind};
 use costwatch::store::{SqlStore, Store};
+use costwatch_sim::scenario::{ScenarioParams, generate};
+use costwatch_sim::server::{Fault, FaultKind};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -76,7 +76,7 @@ struct Rig {
     daemon: Daemon<costwatch::source::gateway::GatewaySource, SqlStore>,
     clock: FakeClock,
     recorder: Arc<Recorder>,
-    sim: costwatch::sim::server::SimServer,
+    sim: costwatch_sim::server::SimServer,
     start: DateTime<Utc>,
     _dir: tempfile::TempDir,
 }

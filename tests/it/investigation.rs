@@ -17,9 +17,9 @@ use costwatch::investigate::run::RunOptions;
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::secret::Secret;
-use costwatch::sim::model::{Script, ScriptedCall, ScriptedModelServer};
-use costwatch::sim::server::SimServer;
 use costwatch::store::SqlStore;
+use costwatch_sim::model::{Script, ScriptedCall, ScriptedModelServer};
+use costwatch_sim::server::SimServer;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,11 +48,7 @@ fn escalation(sim: &SimServer, model: &ScriptedModelServer) -> Escalation {
             output_usd_per_mtok: 0.40,
         },
         options: RunOptions::default(),
-        kinds: vec![
-            "no_cache".into(),
-            "oversized_model".into(),
-            "retry_loop".into(),
-        ],
+        kinds: costwatch::domain::Kind::ALL.to_vec(),
         min_severity: costwatch::config::Severity::Warning,
         max_per_hour: 6,
     }

@@ -8,10 +8,10 @@ use costwatch::clock::RecordingSleeper;
 use costwatch::investigate::mcp::{McpClient, McpLimits};
 use costwatch::investigate::{InvestigateError, ToolOutput, ToolProvider};
 use costwatch::secret::Secret;
-use costwatch::sim::SimServer;
-use costwatch::sim::mcp::McpMode;
+use costwatch_sim::SimServer;
+use costwatch_sim::mcp::McpMode;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -262,7 +262,7 @@ impl PythonPeer {
         let log = dir.path().join("peer.log");
         let requests = dir.path().join("requests.jsonl");
         let port = free_port();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers/mcp_gateway.py");
+        let script = super::support::manifest_dir().join("tests/peers/mcp_gateway.py");
         let child = Command::new(peers_python())
             .arg(&script)
             .arg(port.to_string())

@@ -8,16 +8,16 @@ use crate::support::{
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::detect::{Finding, Kind};
 use costwatch::pipeline::{Pipeline, PipelineError, Schedule, WindowReport};
-use costwatch::sim::scenario::catalogue;
-use costwatch::sim::{
-    Dataset, Fault, FaultHandle, FaultKind, FaultPath, ScenarioParams, SimRequest, SimSession,
-    Truth, generate,
-};
 use costwatch::source::gateway::GatewaySource;
 use costwatch::source::{
     ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
 };
 use costwatch::store::{SqlStore, Store};
+use costwatch_sim::scenario::catalogue;
+use costwatch_sim::{
+    Dataset, Fault, FaultHandle, FaultKind, FaultPath, ScenarioParams, SimRequest, SimSession,
+    Truth, generate,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

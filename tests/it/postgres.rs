@@ -12,9 +12,9 @@ use costwatch::detect::Finding;
 use costwatch::investigate::BudgetLedger;
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::{Pipeline, Schedule};
-use costwatch::sim::scenario::{ScenarioParams, generate};
 use costwatch::source::Window;
 use costwatch::store::{SqlStore, Store, StoreError};
+use costwatch_sim::scenario::{ScenarioParams, generate};
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -67,7 +67,13 @@ struct Daemon {
 
 impl Daemon {
     fn start(config: &Path, sim_url: &str, state: &str) -> Daemon {
+        Daemon::start_with(config, sim_url, state, &[])
+    }
+
+    /// Like [`Daemon::start`], with more environment for the child.
+    fn start_with(config: &Path, sim_url: &str, state: &str, env: &[(&str, &str)]) -> Daemon {
         let mut cmd = costwatch_command(&["run", "--config", config.to_str().unwrap()]);
+        cmd.envs(env.iter().copied());
         cmd.env("COSTWATCH_SOURCE__API_URL", sim_url)
             .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
             .env("COSTWATCH_STATE__URL", state)
@@ -249,6 +255,72 @@ async fn sigterm_stops_cleanly_and_quickly() {
     assert_eq!(code, Some(0), "{}", d.log.lock().unwrap().join("\n"));
     assert!(took < Duration::from_secs(12), "took {took:?}");
     assert_eq!(d.count("costwatch stopped"), 1);
+}
+
+/// The next datagram on `socket`, as text, within 30 seconds.
+fn next_notification(socket: &std::os::unix::net::UnixDatagram) -> String {
+    let mut buf = [0u8; 4096];
+    let n = socket
+        .recv(&mut buf)
+        .expect("a notification within the timeout");
+    String::from_utf8(buf[..n].to_vec()).unwrap()
+}
+
+/// The next notification that is not a watchdog ping or a status line.
+fn next_state_change(socket: &std::os::unix::net::UnixDatagram) -> String {
+    loop {
+        let n = next_notification(socket);
+        if n != "WATCHDOG=1\n" && !n.starts_with("STATUS=") {
+            return n;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_systemd_notify_protocol_reaches_the_socket() {
+    let sim = start_sim(seed_dataset()).await;
+    let (_receiver, url) = start_receiver().await;
+    let dir = TempDir::new().unwrap();
+    let cfg = config(&dir, &manifest_dir().join("rules"), &url);
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let path = dir.path().join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    // A 2 s watchdog: petted every second.
+    let mut d = Daemon::start_with(
+        &cfg,
+        &sim.base_url(),
+        &state,
+        &[
+            ("NOTIFY_SOCKET", path.to_str().unwrap()),
+            ("WATCHDOG_USEC", "2000000"),
+        ],
+    );
+    assert_eq!(next_state_change(&socket), "READY=1\n");
+    let mut pings = 0;
+    while pings < 2 {
+        if next_notification(&socket) == "WATCHDOG=1\n" {
+            pings += 1;
+        }
+    }
+
+    d.signal("-HUP");
+    let reload = next_state_change(&socket);
+    let mut lines = reload.lines();
+    assert_eq!(lines.next(), Some("RELOADING=1"), "{reload}");
+    let usec = lines
+        .next()
+        .and_then(|l| l.strip_prefix("MONOTONIC_USEC="))
+        .expect("MONOTONIC_USEC, which systemd 253 and later require");
+    assert!(usec.parse::<u64>().unwrap() > 0, "{reload}");
+    assert_eq!(next_state_change(&socket), "READY=1\n", "reload done");
+
+    d.signal("-TERM");
+    assert_eq!(next_state_change(&socket), "STOPPING=1\n");
+    let (code, _) = d.wait_exit(Duration::from_secs(15)).await;
+    assert_eq!(code, Some(0), "{}", d.log.lock().unwrap().join("\n"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

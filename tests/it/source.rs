@@ -1,9 +1,9 @@
 //! `GatewaySource` against the simulator: pagination, retries and damaged pages.
 
 use crate::support::{gateway, gateway_with, limits, seed_dataset, start_sim, ts};
-use costwatch::sim::{Fault, FaultKind, FaultPath, ScenarioParams, SimServer, generate};
 use costwatch::source::gateway::GatewaySource;
 use costwatch::source::{ReadStats, SessionRecord, Source, SourceError, Window};
+use costwatch_sim::{Fault, FaultKind, FaultPath, ScenarioParams, SimServer, generate};
 use std::time::Duration;
 
 const SESSIONS: &str = "/v1/sessions";

@@ -6,9 +6,9 @@ use costwatch::clock::{Clock, FakeClock, RecordingSleeper};
 use costwatch::config::{Rules, load_rules};
 use costwatch::detect::{Detector, Finding};
 use costwatch::secret::Secret;
-use costwatch::sim::{Dataset, SimOptions, SimServer};
 use costwatch::source::gateway::GatewaySource;
 use costwatch::source::{HttpLimits, Labels};
+use costwatch_sim::{Dataset, SimOptions, SimServer};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -16,7 +16,7 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 /// The seed window: 26 sessions, one example of each kind of waste.
-pub const SEED_WINDOW: &str = include_str!("../fixtures/seed-window.json");
+pub use costwatch_sim::SEED_WINDOW;
 
 /// The seed window as a dataset.
 pub fn seed_dataset() -> Dataset {
@@ -63,9 +63,9 @@ pub fn gateway(sim: &SimServer, page_limit: u32) -> (GatewaySource, RecordingSle
     gateway_with(sim, sim.admin_key(), page_limit, limits())
 }
 
-/// The crate's root folder.
+/// The workspace's root folder (rules, config, migrations, tests).
 pub fn manifest_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
 }
 
 /// The shipped rules in `rules/`.

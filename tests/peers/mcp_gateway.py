@@ -3,7 +3,7 @@
 Built with the official Python SDK (``mcp`` 2.3.0; ``MCPServer`` is the
 former FastMCP), it serves the gateway's read-only log tools of
 ``../shared/gateway-api.md`` section 2 over Streamable HTTP on 127.0.0.1,
-from the seed fixture (``tests/fixtures/seed-window.json``: ``data`` =
+from the seed fixture (``crates/costwatch-sim/data/seed-window.json``: ``data`` =
 session rows, ``requests``, ``models``):
 
     python mcp_gateway.py PORT json|sse [REQUEST_LOG]
@@ -43,7 +43,7 @@ MAX_LABELS = 5
 FIXTURE = Path(
     os.environ.get(
         "COSTWATCH_PEER_MCP_FIXTURE",
-        Path(__file__).resolve().parent.parent / "fixtures" / "seed-window.json",
+        Path(__file__).resolve().parents[2] / "crates" / "costwatch-sim" / "data" / "seed-window.json",
     )
 )
 ADMIN_KEY = os.environ.get("COSTWATCH_PEER_MCP_KEY", "sim-admin-key")

@@ -1,0 +1,281 @@
+//! Alerts per incident: how many notifications a stream of findings turns
+//! into, against how many real incidents there were.
+//!
+//! Findings are grouped exactly as the daemon groups them
+//! ([`costwatch::incidents`]): one incident per `(kind, rule, group)`, a new
+//! episode once the previous one resolved after `resolve_after` without a
+//! finding, and [`incidents::decide`] run after every window (a live daemon
+//! whose ticks each process one window) to count the first alert of each
+//! episode and its re-alerts. Resolution notices are not counted.
+//!
+//! A real incident is a cluster of truly wasteful sessions of one kind in
+//! one feature whose starts are less than `resolve_after` apart: the
+//! simulator's broken deploy is one incident, an isolated retry loop
+//! another. An alert is false when its episode holds no truly wasteful
+//! session of its kind.
+
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use costwatch::detect::{Finding, Kind};
+use costwatch::incidents::{self, AlertPolicy, Decision, Incident};
+use costwatch::source::{Labels, Window};
+use costwatch_sim::Dataset;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+/// The alerting defaults of `config/costwatch.example.yaml` (cooldown 6h,
+/// re-alert on 2x growth, resolve after 2h quiet).
+pub fn default_policy() -> AlertPolicy {
+    AlertPolicy {
+        cooldown: Duration::from_secs(6 * 3600),
+        realert_growth: 2.0,
+        resolve_after: Duration::from_secs(2 * 3600),
+        send_resolved: true,
+        top_sessions: 5,
+        summary_after_windows: 4,
+        gateway_ui_url: None,
+    }
+}
+
+/// Alerts of one kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AlertTally {
+    /// Notifications: first alerts of episodes plus re-alerts.
+    pub alerts: usize,
+    /// Of those, alerts whose episode holds no truly wasteful session.
+    pub false_alerts: usize,
+    /// Episodes opened.
+    pub episodes: usize,
+}
+
+struct Episode {
+    incident: Incident,
+    kind: Kind,
+    has_true: bool,
+}
+
+/// Replays the daemon's incident grouping over `findings` (each carrying the
+/// window it was first found in), evaluating after every window of
+/// `windows` (in order). `truth` maps kind names to wasteful session ids.
+pub fn tally(
+    findings: &[Finding],
+    windows: &[Window],
+    truth: &BTreeMap<String, BTreeSet<String>>,
+    policy: &AlertPolicy,
+) -> BTreeMap<Kind, AlertTally> {
+    let mut by_window: HashMap<DateTime<Utc>, Vec<&Finding>> = HashMap::new();
+    for f in findings {
+        by_window.entry(f.window.start).or_default().push(f);
+    }
+    let is_true = |f: &Finding| {
+        truth
+            .get(f.kind.as_str())
+            .is_some_and(|ids| ids.contains(&f.session_id))
+    };
+    let mut open: BTreeMap<String, Episode> = BTreeMap::new();
+    let mut out: BTreeMap<Kind, AlertTally> = Kind::ALL
+        .into_iter()
+        .map(|k| (k, AlertTally::default()))
+        .collect();
+    for w in windows {
+        for f in by_window.get(&w.start).into_iter().flatten() {
+            let fp = incidents::fingerprint(f.kind.as_str(), &f.rule, &f.group);
+            match open.get_mut(&fp) {
+                Some(e) if e.incident.firing => {
+                    e.incident.session_count += 1;
+                    e.incident.last_finding = w.end;
+                    e.incident.impact_usd += f.impact_usd;
+                    e.has_true |= is_true(f);
+                }
+                _ => {
+                    let sequence = open.get(&fp).map_or(0, |e| e.incident.sequence);
+                    out.entry(f.kind).or_default().episodes += 1;
+                    open.insert(
+                        fp.clone(),
+                        Episode {
+                            incident: Incident {
+                                fingerprint: fp,
+                                kind: f.kind.as_str().to_owned(),
+                                rule: f.rule.clone(),
+                                group: f.group.clone(),
+                                labels: Labels::new(),
+                                severity: f.severity,
+                                firing: true,
+                                started: w.start,
+                                last_finding: w.end,
+                                session_count: 1,
+                                impact_usd: f.impact_usd,
+                                sequence,
+                                notified: None,
+                                notified_sessions: 0,
+                                last_error: None,
+                            },
+                            kind: f.kind,
+                            has_true: is_true(f),
+                        },
+                    );
+                }
+            }
+        }
+        for e in open.values_mut().filter(|e| e.incident.firing) {
+            match incidents::decide(&e.incident, w.end, policy) {
+                Some(Decision::Fire | Decision::Realert) => {
+                    let t = out.entry(e.kind).or_default();
+                    t.alerts += 1;
+                    t.false_alerts += usize::from(!e.has_true);
+                    e.incident.notified = Some(w.end);
+                    e.incident.notified_sessions = e.incident.session_count;
+                    e.incident.sequence += 1;
+                }
+                Some(Decision::Resolve { .. }) => e.incident.firing = false,
+                None => {}
+            }
+        }
+    }
+    out
+}
+
+/// Real incidents per kind: the dataset's wasteful sessions of one kind and
+/// one feature, clustered by start time with gaps under `gap`.
+pub fn truth_incidents(dataset: &Dataset, gap: Duration) -> BTreeMap<Kind, usize> {
+    let gap = ChronoDuration::from_std(gap).unwrap_or(ChronoDuration::hours(2));
+    let mut out = BTreeMap::new();
+    for kind in Kind::ALL {
+        let mut starts: BTreeMap<&str, Vec<DateTime<Utc>>> = BTreeMap::new();
+        for id in dataset.truth.of(kind.as_str()) {
+            if let Some(s) = dataset.session(id) {
+                let feature = s.labels.get("feature").map_or("", String::as_str);
+                if let Some(t) = s.first_request_at() {
+                    starts.entry(feature).or_default().push(t);
+                }
+            }
+        }
+        out.insert(kind, starts.into_values().map(|t| clusters(t, gap)).sum());
+    }
+    out
+}
+
+/// Number of clusters of `times` whose neighbours are less than `gap` apart.
+pub fn clusters(mut times: Vec<DateTime<Utc>>, gap: ChronoDuration) -> usize {
+    times.sort();
+    let mut n = 0;
+    let mut last: Option<DateTime<Utc>> = None;
+    for t in times {
+        if last.is_none_or(|l| t - l >= gap) {
+            n += 1;
+        }
+        last = Some(t);
+    }
+    n
+}
+
+/// The windows of `[from, to)`, `size` long.
+pub fn windows(from: DateTime<Utc>, to: DateTime<Utc>, size: Duration) -> Vec<Window> {
+    let step = ChronoDuration::from_std(size).unwrap_or(ChronoDuration::minutes(15));
+    let mut out = Vec::new();
+    let mut start = from;
+    while start < to && step > ChronoDuration::zero() {
+        out.push(Window {
+            start,
+            end: start + step,
+        });
+        start += step;
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use costwatch::config::Severity;
+
+    fn t(min: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap() + ChronoDuration::minutes(min)
+    }
+
+    fn finding(kind: Kind, id: &str, group: &str, window_min: i64) -> Finding {
+        Finding {
+            kind,
+            session_id: id.into(),
+            window: Window {
+                start: t(window_min),
+                end: t(window_min + 15),
+            },
+            severity: Severity::Warning,
+            rule: "r".into(),
+            group: group.into(),
+            labels: Labels::new(),
+            cost_usd: 0.0,
+            impact_usd: 0.01,
+            evidence: serde_json::Value::Null,
+            explanation: String::new(),
+        }
+    }
+
+    fn truth(ids: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+        BTreeMap::from([(
+            "no_cache".to_string(),
+            ids.iter().map(|s| s.to_string()).collect(),
+        )])
+    }
+
+    #[test]
+    fn one_episode_alerts_once_and_a_quiet_gap_opens_another() {
+        let ws = windows(t(0), t(24 * 60), Duration::from_secs(900));
+        assert_eq!(ws.len(), 96);
+        // Three findings within an hour: one alert. Then quiet for 5 hours
+        // (resolved after 2h), then one more: a second episode and alert.
+        let f = vec![
+            finding(Kind::NoCache, "a", "feature=x", 0),
+            finding(Kind::NoCache, "b", "feature=x", 15),
+            finding(Kind::NoCache, "c", "feature=x", 45),
+            finding(Kind::NoCache, "d", "feature=x", 6 * 60),
+        ];
+        let out = tally(&f, &ws, &truth(&["a", "b", "c", "d"]), &default_policy());
+        assert_eq!(
+            out[&Kind::NoCache],
+            AlertTally {
+                alerts: 2,
+                false_alerts: 0,
+                episodes: 2
+            }
+        );
+        assert_eq!(out[&Kind::RetryLoop], AlertTally::default());
+    }
+
+    #[test]
+    fn separate_groups_alert_separately_and_untrue_episodes_are_false() {
+        let ws = windows(t(0), t(4 * 60), Duration::from_secs(900));
+        let f = vec![
+            finding(Kind::NoCache, "a", "feature=x", 0),
+            finding(Kind::NoCache, "z", "feature=y", 0),
+            finding(Kind::NoCache, "y", "feature=y", 30),
+        ];
+        let out = tally(&f, &ws, &truth(&["a"]), &default_policy());
+        assert_eq!(out[&Kind::NoCache].alerts, 2);
+        assert_eq!(out[&Kind::NoCache].false_alerts, 1);
+    }
+
+    #[test]
+    fn a_growing_incident_realerts_after_the_cooldown() {
+        let ws = windows(t(0), t(24 * 60), Duration::from_secs(900));
+        // One finding every 30 minutes for 12 hours: never quiet for 2h, so
+        // one episode; past the 6h cooldown it has more than doubled.
+        let f: Vec<Finding> = (0..24)
+            .map(|i| finding(Kind::NoCache, &format!("s{i}"), "feature=x", i * 30))
+            .collect();
+        let out = tally(&f, &ws, &truth(&[]), &default_policy());
+        assert_eq!(out[&Kind::NoCache].episodes, 1);
+        assert_eq!(out[&Kind::NoCache].alerts, 2);
+        assert_eq!(out[&Kind::NoCache].false_alerts, 2);
+    }
+
+    #[test]
+    fn clusters_split_on_gaps_of_at_least_the_gap() {
+        let gap = ChronoDuration::hours(2);
+        assert_eq!(clusters(vec![], gap), 0);
+        assert_eq!(clusters(vec![t(0), t(60), t(119)], gap), 1);
+        assert_eq!(clusters(vec![t(300), t(0), t(120)], gap), 3);
+    }
+}

@@ -1,0 +1,876 @@
+//! The whole-process performance benchmark.
+//!
+//! The simulator serves the [`compact`](super::compact) dataset from its own
+//! process (`costwatch-bench serve`), so the processes measured are only
+//! the readers: `costwatch backtest` over the one-hour window holding every
+//! session, and `crates/costwatch-bench/reference.py` over the same window and server. Each
+//! runs several times under `/usr/bin/time -v`; medians are reported. Then
+//! `costwatch run` is started against the same server, and once its first
+//! tick has processed that window, its RSS and CPU are sampled for a minute
+//! between ticks.
+
+use super::compact::{CompactParams, Mix};
+use super::measure::{self, TimeReport};
+use super::quality::{Target, median, render};
+use super::{BenchError, baseline};
+use costwatch::backtest::{self, ClassScore};
+use costwatch::detect::{Finding, Kind};
+use costwatch::source::Window;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What to measure and with which programs.
+#[derive(Debug, Clone)]
+pub struct PerfOptions {
+    /// Sessions in the window.
+    pub sessions: usize,
+    /// Dataset seed.
+    pub seed: u64,
+    /// Runs of each measured command.
+    pub runs: usize,
+    /// The `costwatch` binary.
+    pub costwatch: PathBuf,
+    /// The `costwatch-bench` binary (for `serve`).
+    pub bench: PathBuf,
+    /// The Python interpreter with `requests`; `None` skips the reference.
+    pub python: Option<PathBuf>,
+    /// `crates/costwatch-bench/reference.py`.
+    pub reference: PathBuf,
+    /// The rules directory.
+    pub rules: PathBuf,
+    /// How long the idle daemon is sampled; zero skips it.
+    pub idle: Duration,
+    /// Runs of `costwatch backtest` over a window with the scenario's
+    /// feature shares (far more candidates than `max_candidates`); zero
+    /// skips them.
+    pub scenario_runs: usize,
+    /// Where configs, outputs and reports go.
+    pub workdir: PathBuf,
+}
+
+/// The simulator process; stops when dropped.
+pub struct Served {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// API base URL.
+    pub url: String,
+    /// The admin key it accepts.
+    pub admin_key: String,
+    /// Sessions served.
+    pub sessions: usize,
+    /// Calls served.
+    pub requests: usize,
+    /// Seconds it took to generate and index the dataset.
+    pub generate_secs: f64,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        // Closing stdin asks `serve` to stop; the kill is the fallback.
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The line protocol of `costwatch-bench serve` on stdout.
+pub fn serve_announcement(
+    url: &str,
+    key: &str,
+    sessions: usize,
+    requests: usize,
+    secs: f64,
+) -> String {
+    format!(
+        "serving url={url} key={key} sessions={sessions} requests={requests} generate_secs={secs:.2}"
+    )
+}
+
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// Starts `costwatch-bench serve` and waits for its announcement.
+pub fn serve(opts: &PerfOptions, mix: Mix, truth: &Path) -> Result<Served, BenchError> {
+    let mut child = Command::new(&opts.bench)
+        .arg("serve")
+        .arg("--sessions")
+        .arg(opts.sessions.to_string())
+        .arg("--seed")
+        .arg(opts.seed.to_string())
+        .arg("--mix")
+        .arg(mix.as_str())
+        .arg("--truth")
+        .arg(truth)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| BenchError::setup("cannot start costwatch-bench serve", e))?;
+    let stdin = child.stdin.take();
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| BenchError::Setup("serve has no stdout".into()))?;
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| BenchError::setup("serve announcement", e))?;
+    let parse = |k: &str| field(&line, k).map(str::to_owned);
+    let served = (|| {
+        Some(Served {
+            url: parse("url")?,
+            admin_key: parse("key")?,
+            sessions: parse("sessions")?.parse().ok()?,
+            requests: parse("requests")?.parse().ok()?,
+            generate_secs: parse("generate_secs")?.parse().ok()?,
+            child,
+            stdin,
+        })
+    })();
+    served.ok_or_else(|| BenchError::Setup(format!("serve did not start: `{}`", line.trim())))
+}
+
+/// A configuration for `costwatch` against the served window.
+pub fn config_yaml(url: &str, rules: &Path, state: &Path, extra: &str) -> String {
+    format!(
+        "source:\n  api_url: {url}\nwindows:\n  size: 1h\n  settle_lag: 0s\ngroup_by: [feature]\n\
+         state:\n  url: sqlite://{}\nrules: [{}]\n{extra}",
+        state.display(),
+        rules.display()
+    )
+}
+
+/// Medians of several runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Medians {
+    /// CPU seconds (user + system).
+    pub cpu_secs: f64,
+    /// Wall seconds.
+    pub wall_secs: f64,
+    /// Peak RSS in MiB.
+    pub max_rss_mib: f64,
+}
+
+impl Medians {
+    /// The medians of `runs`.
+    pub fn of(runs: &[TimeReport]) -> Medians {
+        let pick = |f: fn(&TimeReport) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
+        Medians {
+            cpu_secs: pick(TimeReport::cpu_secs),
+            wall_secs: pick(|r| r.wall_secs),
+            max_rss_mib: pick(|r| r.max_rss_kib as f64 / 1024.0),
+        }
+    }
+
+    /// CPU microseconds per session.
+    pub fn cpu_us_per_session(&self, sessions: usize) -> f64 {
+        self.cpu_secs * 1e6 / sessions.max(1) as f64
+    }
+}
+
+/// The idle daemon over a minute.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct IdleReport {
+    /// Sessions in the window its first tick read.
+    pub sessions: usize,
+    /// Seconds the first tick (the big window and the catch-up) took.
+    pub first_tick_secs: f64,
+    /// RSS at the start of the idle minute, MiB.
+    pub rss_start_mib: f64,
+    /// RSS at its end, MiB.
+    pub rss_end_mib: f64,
+    /// Largest RSS during the minute, MiB.
+    pub rss_max_mib: f64,
+    /// Peak RSS of the process's life (the first tick), MiB.
+    pub hwm_mib: f64,
+    /// CPU seconds spent during the minute.
+    pub cpu_secs: f64,
+    /// Seconds sampled.
+    pub span_secs: f64,
+}
+
+/// Everything the benchmark measured.
+#[derive(Debug, Clone)]
+pub struct PerfReport {
+    /// Sessions in the window.
+    pub sessions: usize,
+    /// Calls behind them.
+    pub requests: usize,
+    /// costwatch backtest runs.
+    pub costwatch: Vec<TimeReport>,
+    /// costwatch's findings scored against the dataset's truth.
+    pub costwatch_scores: Vec<ClassScore>,
+    /// costwatch backtest runs over the window with the scenario's shares.
+    pub scenario: Vec<TimeReport>,
+    /// Their findings scored against that dataset's truth.
+    pub scenario_scores: Vec<ClassScore>,
+    /// Python reference runs.
+    pub python: Vec<TimeReport>,
+    /// Sessions the Python reference flagged, per kind.
+    pub python_flagged: BTreeMap<String, usize>,
+    /// Whether the Python reference flagged exactly the sessions the Rust
+    /// implementation of the same rules ([`baseline`]) flags.
+    pub python_matches_rust: Option<bool>,
+    /// The Python reference's flags scored against the truth.
+    pub python_scores: Vec<ClassScore>,
+    /// The idle daemon after a typical window and after the big one, or
+    /// why it was not measured.
+    pub idle: Result<Vec<IdleReport>, String>,
+}
+
+fn run_dir(workdir: &Path, name: &str) -> Result<PathBuf, BenchError> {
+    let dir = workdir.join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::setup("work directory", e))?;
+    Ok(dir)
+}
+
+/// Reads `costwatch backtest --format jsonl` output as findings (kind and
+/// session only).
+pub fn read_jsonl_findings(text: &str) -> Vec<Finding> {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| {
+            let kind = Kind::parse(v.get("kind")?.as_str()?)?;
+            let id = v.get("session_id")?.as_str()?;
+            Some(stub_finding(kind, id))
+        })
+        .collect()
+}
+
+fn stub_finding(kind: Kind, id: &str) -> Finding {
+    Finding {
+        kind,
+        session_id: id.to_owned(),
+        window: Window {
+            start: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            end: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        },
+        severity: costwatch::config::Severity::Warning,
+        rule: String::new(),
+        group: String::new(),
+        labels: Default::default(),
+        cost_usd: 0.0,
+        impact_usd: 0.0,
+        evidence: serde_json::Value::Null,
+        explanation: String::new(),
+    }
+}
+
+type Flagged = BTreeMap<String, BTreeSet<String>>;
+
+fn as_findings(flagged: &Flagged) -> Vec<Finding> {
+    flagged
+        .iter()
+        .filter_map(|(k, ids)| Some((Kind::parse(k)?, ids)))
+        .flat_map(|(k, ids)| ids.iter().map(move |id| stub_finding(k, id)))
+        .collect()
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, BenchError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BenchError::setup(&path.display().to_string(), e))?;
+    serde_json::from_str(&text).map_err(|e| BenchError::setup(&path.display().to_string(), e))
+}
+
+/// Runs `costwatch backtest` over the served window `runs` times; returns
+/// the measurements and the first run's findings scored against `truth`.
+fn backtests(
+    opts: &PerfOptions,
+    served: &Served,
+    name: &str,
+    runs: usize,
+    truth: &Flagged,
+    progress: &mut impl FnMut(&str),
+) -> Result<(Vec<TimeReport>, Vec<ClassScore>), BenchError> {
+    let (from, to) = CompactParams::new(opts.sessions, opts.seed).window();
+    let rfc =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
+    let dir = run_dir(&opts.workdir, name)?;
+    let config = dir.join("costwatch.yaml");
+    std::fs::write(
+        &config,
+        config_yaml(&served.url, &opts.rules, &dir.join("unused.db"), ""),
+    )
+    .map_err(|e| BenchError::setup("config", e))?;
+    let args: Vec<String> = [
+        "backtest",
+        "--config",
+        &config.display().to_string(),
+        "--from",
+        &rfc(from),
+        "--to",
+        &rfc(to),
+        "--format",
+        "jsonl",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut out_runs = Vec::new();
+    let mut scores = Vec::new();
+    for i in 0..runs {
+        let out = dir.join(format!("findings-{i}.jsonl"));
+        let r = measure::timed(
+            &opts.costwatch,
+            &args,
+            &env,
+            &out,
+            &dir.join(format!("stderr-{i}")),
+        )?;
+        progress(&format!(
+            "costwatch backtest ({name}) run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
+            i + 1,
+            r.cpu_secs(),
+            r.wall_secs,
+            r.max_rss_kib as f64 / 1024.0
+        ));
+        out_runs.push(r);
+        if i == 0 {
+            let text =
+                std::fs::read_to_string(&out).map_err(|e| BenchError::setup("findings", e))?;
+            scores = backtest::score(&read_jsonl_findings(&text), truth);
+        }
+    }
+    Ok((out_runs, scores))
+}
+
+/// Runs the whole benchmark; `progress` hears what is going on.
+pub async fn run(
+    opts: &PerfOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<PerfReport, BenchError> {
+    std::fs::create_dir_all(&opts.workdir).map_err(|e| BenchError::setup("work directory", e))?;
+    let truth_path = opts.workdir.join("truth.json");
+    progress(&format!(
+        "generating {} sessions and starting the simulator",
+        opts.sessions
+    ));
+    let served = serve(opts, Mix::Lean, &truth_path)?;
+    progress(&format!(
+        "simulator at {} ({} sessions, {} calls, generated in {:.1} s)",
+        served.url, served.sessions, served.requests, served.generate_secs
+    ));
+    let truth: Flagged = read_json(&truth_path)?;
+    let (from, to) = CompactParams::new(opts.sessions, opts.seed).window();
+    let rfc =
+        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
+    let mut report = PerfReport {
+        sessions: served.sessions,
+        requests: served.requests,
+        costwatch: Vec::new(),
+        costwatch_scores: Vec::new(),
+        scenario: Vec::new(),
+        scenario_scores: Vec::new(),
+        python: Vec::new(),
+        python_flagged: BTreeMap::new(),
+        python_matches_rust: None,
+        python_scores: Vec::new(),
+        idle: Err("not measured".into()),
+    };
+
+    let (runs, scores) = backtests(opts, &served, "backtest", opts.runs, &truth, &mut progress)?;
+    (report.costwatch, report.costwatch_scores) = (runs, scores);
+
+    if let Some(python) = &opts.python {
+        let dir = run_dir(&opts.workdir, "python")?;
+        for i in 0..opts.runs {
+            let out = dir.join(format!("flagged-{i}.json"));
+            let args: Vec<String> = vec![
+                opts.reference.display().to_string(),
+                "--url".into(),
+                served.url.clone(),
+                "--start".into(),
+                rfc(from),
+                "--end".into(),
+                rfc(to),
+                "--out".into(),
+                out.display().to_string(),
+            ];
+            let r = measure::timed(
+                python,
+                &args,
+                &env,
+                &dir.join(format!("stdout-{i}")),
+                &dir.join(format!("stderr-{i}")),
+            )?;
+            progress(&format!(
+                "python reference run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
+                i + 1,
+                r.cpu_secs(),
+                r.wall_secs,
+                r.max_rss_kib as f64 / 1024.0
+            ));
+            report.python.push(r);
+            if i == 0 {
+                let flagged: Flagged = read_json(&out)?;
+                report.python_flagged = flagged.iter().map(|(k, v)| (k.clone(), v.len())).collect();
+                report.python_scores = backtest::score(&as_findings(&flagged), &truth);
+                let source = super::quality::sim_source(&served.url, &served.admin_key)?;
+                let rust = baseline::run(&source, from, to, Duration::from_secs(3600)).await?;
+                let mut rust_flagged: Flagged = Kind::ALL
+                    .iter()
+                    .map(|k| (k.as_str().to_owned(), BTreeSet::new()))
+                    .collect();
+                for f in rust {
+                    rust_flagged
+                        .entry(f.kind.as_str().to_owned())
+                        .or_default()
+                        .insert(f.session_id);
+                }
+                let mut py = flagged.clone();
+                for k in Kind::ALL {
+                    py.entry(k.as_str().to_owned()).or_default();
+                }
+                report.python_matches_rust = Some(py == rust_flagged);
+            }
+        }
+    }
+
+    if !opts.idle.is_zero() {
+        report.idle = idle(opts, &served, from, "idle-big", &mut progress).map(|r| vec![r]);
+    }
+    drop(served);
+    if opts.scenario_runs > 0 {
+        let path = opts.workdir.join("truth-scenario.json");
+        progress(&format!(
+            "generating {} sessions with the scenario's feature shares",
+            opts.sessions
+        ));
+        let served = serve(opts, Mix::Scenario, &path)?;
+        let truth: Flagged = read_json(&path)?;
+        let (runs, scores) = backtests(
+            opts,
+            &served,
+            "backtest-scenario",
+            opts.scenario_runs,
+            &truth,
+            &mut progress,
+        )?;
+        (report.scenario, report.scenario_scores) = (runs, scores);
+    }
+    if !opts.idle.is_zero()
+        && let Ok(list) = &mut report.idle
+    {
+        // The same daemon after a window of a hundredth the size: a busy
+        // gateway's ordinary hour.
+        let small = PerfOptions {
+            sessions: (opts.sessions / 100).max(1),
+            ..opts.clone()
+        };
+        progress(&format!(
+            "starting a simulator with {} sessions",
+            small.sessions
+        ));
+        let served = serve(&small, Mix::Lean, &opts.workdir.join("truth-small.json"))?;
+        match idle(&small, &served, from, "idle-small", &mut progress) {
+            Ok(r) => list.insert(0, r),
+            Err(e) => report.idle = Err(e),
+        }
+    }
+    Ok(report)
+}
+
+/// Whether `costwatch run` exists in this build.
+fn has_run(costwatch: &Path) -> bool {
+    Command::new(costwatch)
+        .args(["run", "--help"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn free_port() -> Result<u16, BenchError> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")
+        .map_err(|e| BenchError::setup("free port", e))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| BenchError::setup("free port", e))
+}
+
+/// Starts `costwatch run`, waits for its first tick (which processes the
+/// served window and catches up to now), then samples it between ticks.
+fn idle(
+    opts: &PerfOptions,
+    served: &Served,
+    from: chrono::DateTime<chrono::Utc>,
+    name: &str,
+    progress: &mut impl FnMut(&str),
+) -> Result<IdleReport, String> {
+    if !has_run(&opts.costwatch) {
+        return Err("pending: this build of costwatch has no `run` subcommand".into());
+    }
+    let err = |e: BenchError| e.to_string();
+    let dir = run_dir(&opts.workdir, name).map_err(err)?;
+    let port = free_port().map_err(err)?;
+    let state = dir.join("state.db");
+    let _ = std::fs::remove_file(&state);
+    // Windows from the served hour to now: the first tick reads the big
+    // window, then empty ones. The cron fires once a day at 03:17 UTC so
+    // the sampled minute is between ticks.
+    let days = (chrono::Utc::now() - from).num_days() + 2;
+    let extra = format!(
+        "schedule:\n  cron: \"17 3 * * *\"\n  max_catch_up_windows: {}\nserver:\n  listen: 127.0.0.1:{port}\n",
+        days * 24
+    );
+    let mut cfg = config_yaml(&served.url, &opts.rules, &state, &extra);
+    cfg = cfg.replace(
+        "  settle_lag: 0s\n",
+        &format!(
+            "  settle_lag: 0s\n  start: {}\n  max_backfill: {days}d\n",
+            from.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+    );
+    let config = dir.join("costwatch.yaml");
+    std::fs::write(&config, cfg).map_err(|e| e.to_string())?;
+    let log = std::fs::File::create(dir.join("stderr")).map_err(|e| e.to_string())?;
+    let started = Instant::now();
+    let mut child = Command::new(&opts.costwatch)
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .env("COSTWATCH_ADMIN_KEY", &served.admin_key)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map_err(|e| format!("cannot start costwatch run: {e}"))?;
+    let pid = child.id();
+    let result = (|| {
+        let deadline = Instant::now() + Duration::from_secs(600);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!("costwatch run exited early: {status}"));
+            }
+            if Instant::now() > deadline {
+                return Err("costwatch run did not finish its first tick in 10 minutes".into());
+            }
+            if first_tick_done(port) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let first_tick_secs = started.elapsed().as_secs_f64();
+        progress(&format!(
+            "costwatch run: first tick done after {first_tick_secs:.1} s; sampling {} s",
+            opts.idle.as_secs()
+        ));
+        // Let the tick's last writes and the first delivery pass settle.
+        std::thread::sleep(Duration::from_secs(2));
+        let (first, last, max_rss) =
+            measure::observe(pid, opts.idle, Duration::from_secs(1)).map_err(err)?;
+        Ok(IdleReport {
+            sessions: served.sessions,
+            first_tick_secs,
+            rss_start_mib: first.rss_kib as f64 / 1024.0,
+            rss_end_mib: last.rss_kib as f64 / 1024.0,
+            rss_max_mib: max_rss as f64 / 1024.0,
+            hwm_mib: last.hwm_kib as f64 / 1024.0,
+            cpu_secs: last.cpu_secs - first.cpu_secs,
+            span_secs: opts.idle.as_secs_f64(),
+        })
+    })();
+    // SIGTERM, then wait: the daemon stops cleanly.
+    let _ = Command::new("kill").arg(pid.to_string()).status();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return result;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+/// Whether `/healthz` reports a completed tick (a plain HTTP/1.0 GET).
+fn first_tick_done(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut conn) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+    if conn
+        .write_all(b"GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut text = String::new();
+    let _ = conn.read_to_string(&mut text);
+    text.split_once("\r\n\r\n")
+        .and_then(|(_, body)| serde_json::from_str::<serde_json::Value>(body).ok())
+        .and_then(|v| v.get("last_tick").map(|t| !t.is_null()))
+        .unwrap_or(false)
+}
+
+/// The performance table: one row per measured program, medians of the runs.
+pub fn table(r: &PerfReport, markdown: bool) -> String {
+    let cw = Medians::of(&r.costwatch);
+    let py = Medians::of(&r.python);
+    let row = |name: &str, runs: &[TimeReport]| {
+        let m = Medians::of(runs);
+        let per_session = |t: &TimeReport| t.cpu_secs() * 1e6 / r.sessions.max(1) as f64;
+        let lo = runs.iter().map(per_session).fold(f64::INFINITY, f64::min);
+        let hi = runs.iter().map(per_session).fold(0.0, f64::max);
+        vec![
+            name.to_owned(),
+            runs.len().to_string(),
+            format!("{:.2}", m.cpu_us_per_session(r.sessions)),
+            format!("{lo:.2}-{hi:.2}"),
+            format!("{:.2}", m.cpu_secs),
+            format!("{:.2}", m.wall_secs),
+            format!("{:.1}", m.max_rss_mib),
+        ]
+    };
+    let mut rows = vec![row("costwatch backtest", &r.costwatch)];
+    if !r.scenario.is_empty() {
+        rows.push(row(
+            "costwatch backtest, scenario shares (window read twice)",
+            &r.scenario,
+        ));
+    }
+    if !r.python.is_empty() {
+        rows.push(row("crates/costwatch-bench/reference.py", &r.python));
+        rows.push(vec![
+            "ratio python / costwatch".to_owned(),
+            String::new(),
+            format!("{:.1}x", py.cpu_secs / cw.cpu_secs.max(1e-9)),
+            String::new(),
+            String::new(),
+            format!("{:.1}x", py.wall_secs / cw.wall_secs.max(1e-9)),
+            format!("{:.1}x", py.max_rss_mib / cw.max_rss_mib.max(1e-9)),
+        ]);
+    }
+    let mut out = render(
+        &[
+            "program",
+            "runs",
+            "CPU us/session",
+            "range",
+            "CPU s",
+            "wall s",
+            "peak RSS MiB",
+        ],
+        &rows,
+        markdown,
+    );
+    out.push('\n');
+    match &r.idle {
+        Ok(list) => {
+            let rows: Vec<Vec<String>> = list
+                .iter()
+                .map(|i| {
+                    vec![
+                        format!("after a {}-session window", i.sessions),
+                        format!("{:.0}", i.span_secs),
+                        format!("{:.3}", i.cpu_secs),
+                        format!("{:.3}", 100.0 * i.cpu_secs / i.span_secs.max(1e-9)),
+                        format!("{:.1}", i.rss_start_mib),
+                        format!("{:.1}", i.rss_end_mib),
+                        format!("{:.1}", i.rss_max_mib),
+                        format!("{:.1}", i.first_tick_secs),
+                        format!("{:.1}", i.hwm_mib),
+                    ]
+                })
+                .collect();
+            out.push_str(&render(
+                &[
+                    "idle daemon (costwatch run)",
+                    "seconds",
+                    "CPU s",
+                    "CPU %",
+                    "RSS start MiB",
+                    "RSS end MiB",
+                    "RSS max MiB",
+                    "first tick s",
+                    "peak RSS MiB",
+                ],
+                &rows,
+                markdown,
+            ));
+        }
+        Err(why) => out.push_str(&format!("idle daemon: {why}\n")),
+    }
+    out
+}
+
+/// 200 MB (decimal, as the issue writes it) in MiB.
+const MB_200_MIB: f64 = 200e6 / 1_048_576.0;
+/// 20 MB in MiB.
+const MB_20_MIB: f64 = 20e6 / 1_048_576.0;
+
+/// The performance targets and where the medians land.
+pub fn targets(r: &PerfReport) -> Vec<Target> {
+    let cw = Medians::of(&r.costwatch);
+    let py = Medians::of(&r.python);
+    let per_session = cw.cpu_us_per_session(r.sessions);
+    let mut out = vec![Target {
+        what: "<= 3 us CPU per session in backtest".to_owned(),
+        result: format!("{per_session:.2} us"),
+        met: !r.costwatch.is_empty() && per_session <= 3.0,
+    }];
+    if !r.python.is_empty() {
+        let ratio = py.cpu_secs / cw.cpu_secs.max(1e-9);
+        out.push(Target {
+            what: ">= 20x less CPU per session than the Python reference".to_owned(),
+            result: format!(
+                "{ratio:.1}x ({:.2} vs {per_session:.2} us)",
+                py.cpu_us_per_session(r.sessions)
+            ),
+            met: ratio >= 20.0,
+        });
+    }
+    out.push(Target {
+        what: format!("<= 200 MB peak RSS for a {}-session window", r.sessions),
+        result: format!("{:.1} MB", cw.max_rss_mib * 1.048_576),
+        met: !r.costwatch.is_empty() && cw.max_rss_mib <= MB_200_MIB,
+    });
+    match &r.idle {
+        Ok(list) => {
+            for i in list {
+                out.push(Target {
+                    what: format!("idle RSS <= 20 MB (after a {}-session window)", i.sessions),
+                    result: format!("{:.1} MB", i.rss_max_mib * 1.048_576),
+                    met: i.rss_max_mib <= MB_20_MIB,
+                });
+            }
+        }
+        Err(why) => out.push(Target {
+            what: "idle RSS <= 20 MB".to_owned(),
+            result: why.clone(),
+            met: false,
+        }),
+    }
+    out
+}
+
+/// The scores of the 1M-session window, costwatch beside the Python reference.
+pub fn scores_table(r: &PerfReport, markdown: bool) -> String {
+    let rows: Vec<Vec<String>> = Kind::ALL
+        .iter()
+        .map(|k| {
+            let cell = |s: &[ClassScore]| {
+                s.iter().find(|c| c.kind == *k).map_or("-".to_owned(), |c| {
+                    format!(
+                        "{:.3} / {:.3} ({} tp, {} fp, {} fn)",
+                        c.precision,
+                        c.recall,
+                        c.true_positives,
+                        c.false_positives,
+                        c.false_negatives
+                    )
+                })
+            };
+            vec![
+                k.as_str().to_owned(),
+                cell(&r.costwatch_scores),
+                cell(&r.python_scores),
+                cell(&r.scenario_scores),
+            ]
+        })
+        .collect();
+    render(
+        &[
+            "kind",
+            "costwatch P / R",
+            "reference.py P / R",
+            "costwatch P / R, scenario shares",
+        ],
+        &rows,
+        markdown,
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn time(cpu: f64, wall: f64, rss_kib: u64) -> TimeReport {
+        TimeReport {
+            user_secs: cpu,
+            sys_secs: 0.0,
+            wall_secs: wall,
+            max_rss_kib: rss_kib,
+            exit_status: 0,
+        }
+    }
+
+    #[test]
+    fn medians_and_per_session_cpu() {
+        let runs = [
+            time(3.0, 10.0, 2048),
+            time(1.0, 30.0, 1024),
+            time(2.0, 20.0, 4096),
+        ];
+        let m = Medians::of(&runs);
+        assert_eq!((m.cpu_secs, m.wall_secs, m.max_rss_mib), (2.0, 20.0, 2.0));
+        assert_eq!(m.cpu_us_per_session(1_000_000), 2.0);
+    }
+
+    #[test]
+    fn targets_compare_medians_with_the_issue() {
+        let mut r = PerfReport {
+            sessions: 1_000_000,
+            requests: 0,
+            costwatch: vec![time(2.5, 10.0, 30 * 1024)],
+            costwatch_scores: Vec::new(),
+            scenario: Vec::new(),
+            scenario_scores: Vec::new(),
+            python: vec![time(20.0, 30.0, 60 * 1024)],
+            python_flagged: BTreeMap::new(),
+            python_matches_rust: None,
+            python_scores: Vec::new(),
+            idle: Ok(vec![IdleReport {
+                sessions: 10_000,
+                rss_max_mib: 18.0,
+                ..IdleReport::default()
+            }]),
+        };
+        let t = targets(&r);
+        let met: Vec<bool> = t.iter().map(|t| t.met).collect();
+        assert_eq!(met, [true, false, true, true]);
+        assert!(t[1].result.starts_with("8.0x"), "{}", t[1].result);
+        r.costwatch = vec![time(3.5, 10.0, 300 * 1024)];
+        r.idle = Err("pending".into());
+        let met: Vec<bool> = targets(&r).iter().map(|t| t.met).collect();
+        assert_eq!(met, [false, false, false, false]);
+    }
+
+    #[test]
+    fn the_serve_announcement_round_trips() {
+        let line = serve_announcement("http://127.0.0.1:1/v1", "k", 10, 26, 1.5);
+        assert_eq!(field(&line, "url"), Some("http://127.0.0.1:1/v1"));
+        assert_eq!(field(&line, "key"), Some("k"));
+        assert_eq!(field(&line, "requests"), Some("26"));
+        assert_eq!(field(&line, "generate_secs"), Some("1.50"));
+        assert_eq!(field(&line, "nope"), None);
+    }
+
+    #[test]
+    fn jsonl_findings_keep_kind_and_session() {
+        let text = "{\"kind\":\"retry_loop\",\"session_id\":\"a\"}\nnot json\n{\"kind\":\"nope\",\"session_id\":\"b\"}\n";
+        let f = read_jsonl_findings(text);
+        assert_eq!(f.len(), 1);
+        assert_eq!(
+            (f[0].kind, f[0].session_id.as_str()),
+            (Kind::RetryLoop, "a")
+        );
+    }
+}

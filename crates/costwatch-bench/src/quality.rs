@@ -1,0 +1,578 @@
+//! The detection-quality report: for each seed, the simulator's labelled
+//! scenario is served on loopback and read by costwatch through
+//! [`backtest::replay`] (the daemon's own pipeline) and by the static
+//! baseline, through the same REST API; both are scored against the truth.
+
+use super::BenchError;
+use super::alerts::{self, AlertTally};
+use super::baseline;
+use chrono::Duration as ChronoDuration;
+use costwatch::backtest::{self, ClassScore};
+use costwatch::clock::SystemClock;
+use costwatch::config;
+use costwatch::detect::{Detector, Finding, Kind};
+use costwatch::secret::Secret;
+use costwatch::source::gateway::GatewaySource;
+use costwatch::source::{HttpLimits, Labels};
+use costwatch_sim::scenario::{self, ScenarioParams};
+use costwatch_sim::server::{SimOptions, SimServer};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The window size `backtest --simulate` uses.
+pub const WINDOW: Duration = Duration::from_secs(900);
+/// Concurrent drill-downs, as `backtest --simulate` uses.
+pub const DRILLDOWN_CONCURRENCY: usize = 4;
+
+/// The detector `backtest --simulate` and `demo` use without a configuration:
+/// the rules at `rules`, peer groups by `feature`, 512 samples per group and
+/// at most 10,000 candidates per window.
+pub fn default_detector(rules: &Path) -> Result<Detector, BenchError> {
+    Ok(Detector {
+        rules: config::load_rules(&[rules.to_path_buf()])?,
+        group_by: vec!["feature".to_owned()],
+        baseline_samples: 512,
+        max_candidates: 10_000,
+    })
+}
+
+/// A gateway client for a simulator at `base_url`, with the limits
+/// `backtest --simulate` uses.
+pub fn sim_source(base_url: &str, admin_key: &str) -> Result<GatewaySource, BenchError> {
+    let url =
+        url::Url::parse(base_url).map_err(|e| BenchError::Setup(format!("{base_url}: {e}")))?;
+    let limits = HttpLimits {
+        timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(5),
+        max_retries: 3,
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_secs(5),
+        max_body_bytes: 8 << 20,
+    };
+    Ok(GatewaySource::new(
+        url,
+        &Secret::new(admin_key),
+        50,
+        Labels::new(),
+        limits,
+    )?)
+}
+
+/// One system's results on one seed.
+#[derive(Debug, Clone)]
+pub struct SystemResult {
+    /// Precision, recall and F1 per kind (in [`Kind::ALL`] order).
+    pub scores: Vec<ClassScore>,
+    /// Alerts per kind.
+    pub alerts: BTreeMap<Kind, AlertTally>,
+}
+
+impl SystemResult {
+    fn score(&self, kind: Kind) -> Option<&ClassScore> {
+        self.scores.iter().find(|s| s.kind == kind)
+    }
+}
+
+/// Both systems' results on one seed.
+#[derive(Debug, Clone)]
+pub struct SeedResult {
+    /// The scenario seed.
+    pub seed: u64,
+    /// Sessions in the scenario.
+    pub sessions: usize,
+    /// Calls in the scenario.
+    pub requests: usize,
+    /// Real incidents per kind.
+    pub incidents: BTreeMap<Kind, usize>,
+    /// costwatch.
+    pub costwatch: SystemResult,
+    /// The static baseline.
+    pub baseline: SystemResult,
+    /// Wall time of the costwatch replay.
+    pub replay_secs: f64,
+}
+
+fn system(
+    findings: &[Finding],
+    truth: &BTreeMap<String, std::collections::BTreeSet<String>>,
+    windows: &[costwatch::source::Window],
+) -> SystemResult {
+    SystemResult {
+        scores: backtest::score(findings, truth),
+        alerts: alerts::tally(findings, windows, truth, &alerts::default_policy()),
+    }
+}
+
+/// Generates, serves and scores one seed.
+pub async fn run_seed(seed: u64, days: u32, rules: &Path) -> Result<SeedResult, BenchError> {
+    let params = ScenarioParams {
+        seed,
+        days,
+        ..ScenarioParams::default()
+    };
+    let from = params.start;
+    let to = from + ChronoDuration::days(i64::from(days));
+    let dataset = Arc::new(scenario::generate(&params));
+    let truth = dataset.truth.by_kind.clone();
+    let incidents = alerts::truth_incidents(&dataset, alerts::default_policy().resolve_after);
+    let (sessions, requests) = (dataset.sessions.len(), dataset.request_count());
+    let sim = SimServer::start(dataset, SimOptions::default())
+        .await
+        .map_err(|e| BenchError::Setup(format!("cannot start the simulator: {e}")))?;
+    let source = sim_source(&sim.base_url(), sim.admin_key())?;
+    let started = Instant::now();
+    let replay = backtest::replay(
+        source.clone(),
+        default_detector(rules)?,
+        "sqlite::memory:",
+        from,
+        to,
+        WINDOW,
+        DRILLDOWN_CONCURRENCY,
+        Arc::new(SystemClock),
+        |_| {},
+    )
+    .await?;
+    let replay_secs = started.elapsed().as_secs_f64();
+    let static_findings = baseline::run(&source, from, to, WINDOW).await?;
+    let _ = sim.shutdown().await;
+    let windows = alerts::windows(from, to, WINDOW);
+    Ok(SeedResult {
+        seed,
+        sessions,
+        requests,
+        incidents,
+        costwatch: system(&replay.findings, &truth, &windows),
+        baseline: system(&static_findings, &truth, &windows),
+        replay_secs,
+    })
+}
+
+/// One kind's figures for one system, on one seed or aggregated.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Figures {
+    /// Precision.
+    pub precision: f64,
+    /// Recall.
+    pub recall: f64,
+    /// F1.
+    pub f1: f64,
+    /// Alerts per real incident.
+    pub alerts_per_incident: f64,
+    /// Alerts without a truly wasteful session.
+    pub false_alerts: f64,
+}
+
+impl Figures {
+    /// The figures of `kind` in `r`, with `incidents` real incidents.
+    pub fn of(r: &SystemResult, kind: Kind, incidents: usize) -> Figures {
+        let s = r.score(kind);
+        let a = r.alerts.get(&kind).copied().unwrap_or_default();
+        Figures {
+            precision: s.map_or(0.0, |s| s.precision),
+            recall: s.map_or(0.0, |s| s.recall),
+            f1: s.map_or(0.0, |s| s.f1),
+            alerts_per_incident: if incidents == 0 {
+                a.alerts as f64
+            } else {
+                a.alerts as f64 / incidents as f64
+            },
+            false_alerts: a.false_alerts as f64,
+        }
+    }
+}
+
+/// Median of values (mean of the middle two for an even count); 0 when empty.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Mean of values; 0 when empty.
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+/// Median or mean of each figure over seeds.
+pub fn aggregate(figures: &[Figures], f: fn(&[f64]) -> f64) -> Figures {
+    let pick = |g: fn(&Figures) -> f64| f(&figures.iter().map(g).collect::<Vec<_>>());
+    Figures {
+        precision: pick(|x| x.precision),
+        recall: pick(|x| x.recall),
+        f1: pick(|x| x.f1),
+        alerts_per_incident: pick(|x| x.alerts_per_incident),
+        false_alerts: pick(|x| x.false_alerts),
+    }
+}
+
+/// The median (and mean) over seeds of each kind's figures, for costwatch
+/// and the baseline: `(kind, costwatch median, baseline median, costwatch
+/// mean, baseline mean)`.
+pub fn summary(results: &[SeedResult]) -> Vec<(Kind, [Figures; 4])> {
+    Kind::ALL
+        .into_iter()
+        .map(|kind| {
+            let cw: Vec<Figures> = results
+                .iter()
+                .map(|r| Figures::of(&r.costwatch, kind, r.incidents[&kind]))
+                .collect();
+            let base: Vec<Figures> = results
+                .iter()
+                .map(|r| Figures::of(&r.baseline, kind, r.incidents[&kind]))
+                .collect();
+            (
+                kind,
+                [
+                    aggregate(&cw, median),
+                    aggregate(&base, median),
+                    aggregate(&cw, mean),
+                    aggregate(&base, mean),
+                ],
+            )
+        })
+        .collect()
+}
+
+/// Rows of cells rendered as an aligned text table or a Markdown table.
+pub fn render(header: &[&str], rows: &[Vec<String>], markdown: bool) -> String {
+    let mut width: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if let Some(w) = width.get_mut(i) {
+                *w = (*w).max(c.len());
+            }
+        }
+    }
+    // Columns of figures are right-aligned, columns of words left-aligned.
+    let left: Vec<bool> = (0..width.len())
+        .map(|i| {
+            rows.iter().any(|r| {
+                r.get(i)
+                    .and_then(|c| c.chars().next())
+                    .is_some_and(char::is_alphabetic)
+            })
+        })
+        .collect();
+    let line = |cells: Vec<&str>| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let w = width.get(i).copied().unwrap_or(0);
+                if left.get(i).copied().unwrap_or(true) {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        if markdown {
+            format!("| {} |\n", padded.join(" | "))
+        } else {
+            format!("{}\n", padded.join("  ").trim_end())
+        }
+    };
+    let mut out = line(header.to_vec());
+    if markdown {
+        let rule: Vec<String> = width
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                if left.get(i).copied().unwrap_or(true) {
+                    "-".repeat(*w)
+                } else {
+                    format!("{}:", "-".repeat(w.saturating_sub(1)))
+                }
+            })
+            .collect();
+        out.push_str(&format!("| {} |\n", rule.join(" | ")));
+    }
+    for r in rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+fn cells(f: &Figures) -> [String; 5] {
+    [
+        format!("{:.3}", f.precision),
+        format!("{:.3}", f.recall),
+        format!("{:.3}", f.f1),
+        format!("{:.2}", f.alerts_per_incident),
+        format!("{:.1}", f.false_alerts),
+    ]
+}
+
+/// The side-by-side table: one row per seed and kind, then the median and
+/// the mean over seeds.
+pub fn table(results: &[SeedResult], markdown: bool) -> String {
+    let header = [
+        "seed",
+        "kind",
+        "incidents",
+        "cw P",
+        "cw R",
+        "cw F1",
+        "cw alerts/inc",
+        "cw false alerts",
+        "static P",
+        "static R",
+        "static F1",
+        "static alerts/inc",
+        "static false alerts",
+    ];
+    let mut rows = Vec::new();
+    for r in results {
+        for kind in Kind::ALL {
+            let n = r.incidents[&kind];
+            let mut row = vec![r.seed.to_string(), kind.as_str().to_owned(), n.to_string()];
+            row.extend(cells(&Figures::of(&r.costwatch, kind, n)));
+            row.extend(cells(&Figures::of(&r.baseline, kind, n)));
+            rows.push(row);
+        }
+    }
+    let incidents = |kind: Kind, f: fn(&[f64]) -> f64| {
+        f(&results
+            .iter()
+            .map(|r| r.incidents[&kind] as f64)
+            .collect::<Vec<_>>())
+    };
+    for (label, i, f) in [
+        ("median", 0, median as fn(&[f64]) -> f64),
+        ("mean", 2, mean),
+    ] {
+        for (kind, figs) in summary(results) {
+            let mut row = vec![
+                label.to_owned(),
+                kind.as_str().to_owned(),
+                format!("{:.1}", incidents(kind, f)),
+            ];
+            row.extend(cells(&figs[i]));
+            row.extend(cells(&figs[i + 1]));
+            rows.push(row);
+        }
+    }
+    render(&header, &rows, markdown)
+}
+
+/// One target of the issue and where a measurement lands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// The target as the issue states it.
+    pub what: String,
+    /// The measured figure.
+    pub result: String,
+    /// Whether the target is met.
+    pub met: bool,
+}
+
+/// Targets as a table.
+pub fn targets_table(targets: &[Target], markdown: bool) -> String {
+    let rows: Vec<Vec<String>> = targets
+        .iter()
+        .map(|t| {
+            vec![
+                t.what.clone(),
+                t.result.clone(),
+                if t.met { "met" } else { "NOT met" }.to_owned(),
+            ]
+        })
+        .collect();
+    render(&["target", "measured", ""], &rows, markdown)
+}
+
+/// The quality targets: costwatch's precision and recall at least 0.97 for
+/// every class on every seed, and the baseline far below (its median F1 at
+/// most half of costwatch's in every class).
+pub fn targets(results: &[SeedResult]) -> Vec<Target> {
+    let worst = |pick: fn(&ClassScore) -> f64| {
+        results
+            .iter()
+            .flat_map(|r| {
+                r.costwatch
+                    .scores
+                    .iter()
+                    .map(move |s| (pick(s), s.kind, r.seed))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let mut out = Vec::new();
+    for (name, pick) in [
+        (
+            "precision",
+            (|s: &ClassScore| s.precision) as fn(&ClassScore) -> f64,
+        ),
+        ("recall", |s: &ClassScore| s.recall),
+    ] {
+        let (result, met) = match worst(pick) {
+            Some((v, kind, seed)) => (format!("lowest {v:.3} ({kind}, seed {seed})"), v >= 0.97),
+            None => ("no seeds".to_owned(), false),
+        };
+        out.push(Target {
+            what: format!("costwatch {name} >= 0.97 per class, every seed"),
+            result,
+            met,
+        });
+    }
+    let s = summary(results);
+    let far = s.iter().all(|(_, f)| f[1].f1 <= 0.5 * f[0].f1);
+    let listed: Vec<String> = s
+        .iter()
+        .map(|(k, f)| {
+            format!(
+                "{k} P {:.3} R {:.3} F1 {:.3}",
+                f[1].precision, f[1].recall, f[1].f1
+            )
+        })
+        .collect();
+    out.push(Target {
+        what: "static baseline far below (median F1 at most half of costwatch's)".to_owned(),
+        result: listed.join("; "),
+        met: far && !results.is_empty(),
+    });
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    fn score(kind: Kind, p: f64, r: f64) -> ClassScore {
+        ClassScore {
+            kind,
+            true_positives: 0,
+            false_positives: 0,
+            false_negatives: 0,
+            precision: p,
+            recall: r,
+            f1: if p + r == 0.0 {
+                0.0
+            } else {
+                2.0 * p * r / (p + r)
+            },
+        }
+    }
+
+    fn result(seed: u64, p: f64, alerts: usize, incidents: usize) -> SeedResult {
+        let sys = |p: f64, alerts: usize, false_alerts: usize| SystemResult {
+            scores: Kind::ALL.into_iter().map(|k| score(k, p, 1.0)).collect(),
+            alerts: Kind::ALL
+                .into_iter()
+                .map(|k| {
+                    (
+                        k,
+                        AlertTally {
+                            alerts,
+                            false_alerts,
+                            episodes: alerts,
+                        },
+                    )
+                })
+                .collect(),
+        };
+        SeedResult {
+            seed,
+            sessions: 10,
+            requests: 20,
+            incidents: Kind::ALL.into_iter().map(|k| (k, incidents)).collect(),
+            costwatch: sys(p, alerts, 0),
+            baseline: sys(p / 10.0, alerts * 5, alerts * 4),
+            replay_secs: 0.0,
+        }
+    }
+
+    #[test]
+    fn median_and_mean_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(mean(&[1.0, 2.0, 6.0]), 3.0);
+        assert_eq!(mean(&[]), 0.0);
+    }
+
+    #[test]
+    fn figures_divide_alerts_by_incidents() {
+        let r = result(1, 1.0, 6, 3);
+        let f = Figures::of(&r.costwatch, Kind::NoCache, 3);
+        assert_eq!((f.alerts_per_incident, f.false_alerts), (2.0, 0.0));
+        let b = Figures::of(&r.baseline, Kind::NoCache, 3);
+        assert_eq!((b.alerts_per_incident, b.false_alerts), (10.0, 24.0));
+        assert!((b.precision - 0.1).abs() < 1e-12);
+        // No real incident: alerts are counted as they are.
+        assert_eq!(
+            Figures::of(&r.costwatch, Kind::NoCache, 0).alerts_per_incident,
+            6.0
+        );
+    }
+
+    #[test]
+    fn summary_takes_median_and_mean_per_kind_and_system() {
+        let results = [
+            result(1, 0.9, 2, 2),
+            result(2, 1.0, 4, 2),
+            result(3, 0.5, 12, 2),
+        ];
+        let s = summary(&results);
+        assert_eq!(s.len(), 3);
+        let (kind, [cw_med, base_med, cw_mean, base_mean]) = s[1];
+        assert_eq!(kind, Kind::OversizedModel);
+        assert_eq!(cw_med.precision, 0.9);
+        assert!((cw_mean.precision - 0.8).abs() < 1e-12);
+        assert_eq!(cw_med.alerts_per_incident, 2.0);
+        assert!((cw_mean.alerts_per_incident - 3.0).abs() < 1e-12);
+        assert!((base_med.precision - 0.09).abs() < 1e-12);
+        assert_eq!(base_med.false_alerts, 16.0);
+        assert!((base_mean.false_alerts - 24.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn targets_name_the_worst_class_and_judge_the_baseline() {
+        let results = [result(7, 1.0, 2, 2), result(11, 0.96, 2, 2)];
+        let t = targets(&results);
+        assert_eq!(t.len(), 3);
+        assert!(!t[0].met, "precision 0.96 misses 0.97");
+        assert!(
+            t[0].result.contains("0.960") && t[0].result.contains("seed 11"),
+            "{}",
+            t[0].result
+        );
+        assert!(t[1].met, "recall is 1 everywhere");
+        assert!(t[2].met, "baseline precision is a tenth of costwatch's");
+        let close = [SeedResult {
+            baseline: result(1, 0.9, 2, 2).costwatch,
+            ..result(1, 1.0, 2, 2)
+        }];
+        assert!(
+            !targets(&close)[2].met,
+            "a baseline as good is not far below"
+        );
+        assert!(targets_table(&t, false).contains("NOT met"));
+    }
+
+    #[test]
+    fn the_table_has_a_row_per_seed_and_kind_plus_median_and_mean() {
+        let results = [result(7, 1.0, 2, 2), result(11, 0.5, 2, 2)];
+        let text = table(&results, false);
+        assert_eq!(text.lines().count(), 1 + 6 + 6);
+        assert!(text.lines().any(|l| l.starts_with("median  retry_loop")));
+        let md = table(&results, true);
+        assert!(md.lines().nth(1).unwrap().starts_with("| ---"));
+        assert!(md.lines().all(|l| l.starts_with('|') && l.ends_with('|')));
+    }
+}

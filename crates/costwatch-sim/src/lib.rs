@@ -1,0 +1,27 @@
+//! The built-in gateway simulator: an honest stand-in for the hosted gateway.
+//!
+//! It serves the reference gateway REST contract (gateway-api.md section 1:
+//! `GET /v1/sessions`, `/v1/requests`, `/v1/models`, admin-key auth, cursor
+//! pagination, JSON errors) on loopback, from either the seed fixture
+//! ([`Dataset::from_fixture`]) or generated, labelled traffic
+//! ([`scenario::generate`]), and can inject faults ([`FaultHandle`]) such as
+//! rate limits, outages, truncated or malformed bodies and missing fields.
+//!
+//! It is the outside world: it has its own JSON shapes and never uses the
+//! crate's `source` records. `costwatch demo`, the backtest and the
+//! integration tests run against it.
+
+pub mod dataset;
+pub mod mcp;
+pub mod model;
+pub mod rng;
+pub mod scenario;
+pub mod server;
+
+pub use dataset::{Dataset, DatasetError, SimModel, SimRequest, SimSession, Truth};
+pub use scenario::{ScenarioParams, generate};
+pub use server::{Fault, FaultHandle, FaultKind, FaultPath, SimOptions, SimServer, SimStats};
+
+/// The seed window (26 sessions, one example of each anomaly beside its fixed
+/// twin) that `costwatch demo` starts with, built into the binary.
+pub const SEED_WINDOW: &str = include_str!("../data/seed-window.json");

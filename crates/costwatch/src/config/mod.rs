@@ -1,0 +1,305 @@
+//! Configuration and rules: raw serde structs are parsed, checked and turned
+//! into the typed [`Config`] below, which cannot be invalid.
+//!
+//! Loading collects every problem (file, line, column, field path, message)
+//! instead of stopping at the first one.
+
+mod env;
+mod error;
+mod load;
+mod locate;
+mod raw;
+pub mod rules;
+mod schedule;
+
+pub use error::{ConfigError, Problem};
+pub use load::{load, load_rules, load_with_env, rules_schema};
+pub use rules::{
+    NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector, Severity,
+};
+
+use crate::domain::{Kind, Labels};
+use crate::secret::Secret;
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::time::Duration;
+use url::Url;
+
+/// The whole, validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// File the configuration was read from.
+    pub path: PathBuf,
+    /// Where sessions come from.
+    pub source: SourceConfig,
+    /// How time is cut into windows.
+    pub windows: WindowConfig,
+    /// Labels whose values form a session's peer group (`[feature]`).
+    pub group_by: Vec<String>,
+    /// Where state lives.
+    pub state: StateConfig,
+    /// Detector tuning not tied to one rule.
+    pub detection: DetectionConfig,
+    /// Rule files and directories, resolved against the config file's folder.
+    pub rule_paths: Vec<PathBuf>,
+    /// The rules loaded from `rule_paths`.
+    pub rules: Rules,
+    /// When the detection job runs (`costwatch run`).
+    pub schedule: ScheduleConfig,
+    /// How findings become alerts.
+    pub alerts: AlertsConfig,
+    /// Where alerts go.
+    pub notify: NotifyConfig,
+    /// The local HTTP endpoint for `/metrics` and `/healthz`.
+    pub server: ServerConfig,
+    /// Escalation of flagged incidents to a capped LLM investigation.
+    pub investigation: InvestigationConfig,
+}
+
+/// Escalation of flagged incidents to a capped LLM investigation.
+#[derive(Debug, Clone)]
+pub struct InvestigationConfig {
+    /// Whether incidents are escalated at all.
+    pub enabled: bool,
+    /// The gateway's MCP endpoint (read with the admin key).
+    pub mcp_url: Url,
+    /// Base URL of the OpenAI-compatible model API.
+    pub llm_url: Url,
+    /// The investigating model.
+    pub model: String,
+    /// The inference key, from `COSTWATCH_INFERENCE_KEY` or `inference_key_file`.
+    pub inference_key: Option<Secret>,
+    /// Tools offered to the model, in this order: the allowlist.
+    pub tools: Vec<String>,
+    /// Prices per million tokens (input, cached input, output); `None` takes
+    /// them from the gateway's catalogue.
+    pub prices: Option<(f64, f64, f64)>,
+    /// Finding kinds escalated (`no_cache`, `oversized_model`, `retry_loop`).
+    pub kinds: Vec<Kind>,
+    /// Lowest severity escalated.
+    pub min_severity: Severity,
+    /// Most investigations started per hour.
+    pub max_per_hour: u64,
+    /// Model calls per run.
+    pub max_rounds: u32,
+    /// Tool calls per run.
+    pub max_tool_calls: u32,
+    /// Prompt tokens per run.
+    pub max_input_tokens: u64,
+    /// Completion tokens per run.
+    pub max_output_tokens: u64,
+    /// Dollars per run.
+    pub max_usd_per_run: f64,
+    /// Dollars per UTC day, over every run and replica.
+    pub max_usd_per_day: f64,
+    /// Largest tool result passed to the model, in bytes.
+    pub max_tool_result_bytes: usize,
+    /// Wall-clock time per run.
+    pub wall_timeout: Duration,
+}
+
+/// When the detection job runs.
+#[derive(Debug, Clone)]
+pub struct ScheduleConfig {
+    /// The cron expression as written (5 fields, or 6 with seconds first).
+    pub cron_text: String,
+    /// The parsed expression (croner, seconds optional).
+    pub cron: croner::Cron,
+    /// Time zone the expression is read in (`UTC` by default); DST-correct.
+    pub timezone: chrono_tz::Tz,
+    /// Most windows processed in one catch-up after downtime; older windows
+    /// beyond `windows.max_backfill` are skipped with a warning.
+    pub max_catch_up_windows: usize,
+}
+
+/// How findings become alerts.
+#[derive(Debug, Clone)]
+pub struct AlertsConfig {
+    /// An incident (rule + group) is not alerted again within this time.
+    pub cooldown: Duration,
+    /// After the cooldown, re-alert only when the incident's session count
+    /// grew by this factor since the last alert (e.g. 2.0).
+    pub realert_growth: f64,
+    /// An incident with no new finding for this long is resolved.
+    pub resolve_after: Duration,
+    /// Whether a resolved notification is sent.
+    pub send_resolved: bool,
+    /// Sessions listed in an alert (largest impact first).
+    pub top_sessions: usize,
+    /// A catch-up over more than this many windows sends one summary alert
+    /// instead of one alert per incident.
+    pub summary_after_windows: usize,
+    /// How long delivery of one alert is retried before it is given up.
+    pub delivery_deadline: Duration,
+    /// First delivery retry delay; doubles per attempt up to `retry_max`.
+    pub retry_base: Duration,
+    /// Longest delay between delivery attempts.
+    pub retry_max: Duration,
+    /// Base URL of the gateway's log UI for links in alerts (optional).
+    pub gateway_ui_url: Option<Url>,
+}
+
+/// Where alerts go.
+#[derive(Debug, Clone, Default)]
+pub struct NotifyConfig {
+    /// Email over SMTP.
+    pub email: Option<EmailConfig>,
+    /// Webhooks, each its own channel.
+    pub webhooks: Vec<WebhookConfig>,
+}
+
+/// How to reach the SMTP server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpSecurity {
+    /// Plain SMTP: allowed only to a loopback host.
+    None,
+    /// STARTTLS upgrade (port 587).
+    StartTls,
+    /// TLS from the first byte (port 465).
+    Tls,
+}
+
+/// Email over SMTP.
+#[derive(Debug, Clone)]
+pub struct EmailConfig {
+    /// SMTP host.
+    pub host: String,
+    /// SMTP port.
+    pub port: u16,
+    /// Transport security.
+    pub security: SmtpSecurity,
+    /// Extra CA certificate (PEM) to trust, for private mail servers.
+    pub ca_file: Option<PathBuf>,
+    /// SMTP user, if the server wants authentication.
+    pub username: Option<String>,
+    /// SMTP password, from `COSTWATCH_SMTP_PASSWORD` or `password_file`.
+    pub password: Option<Secret>,
+    /// Sender mailbox (`costwatch <costwatch@example.com>`).
+    pub from: String,
+    /// Recipients.
+    pub to: Vec<String>,
+    /// Timeout of one delivery.
+    pub timeout: Duration,
+}
+
+/// The body a webhook receives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookShape {
+    /// costwatch's own versioned JSON.
+    Generic,
+    /// A Slack incoming webhook.
+    Slack,
+    /// Alertmanager's `POST /api/v2/alerts`.
+    Alertmanager,
+}
+
+/// One webhook channel.
+#[derive(Clone)]
+pub struct WebhookConfig {
+    /// Name of the channel (unique), used in logs and metrics.
+    pub name: String,
+    /// Where to POST.
+    pub url: Url,
+    /// Body format.
+    pub shape: WebhookShape,
+    /// Shared secret for `X-Costwatch-Signature`, from `secret_file` or
+    /// `COSTWATCH_WEBHOOK_<NAME>_SECRET` (name upper-cased, `-` as `_`).
+    pub secret: Option<Secret>,
+    /// Timeout of one delivery.
+    pub timeout: Duration,
+}
+
+/// The local HTTP endpoint.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address for `/metrics` and `/healthz`; `None` disables it.
+    pub listen: Option<std::net::SocketAddr>,
+}
+
+/// The gateway REST source.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    /// Base URL of the gateway API, e.g. `https://gateway.example/v1`.
+    pub api_url: Url,
+    /// Admin key (scope `logs.read`), from `COSTWATCH_ADMIN_KEY` or
+    /// `admin_key_file`. `None` when neither is set; commands that talk to the
+    /// gateway refuse to start without it.
+    pub admin_key: Option<Secret>,
+    /// Page size for `/sessions` and `/requests` (1..=50).
+    pub page_limit: u32,
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Retries per page after the first attempt.
+    pub max_retries: u32,
+    /// First backoff delay.
+    pub retry_base: Duration,
+    /// Longest backoff, and the longest `Retry-After` honoured.
+    pub retry_max: Duration,
+    /// Largest response body accepted, in bytes.
+    pub max_body_bytes: usize,
+    /// Label filter sent as `metadata.<key>=<value>` (AND).
+    pub labels: Labels,
+}
+
+/// How time is cut into windows.
+#[derive(Debug, Clone)]
+pub struct WindowConfig {
+    /// Length of one window; windows are aligned to multiples of it since the
+    /// Unix epoch.
+    pub size: Duration,
+    /// How long after a window's end it is read, so late log rows have landed.
+    pub settle_lag: Duration,
+    /// Where processing starts when there is no watermark yet. `None` means
+    /// `now - max_backfill`.
+    pub start: Option<DateTime<Utc>>,
+    /// How far back processing ever reaches.
+    pub max_backfill: Duration,
+}
+
+/// Where state lives.
+#[derive(Debug, Clone)]
+pub struct StateConfig {
+    /// `sqlite://path` (default `sqlite://costwatch.db`) or `postgres://...`.
+    pub url: String,
+    /// Largest number of open database connections.
+    pub max_connections: u32,
+    /// How long a replica holds the detection job without renewing it; when
+    /// the holder dies, another replica takes over after this long.
+    pub lease_ttl: Duration,
+}
+
+/// Detector tuning not tied to one rule.
+#[derive(Debug, Clone)]
+pub struct DetectionConfig {
+    /// Recent sessions kept per group as its baseline.
+    pub baseline_samples: usize,
+    /// Largest number of candidates kept in memory for one window; beyond
+    /// it the window is read a second time and judged as it streams.
+    pub max_candidates: usize,
+    /// Concurrent drill-down requests.
+    pub drilldown_concurrency: usize,
+}
+
+impl std::fmt::Debug for WebhookConfig {
+    /// Webhook URLs often carry their token in the path or query: only the
+    /// scheme and host are shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = format!(
+            "{}://{}/[redacted]",
+            self.url.scheme(),
+            self.url.host_str().unwrap_or("")
+        );
+        f.debug_struct("WebhookConfig")
+            .field("name", &self.name)
+            .field("url", &url)
+            .field("shape", &self.shape)
+            .field("secret", &self.secret)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}

@@ -1,0 +1,720 @@
+//! The configuration and rule files exactly as written: serde structs with
+//! defaults and no unknown keys. `load` checks them and turns them into the
+//! typed structs of [`super`] and [`super::rules`].
+
+use super::{SmtpSecurity, WebhookShape};
+use crate::domain::{Kind, Severity};
+use schemars::JsonSchema;
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// A duration written the humantime way (`500ms`, `30s`, `15m`, `7d`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HumanDuration(pub Duration);
+
+impl HumanDuration {
+    const fn secs(secs: u64) -> Self {
+        HumanDuration(Duration::from_secs(secs))
+    }
+
+    const fn millis(millis: u64) -> Self {
+        HumanDuration(Duration::from_millis(millis))
+    }
+}
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_str(HumanDurationVisitor)
+    }
+}
+
+struct HumanDurationVisitor;
+
+impl Visitor<'_> for HumanDurationVisitor {
+    type Value = HumanDuration;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a duration with a unit, such as `30s` or `15m`")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<HumanDuration, E> {
+        humantime::parse_duration(v)
+            .map(HumanDuration)
+            .map_err(|e| E::custom(format!("invalid duration `{v}`: {e}")))
+    }
+}
+
+/// A whole configuration file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConfig {
+    /// Where sessions come from.
+    #[serde(default)]
+    pub source: RawSource,
+    /// How time is cut into windows.
+    #[serde(default)]
+    pub windows: RawWindows,
+    /// Labels whose values form a session's peer group.
+    #[serde(default = "default_group_by")]
+    pub group_by: Vec<String>,
+    /// Where state lives.
+    #[serde(default)]
+    pub state: RawState,
+    /// Detector tuning not tied to one rule.
+    #[serde(default)]
+    pub detection: RawDetection,
+    /// When the detection job runs.
+    #[serde(default)]
+    pub schedule: RawSchedule,
+    /// How findings become alerts.
+    #[serde(default)]
+    pub alerts: RawAlerts,
+    /// Where alerts go.
+    #[serde(default)]
+    pub notify: RawNotify,
+    /// The local HTTP endpoint.
+    #[serde(default)]
+    pub server: RawServer,
+    /// Escalation of flagged incidents to an LLM investigation.
+    #[serde(default)]
+    pub investigation: RawInvestigation,
+    /// Rule files and directories, relative to the configuration file's folder.
+    #[serde(default = "default_rules")]
+    pub rules: Vec<String>,
+}
+
+fn default_group_by() -> Vec<String> {
+    vec!["feature".to_owned()]
+}
+
+fn default_rules() -> Vec<String> {
+    vec!["rules".to_owned()]
+}
+
+/// The `source` section; a key left out keeps its default.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawSource {
+    /// Base URL of the gateway API; required, here or in the environment.
+    pub api_url: Option<String>,
+    /// File holding the admin key, relative to the configuration file's folder.
+    pub admin_key_file: Option<String>,
+    /// Page size for listing calls.
+    pub page_limit: u32,
+    /// Whole-request timeout.
+    pub timeout: HumanDuration,
+    /// Connect timeout.
+    pub connect_timeout: HumanDuration,
+    /// Retries per page after the first attempt.
+    pub max_retries: u32,
+    /// First backoff delay.
+    pub retry_base: HumanDuration,
+    /// Longest backoff.
+    pub retry_max: HumanDuration,
+    /// Largest response body accepted, in bytes.
+    pub max_body_bytes: u64,
+    /// Label filter.
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Default for RawSource {
+    fn default() -> Self {
+        RawSource {
+            api_url: None,
+            admin_key_file: None,
+            page_limit: 50,
+            timeout: HumanDuration::secs(30),
+            connect_timeout: HumanDuration::secs(5),
+            max_retries: 5,
+            retry_base: HumanDuration::millis(500),
+            retry_max: HumanDuration::secs(60),
+            max_body_bytes: 8 * 1024 * 1024,
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// The `windows` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawWindows {
+    /// Length of one window.
+    pub size: HumanDuration,
+    /// Wait after a window's end before it is read.
+    pub settle_lag: HumanDuration,
+    /// RFC 3339 start when there is no watermark yet.
+    pub start: Option<String>,
+    /// How far back processing ever reaches.
+    pub max_backfill: HumanDuration,
+}
+
+impl Default for RawWindows {
+    fn default() -> Self {
+        RawWindows {
+            size: HumanDuration::secs(15 * 60),
+            settle_lag: HumanDuration::secs(2 * 60),
+            start: None,
+            max_backfill: HumanDuration::secs(7 * 24 * 3600),
+        }
+    }
+}
+
+/// The `state` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawState {
+    /// `sqlite:...`, `postgres://...` or `postgresql://...`.
+    pub url: String,
+    /// Largest number of open database connections (1 to 100).
+    pub max_connections: u64,
+    /// How long a replica holds the detection job without renewing it.
+    pub lease_ttl: HumanDuration,
+}
+
+impl Default for RawState {
+    fn default() -> Self {
+        RawState {
+            url: "sqlite://costwatch.db".to_owned(),
+            max_connections: 4,
+            lease_ttl: HumanDuration::secs(60),
+        }
+    }
+}
+
+/// The `detection` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawDetection {
+    /// Recent sessions kept per group as its baseline.
+    pub baseline_samples: u64,
+    /// Largest number of candidates judged in one window.
+    pub max_candidates: u64,
+    /// Concurrent drill-down requests.
+    pub drilldown_concurrency: u64,
+}
+
+impl Default for RawDetection {
+    fn default() -> Self {
+        RawDetection {
+            baseline_samples: 512,
+            max_candidates: 10_000,
+            drilldown_concurrency: 4,
+        }
+    }
+}
+
+/// The `schedule` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawSchedule {
+    /// Cron expression: 5 fields, or 6 with seconds first.
+    pub cron: String,
+    /// IANA time zone name the expression is read in.
+    pub timezone: String,
+    /// Most windows processed in one catch-up.
+    pub max_catch_up_windows: u64,
+}
+
+impl Default for RawSchedule {
+    fn default() -> Self {
+        RawSchedule {
+            cron: "*/5 * * * *".to_owned(),
+            timezone: "UTC".to_owned(),
+            max_catch_up_windows: 672,
+        }
+    }
+}
+
+/// The `alerts` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawAlerts {
+    /// Quiet time after an incident's alert.
+    pub cooldown: HumanDuration,
+    /// After the cooldown, the growth factor of the session count that re-alerts.
+    pub realert_growth: f64,
+    /// Time without findings after which an incident is resolved.
+    pub resolve_after: HumanDuration,
+    /// Whether resolved notifications are sent.
+    pub send_resolved: bool,
+    /// Sessions listed in an alert.
+    pub top_sessions: u64,
+    /// Catch-ups over more windows than this send one summary.
+    pub summary_after_windows: u64,
+    /// How long one alert's delivery is retried.
+    pub delivery_deadline: HumanDuration,
+    /// First delivery retry delay.
+    pub retry_base: HumanDuration,
+    /// Longest delay between delivery attempts.
+    pub retry_max: HumanDuration,
+    /// Base URL of the gateway's log UI.
+    pub gateway_ui_url: Option<String>,
+}
+
+impl Default for RawAlerts {
+    fn default() -> Self {
+        RawAlerts {
+            cooldown: HumanDuration::secs(6 * 3600),
+            realert_growth: 2.0,
+            resolve_after: HumanDuration::secs(2 * 3600),
+            send_resolved: true,
+            top_sessions: 5,
+            summary_after_windows: 4,
+            delivery_deadline: HumanDuration::secs(24 * 3600),
+            retry_base: HumanDuration::secs(30),
+            retry_max: HumanDuration::secs(30 * 60),
+            gateway_ui_url: None,
+        }
+    }
+}
+
+/// The `notify` section.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawNotify {
+    /// Email over SMTP; absent means no email channel.
+    pub email: Option<RawEmail>,
+    /// Webhooks, each deserialized on its own (see [`RawWebhook`]) so one
+    /// bad entry does not hide the problems of the others.
+    pub webhooks: Vec<serde_json::Value>,
+}
+
+/// `notify.email`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEmail {
+    /// SMTP host.
+    pub host: String,
+    /// SMTP port; by default the one of `security`.
+    #[serde(default)]
+    pub port: Option<u16>,
+    /// Transport security.
+    #[serde(default = "default_smtp_security")]
+    pub security: SmtpSecurity,
+    /// Extra CA certificate (PEM), relative to the configuration's folder.
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// SMTP user.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// File holding the SMTP password.
+    #[serde(default)]
+    pub password_file: Option<String>,
+    /// Sender mailbox.
+    pub from: String,
+    /// Recipients; required, checked by the loader so that a missing list
+    /// and an empty one read alike.
+    #[serde(default)]
+    pub to: Vec<String>,
+    /// Timeout of one delivery.
+    #[serde(default = "email_timeout")]
+    pub timeout: HumanDuration,
+}
+
+fn default_smtp_security() -> SmtpSecurity {
+    SmtpSecurity::StartTls
+}
+
+fn email_timeout() -> HumanDuration {
+    HumanDuration::secs(30)
+}
+
+/// One element of `notify.webhooks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWebhook {
+    /// Unique channel name.
+    pub name: String,
+    /// Where to POST.
+    pub url: String,
+    /// Body format.
+    #[serde(default = "default_webhook_shape")]
+    pub shape: WebhookShape,
+    /// File holding the signing secret.
+    #[serde(default)]
+    pub secret_file: Option<String>,
+    /// Timeout of one delivery.
+    #[serde(default = "webhook_timeout")]
+    pub timeout: HumanDuration,
+}
+
+fn default_webhook_shape() -> WebhookShape {
+    WebhookShape::Generic
+}
+
+fn webhook_timeout() -> HumanDuration {
+    HumanDuration::secs(10)
+}
+
+/// The `server` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawServer {
+    /// Socket address to listen on; `null` disables the endpoint.
+    pub listen: Option<String>,
+}
+
+impl Default for RawServer {
+    fn default() -> Self {
+        RawServer {
+            listen: Some("127.0.0.1:9464".to_owned()),
+        }
+    }
+}
+
+/// One rule file. Every kind is optional; each holds a list of rules.
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "costwatch rule file")]
+pub(crate) struct RawRuleFile {
+    /// Multi-request conversations on a cache-capable model that never hit
+    /// the prompt cache while their peers do.
+    #[serde(default)]
+    pub no_cache: Vec<RawNoCacheRule>,
+    /// A premium model used for tiny calls where the group does not normally
+    /// do so.
+    #[serde(default)]
+    pub oversized_model: Vec<RawOversizedModelRule>,
+    /// Sessions that call far more often than their peers, confirmed by
+    /// repeated near-identical requests or an error burst.
+    #[serde(default)]
+    pub retry_loop: Vec<RawRetryLoopRule>,
+}
+
+/// A `no_cache` rule.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "NoCacheRule")]
+pub(crate) struct RawNoCacheRule {
+    /// Unique name among the `no_cache` rules; appears in findings.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Severity of the rule's findings.
+    #[serde(default = "default_severity")]
+    pub severity: Severity,
+    /// Exact-match label selector; `{}` covers every session. The most
+    /// specific matching rule decides.
+    #[serde(default, rename = "match")]
+    pub selector: BTreeMap<String, String>,
+    /// A disabled rule silences the sessions it covers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Fewest calls in the session (a single call can never hit the cache).
+    #[serde(default = "no_cache_min_requests")]
+    #[schemars(range(min = 2))]
+    pub min_requests: u64,
+    /// Smallest average prompt per call, in tokens; shorter prompts are below
+    /// the providers' cacheable minimum.
+    #[serde(default = "no_cache_min_avg_input_tokens")]
+    pub min_avg_input_tokens: u64,
+    /// Cached share of the prompt at or below which the session counts as
+    /// uncached.
+    #[serde(default = "no_cache_max_cached_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_cached_share: f64,
+    /// Peers' median cached share needed before an uncached session is unusual.
+    #[serde(default = "no_cache_min_peer_cached_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_peer_cached_share: f64,
+    /// Fewest eligible peers for the peer test; below it the rule alone decides.
+    #[serde(default = "no_cache_min_peers")]
+    #[schemars(range(min = 1))]
+    pub min_peers: u64,
+    /// Smallest estimated waste worth a finding, in USD.
+    #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    pub min_impact_usd: f64,
+}
+
+/// An `oversized_model` rule.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "OversizedModelRule")]
+pub(crate) struct RawOversizedModelRule {
+    /// Unique name among the `oversized_model` rules; appears in findings.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Severity of the rule's findings.
+    #[serde(default = "default_severity")]
+    pub severity: Severity,
+    /// Exact-match label selector; `{}` covers every session. The most
+    /// specific matching rule decides.
+    #[serde(default, rename = "match")]
+    pub selector: BTreeMap<String, String>,
+    /// A disabled rule silences the sessions it covers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// A model is premium when its blended price is at least this many times
+    /// the cheapest model in use.
+    #[serde(default = "oversized_premium_price_ratio")]
+    #[schemars(range(min = 1.0))]
+    pub premium_price_ratio: f64,
+    /// Largest average prompt per premium call that counts as tiny, in tokens.
+    #[serde(default = "oversized_max_avg_input_tokens")]
+    pub max_avg_input_tokens: u64,
+    /// Largest average completion per premium call that counts as tiny, in
+    /// tokens.
+    #[serde(default = "oversized_max_avg_output_tokens")]
+    pub max_avg_output_tokens: u64,
+    /// Smallest share of the session's cost spent on tiny premium calls.
+    #[serde(default = "oversized_min_premium_cost_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub min_premium_cost_share: f64,
+    /// Fewest peers before the group's habits are judged at all.
+    #[serde(default = "oversized_min_peers")]
+    #[schemars(range(min = 1))]
+    pub min_peers: u64,
+    /// When more than this share of the group's sessions make tiny premium
+    /// calls, that is the group's normal pattern and nothing is flagged.
+    #[serde(default = "oversized_max_group_share")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub max_group_share: f64,
+    /// Smallest estimated waste worth a finding, in USD.
+    #[serde(default)]
+    #[schemars(range(min = 0.0))]
+    pub min_impact_usd: f64,
+}
+
+/// A `retry_loop` rule.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(rename = "RetryLoopRule")]
+pub(crate) struct RawRetryLoopRule {
+    /// Unique name among the `retry_loop` rules; appears in findings.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// Severity of the rule's findings.
+    #[serde(default = "default_severity")]
+    pub severity: Severity,
+    /// Exact-match label selector; `{}` covers every session. The most
+    /// specific matching rule decides.
+    #[serde(default, rename = "match")]
+    pub selector: BTreeMap<String, String>,
+    /// A disabled rule silences the sessions it covers.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// Fewest calls for a session to be considered at all.
+    #[serde(default = "retry_min_requests")]
+    #[schemars(range(min = 2))]
+    pub min_requests: u64,
+    /// Calls must be at least this many times the peers' median.
+    #[serde(default = "retry_min_ratio_to_median")]
+    #[schemars(range(min = 1.0))]
+    pub min_ratio_to_median: f64,
+    /// Robust z-score (median and MAD of log call counts) needed; above 0.
+    #[serde(default = "retry_min_robust_z")]
+    pub min_robust_z: f64,
+    /// Fewest peers for the statistical test; below it
+    /// `cold_start_min_requests` applies.
+    #[serde(default = "retry_min_peers")]
+    #[schemars(range(min = 1))]
+    pub min_peers: u64,
+    /// Calls needed when the group has too little history.
+    #[serde(default = "retry_cold_start_min_requests")]
+    pub cold_start_min_requests: u64,
+    /// Consecutive near-identical calls that confirm a loop.
+    #[serde(default = "retry_min_identical_run")]
+    #[schemars(range(min = 2))]
+    pub min_identical_run: u64,
+    /// Prompt sizes within this many tokens count as near-identical...
+    #[serde(default = "retry_input_tolerance_tokens")]
+    pub input_tolerance_tokens: u64,
+    /// ...or within this share of the previous prompt.
+    #[serde(default = "retry_input_tolerance_ratio")]
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub input_tolerance_ratio: f64,
+    /// Failed calls in a row that confirm a loop; also the failed calls that
+    /// make a session a candidate whatever its size.
+    #[serde(default = "retry_min_error_burst")]
+    pub min_error_burst: u64,
+}
+
+fn default_severity() -> Severity {
+    Severity::Warning
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn no_cache_min_requests() -> u64 {
+    3
+}
+fn no_cache_min_avg_input_tokens() -> u64 {
+    1024
+}
+fn no_cache_max_cached_share() -> f64 {
+    0.05
+}
+fn no_cache_min_peer_cached_share() -> f64 {
+    0.15
+}
+fn no_cache_min_peers() -> u64 {
+    5
+}
+
+fn oversized_premium_price_ratio() -> f64 {
+    5.0
+}
+fn oversized_max_avg_input_tokens() -> u64 {
+    1000
+}
+fn oversized_max_avg_output_tokens() -> u64 {
+    500
+}
+fn oversized_min_premium_cost_share() -> f64 {
+    0.5
+}
+fn oversized_min_peers() -> u64 {
+    2
+}
+fn oversized_max_group_share() -> f64 {
+    0.5
+}
+
+fn retry_min_requests() -> u64 {
+    6
+}
+fn retry_min_ratio_to_median() -> f64 {
+    2.5
+}
+fn retry_min_robust_z() -> f64 {
+    3.0
+}
+fn retry_min_peers() -> u64 {
+    20
+}
+fn retry_cold_start_min_requests() -> u64 {
+    8
+}
+fn retry_min_identical_run() -> u64 {
+    5
+}
+fn retry_input_tolerance_tokens() -> u64 {
+    32
+}
+fn retry_input_tolerance_ratio() -> f64 {
+    0.005
+}
+fn retry_min_error_burst() -> u64 {
+    4
+}
+
+/// The `investigation` section.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawInvestigation {
+    /// Whether flagged incidents are escalated at all.
+    pub enabled: bool,
+    /// The gateway's MCP endpoint (read with the admin key).
+    pub mcp_url: String,
+    /// Base URL of an OpenAI-compatible API (`{llm_url}/chat/completions`).
+    pub llm_url: String,
+    /// The investigating model.
+    pub model: String,
+    /// File with the inference key; `COSTWATCH_INFERENCE_KEY` wins.
+    pub inference_key_file: Option<String>,
+    /// Tools offered to the model, in this order (the allowlist).
+    pub tools: Vec<String>,
+    /// The model's prices per million tokens; without them the gateway's
+    /// catalogue is used.
+    pub prices: Option<RawPrices>,
+    /// Which incidents are escalated.
+    pub escalate: RawEscalate,
+    /// Hard caps.
+    pub caps: RawCaps,
+}
+
+impl Default for RawInvestigation {
+    fn default() -> Self {
+        RawInvestigation {
+            enabled: false,
+            mcp_url: "http://127.0.0.1:8080/v1/mcp".to_owned(),
+            llm_url: "http://127.0.0.1:8080/v1".to_owned(),
+            model: "gpt-6-luna".to_owned(),
+            inference_key_file: None,
+            tools: vec![
+                "search_requests".into(),
+                "get_request".into(),
+                "list_sessions".into(),
+            ],
+            prices: None,
+            escalate: RawEscalate::default(),
+            caps: RawCaps::default(),
+        }
+    }
+}
+
+/// Model prices per million tokens.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPrices {
+    /// Uncached prompt tokens.
+    pub input_usd_per_mtok: f64,
+    /// Cached prompt tokens.
+    pub cached_input_usd_per_mtok: f64,
+    /// Completion tokens.
+    pub output_usd_per_mtok: f64,
+}
+
+/// Which incidents are escalated.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawEscalate {
+    /// Finding kinds escalated.
+    pub kinds: Vec<Kind>,
+    /// Lowest severity escalated.
+    pub min_severity: Severity,
+    /// Most investigations started per hour.
+    pub max_per_hour: u64,
+}
+
+impl Default for RawEscalate {
+    fn default() -> Self {
+        RawEscalate {
+            kinds: Kind::ALL.to_vec(),
+            min_severity: Severity::Warning,
+            max_per_hour: 6,
+        }
+    }
+}
+
+/// Hard caps of one investigation, and of a day.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RawCaps {
+    /// Model calls per run.
+    pub max_rounds: u64,
+    /// Tool calls per run.
+    pub max_tool_calls: u64,
+    /// Prompt tokens per run.
+    pub max_input_tokens: u64,
+    /// Completion tokens per run.
+    pub max_output_tokens: u64,
+    /// Dollars per run.
+    pub max_usd_per_run: f64,
+    /// Dollars per UTC day, over every run and replica.
+    pub max_usd_per_day: f64,
+    /// Largest tool result passed to the model, in bytes.
+    pub max_tool_result_bytes: u64,
+    /// Wall-clock time per run.
+    pub wall_timeout: HumanDuration,
+}
+
+impl Default for RawCaps {
+    fn default() -> Self {
+        RawCaps {
+            max_rounds: 4,
+            max_tool_calls: 6,
+            max_input_tokens: 16_000,
+            max_output_tokens: 2_000,
+            max_usd_per_run: 0.05,
+            max_usd_per_day: 1.0,
+            max_tool_result_bytes: 4_000,
+            wall_timeout: HumanDuration::secs(120),
+        }
+    }
+}

@@ -1,0 +1,114 @@
+//! The checks: pure functions from session aggregates, a group's baseline and
+//! the rules to findings. No I/O happens here and nothing here fails: odd data
+//! becomes a diagnostic, never an error.
+
+pub mod baseline;
+pub mod catalogue;
+pub mod no_cache;
+pub mod oversized_model;
+pub mod retry_loop;
+pub mod window;
+
+pub use baseline::{GroupBaseline, GroupStats, Ring};
+pub use catalogue::Catalogue;
+pub use window::{Detector, Judgement, Rejudge, RetryCandidate, WindowAnalysis};
+
+use crate::config::Severity;
+use crate::source::{Labels, SessionRecord, Window};
+use serde::{Deserialize, Serialize};
+
+pub use crate::domain::Kind;
+
+/// One session found wasting money, with the evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// What kind of waste.
+    pub kind: Kind,
+    /// The session.
+    pub session_id: String,
+    /// The window in which it was found.
+    pub window: Window,
+    /// From the rule.
+    pub severity: Severity,
+    /// Name of the rule that matched.
+    pub rule: String,
+    /// Peer group, e.g. `feature=support-agent`.
+    pub group: String,
+    /// The session's labels.
+    pub labels: Labels,
+    /// What the session cost.
+    pub cost_usd: f64,
+    /// Estimated cost above what its peers would have spent.
+    pub impact_usd: f64,
+    /// The figures behind the finding.
+    pub evidence: serde_json::Value,
+    /// One sentence a person can check.
+    pub explanation: String,
+}
+
+/// Something odd noticed while checking, reported rather than failed on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// The session concerned, if one.
+    pub session_id: Option<String>,
+    /// What was odd.
+    pub message: String,
+}
+
+/// The peer group of a session: `key=value` for each `group_by` label,
+/// joined by `,`; a missing label has an empty value. No `group_by` labels
+/// put every session in one group, `all`.
+pub fn group_key(labels: &Labels, group_by: &[String]) -> String {
+    let mut key = String::new();
+    write_group_key(labels, group_by, &mut key);
+    key
+}
+
+/// Writes [`group_key`] into `key` (cleared first), so one buffer can serve
+/// every session of a window.
+pub fn write_group_key(labels: &Labels, group_by: &[String], key: &mut String) {
+    key.clear();
+    if group_by.is_empty() {
+        key.push_str("all");
+        return;
+    }
+    for (i, k) in group_by.iter().enumerate() {
+        if i > 0 {
+            key.push(',');
+        }
+        key.push_str(k);
+        key.push('=');
+        key.push_str(labels.get(k).map(String::as_str).unwrap_or(""));
+    }
+}
+
+/// Share of the prompt read from cache, in `[0, 1]`.
+pub fn cached_share(s: &SessionRecord) -> f64 {
+    if s.input_tokens == 0 {
+        0.0
+    } else {
+        s.cached_tokens.min(s.input_tokens) as f64 / s.input_tokens as f64
+    }
+}
+
+/// Average prompt size per call.
+pub fn avg_input(s: &SessionRecord) -> f64 {
+    if s.requests == 0 {
+        0.0
+    } else {
+        s.input_tokens as f64 / s.requests as f64
+    }
+}
+
+/// Rounds money for evidence (to a hundred-millionth of a dollar).
+pub(crate) fn usd(v: f64) -> f64 {
+    (v * 1e8).round() / 1e8
+}
+
+/// Rounds a share for evidence.
+pub(crate) fn ratio(v: f64) -> f64 {
+    (v * 1e4).round() / 1e4
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,666 @@
+//! Table-driven checks of the detectors: rules (YAML) and session rows in,
+//! findings out, with every look-alike the detectors must leave alone.
+
+use super::*;
+use crate::config::{Rules, load_rules};
+use crate::source::{ModelPrice, ModelUsage, RequestRecord, RequestStatus};
+use chrono::{Duration, TimeZone, Utc};
+use std::collections::{BTreeSet, HashMap};
+
+const LUNA: &str = "gpt-6-luna";
+const SOL: &str = "gpt-6.1-sol";
+const NOVA: &str = "nova-lite";
+
+fn models() -> Vec<ModelPrice> {
+    let m = |id: &str, i: f64, c: Option<f64>, o: f64| ModelPrice {
+        id: id.into(),
+        input_usd_per_mtok: i,
+        cached_input_usd_per_mtok: c,
+        cache_write_usd_per_mtok: c.map(|c| c * 12.5),
+        output_usd_per_mtok: o,
+        supports_prompt_cache: c.is_some(),
+    };
+    vec![
+        m(LUNA, 0.10, Some(0.01), 0.40),
+        m(SOL, 2.50, Some(0.25), 10.0),
+        m(NOVA, 0.20, None, 0.80),
+    ]
+}
+
+fn shipped_rules() -> Rules {
+    load_rules(&[std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../rules")]).unwrap()
+}
+
+fn rules_from(yaml: &str) -> Rules {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    load_rules(&[path]).unwrap()
+}
+
+fn window(i: i64) -> Window {
+    let start = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap() + Duration::minutes(15 * i);
+    Window {
+        start,
+        end: start + Duration::minutes(15),
+    }
+}
+
+/// One session on the given model calls: `(model, requests, input, cached, output)`.
+fn session(id: &str, feature: &str, w: i64, calls: &[(&str, u64, u64, u64, u64)]) -> SessionRecord {
+    let cat = Catalogue::new(models(), [LUNA]);
+    let by_model: Vec<ModelUsage> = calls
+        .iter()
+        .map(|&(m, r, i, c, o)| ModelUsage {
+            model: m.into(),
+            requests: r,
+            input_tokens: i,
+            cached_tokens: c,
+            output_tokens: o,
+            cost_usd: cat.cost(m, i, c, o).unwrap(),
+        })
+        .collect();
+    let at = window(w).start + Duration::seconds(30);
+    SessionRecord {
+        session_id: id.into(),
+        first_request_at: at,
+        last_request_at: at + Duration::seconds(60),
+        requests: by_model.iter().map(|m| m.requests).sum(),
+        errors: 0,
+        input_tokens: by_model.iter().map(|m| m.input_tokens).sum(),
+        cached_tokens: by_model.iter().map(|m| m.cached_tokens).sum(),
+        cache_write_tokens: 0,
+        output_tokens: by_model.iter().map(|m| m.output_tokens).sum(),
+        cost_usd: by_model.iter().map(|m| m.cost_usd).sum(),
+        by_model,
+        labels: Labels::from([("feature".to_string(), feature.to_string())]),
+    }
+}
+
+/// A healthy cached conversation of `turns` turns on Luna.
+fn chat(id: &str, feature: &str, w: i64, turns: u64) -> SessionRecord {
+    let input: u64 = (0..turns).map(|t| 2_000 + 600 * t).sum();
+    let cached: u64 = (1..turns).map(|t| 2_000 + 600 * (t - 1)).sum();
+    session(id, feature, w, &[(LUNA, turns, input, cached, 150 * turns)])
+}
+
+/// Request rows of a conversation whose prompt grows every turn.
+fn growing_requests(id: &str, turns: u64) -> Vec<RequestRecord> {
+    (0..turns)
+        .map(|t| request(id, t, LUNA, 2_000 + 600 * t, RequestStatus::Success))
+        .collect()
+}
+
+/// Request rows of a loop: the same prompt, mostly failing.
+fn loop_requests(id: &str, calls: u64, input: u64, failures: u64) -> Vec<RequestRecord> {
+    (0..calls)
+        .map(|t| {
+            let status = if t < failures {
+                RequestStatus::Error
+            } else {
+                RequestStatus::Success
+            };
+            request(id, t, LUNA, input, status)
+        })
+        .collect()
+}
+
+fn request(id: &str, t: u64, model: &str, input: u64, status: RequestStatus) -> RequestRecord {
+    RequestRecord {
+        request_id: format!("req_{id}_{t}"),
+        session_id: id.into(),
+        created_at: window(0).start + Duration::seconds(5 * t as i64),
+        model: model.into(),
+        status,
+        http_status: Some(if status == RequestStatus::Error {
+            429
+        } else {
+            200
+        }),
+        error_type: (status == RequestStatus::Error).then(|| "RateLimitError".to_string()),
+        input_tokens: input,
+        cached_tokens: 0,
+        output_tokens: if status == RequestStatus::Error {
+            0
+        } else {
+            20
+        },
+        cost_usd: input as f64 * 0.1 / 1e6,
+    }
+}
+
+/// Runs windows in order through the detector, carrying baselines from one
+/// window to the next as the pipeline does, and confirming drill-downs from
+/// `requests`. Returns `(kind, session)` pairs of all findings.
+fn run(
+    rules: Rules,
+    windows: Vec<Vec<SessionRecord>>,
+    requests: &HashMap<String, Vec<RequestRecord>>,
+) -> BTreeSet<(Kind, String)> {
+    let det = Detector {
+        rules,
+        group_by: vec!["feature".into()],
+        baseline_samples: 512,
+        max_candidates: 10_000,
+    };
+    let mut baselines: HashMap<String, GroupBaseline> = HashMap::new();
+    let mut in_use: BTreeSet<String> = BTreeSet::new();
+    let mut found = BTreeSet::new();
+    for (i, sessions) in windows.into_iter().enumerate() {
+        let w = window(i as i64);
+        let mut a = det.begin(
+            w,
+            Catalogue::new(models(), in_use.iter().map(String::as_str)),
+        );
+        for s in sessions {
+            a.observe(s);
+        }
+        let history = a
+            .groups()
+            .into_iter()
+            .filter_map(|g| baselines.remove(&g).map(|b| (g, b)))
+            .collect();
+        let j = a.judge(history);
+        for f in &j.findings {
+            found.insert((f.kind, f.session_id.clone()));
+        }
+        for c in &j.drilldowns {
+            let reqs = requests
+                .get(&c.session.session_id)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(f) = det.confirm_retry(c, &reqs, w) {
+                found.insert((f.kind, f.session_id.clone()));
+            }
+        }
+        in_use.extend(j.models_seen);
+        baselines.extend(j.baselines);
+    }
+    found
+}
+
+fn expect(pairs: &[(Kind, &str)]) -> BTreeSet<(Kind, String)> {
+    pairs.iter().map(|(k, s)| (*k, s.to_string())).collect()
+}
+
+/// A day of healthy history for the usual groups, `n` sessions each per window.
+fn healthy_history(windows: i64, n: usize) -> Vec<Vec<SessionRecord>> {
+    (0..windows)
+        .map(|w| {
+            let mut v = Vec::new();
+            for k in 0..n {
+                v.push(chat(
+                    &format!("sa-{w}-{k}"),
+                    "support-agent",
+                    w,
+                    3 + (k as u64 % 5),
+                ));
+                v.push(session(
+                    &format!("tr-{w}-{k}"),
+                    "triage",
+                    w,
+                    &[(LUNA, 4, 700, 0, 100)],
+                ));
+                v.push(session(
+                    &format!("ck-{w}-{k}"),
+                    "checkout",
+                    w,
+                    &[(LUNA, 2 + k as u64 % 3, 1_200, 0, 150)],
+                ));
+            }
+            v
+        })
+        .collect()
+}
+
+struct Case {
+    name: &'static str,
+    rules: Option<&'static str>,
+    windows: Vec<Vec<SessionRecord>>,
+    requests: Vec<(&'static str, Vec<RequestRecord>)>,
+    expect: Vec<(Kind, &'static str)>,
+}
+
+fn with_history(
+    mut history: Vec<Vec<SessionRecord>>,
+    last: Vec<SessionRecord>,
+) -> Vec<Vec<SessionRecord>> {
+    let w = history.len() as i64;
+    let last = last
+        .into_iter()
+        .map(|mut s| {
+            let at = window(w).start + Duration::seconds(40);
+            s.first_request_at = at;
+            s.last_request_at = at;
+            s
+        })
+        .collect();
+    history.push(last);
+    history
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "an uncached conversation among caching peers is flagged",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "nc",
+                    "support-agent",
+                    0,
+                    &[(LUNA, 6, 24_557, 0, 1_290)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![(Kind::NoCache, "nc")],
+        },
+        Case {
+            name: "a single-request session is never no_cache",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "one",
+                    "support-agent",
+                    0,
+                    &[(LUNA, 1, 9_000, 0, 300)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "a model without a prompt cache is never no_cache",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "nova",
+                    "support-agent",
+                    0,
+                    &[(NOVA, 6, 30_000, 0, 900)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "prompts below the cacheable size are never no_cache",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "short",
+                    "support-agent",
+                    0,
+                    &[(LUNA, 6, 3_000, 0, 300)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "a group whose peers do not cache either is left alone",
+            rules: None,
+            windows: (0..3)
+                .map(|w| {
+                    (0..6)
+                        .map(|k| {
+                            session(
+                                &format!("b-{w}-{k}"),
+                                "batch",
+                                w,
+                                &[(LUNA, 5, 20_000, 0, 500)],
+                            )
+                        })
+                        .collect()
+                })
+                .collect(),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "a long healthy cached conversation is not a retry loop",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![chat("long", "support-agent", 0, 40)],
+            ),
+            requests: vec![("long", growing_requests("long", 40))],
+            expect: vec![],
+        },
+        Case {
+            name: "a retry loop cheaper than a normal session is flagged against its peers",
+            rules: None,
+            windows: with_history(healthy_history(4, 6), {
+                let mut s = session("loop", "checkout", 0, &[(LUNA, 10, 3_800, 0, 60)]);
+                s.errors = 8;
+                vec![s]
+            }),
+            requests: vec![("loop", loop_requests("loop", 10, 380, 8))],
+            expect: vec![(Kind::RetryLoop, "loop")],
+        },
+        Case {
+            name: "a few healthy rate-limit retries are not a loop",
+            rules: None,
+            windows: with_history(healthy_history(4, 6), {
+                let mut s = session("retried", "checkout", 0, &[(LUNA, 6, 2_400, 0, 100)]);
+                s.errors = 2;
+                vec![s]
+            }),
+            requests: vec![("retried", loop_requests("retried", 3, 400, 2))],
+            expect: vec![],
+        },
+        Case {
+            name: "a premium model on tiny calls, unusual for its group, is flagged",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "sol",
+                    "triage",
+                    0,
+                    &[(SOL, 3, 217, 0, 44), (LUNA, 2, 290, 0, 50)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![(Kind::OversizedModel, "sol")],
+        },
+        Case {
+            name: "a premium model on big inputs, normal for its group, is left alone",
+            rules: None,
+            windows: (0..3)
+                .map(|w| {
+                    (0..5)
+                        .map(|k| {
+                            session(
+                                &format!("r-{w}-{k}"),
+                                "research",
+                                w,
+                                &[(SOL, 4, 90_000, 60_000, 3_000)],
+                            )
+                        })
+                        .collect()
+                })
+                .collect(),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "a premium model a whole group always uses on short prompts is left alone",
+            rules: None,
+            windows: (0..3)
+                .map(|w| {
+                    let mut v: Vec<SessionRecord> = (0..5)
+                        .map(|k| {
+                            session(
+                                &format!("l-{w}-{k}"),
+                                "legal",
+                                w,
+                                &[(SOL, 3, 1_500, 0, 200)],
+                            )
+                        })
+                        .collect();
+                    v.push(session(
+                        &format!("x-{w}"),
+                        "other",
+                        w,
+                        &[(LUNA, 3, 1_500, 0, 200)],
+                    ));
+                    v
+                })
+                .collect(),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "a traffic spike of healthy sessions raises nothing",
+            rules: None,
+            windows: {
+                let mut h = healthy_history(3, 4);
+                h.extend(healthy_history(4, 30).into_iter().skip(3));
+                h
+            },
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "a new group with little history raises nothing for healthy traffic or a lone premium call",
+            rules: None,
+            windows: with_history(
+                healthy_history(2, 4),
+                vec![
+                    chat("new-1", "onboarding", 0, 4),
+                    chat("new-2", "onboarding", 0, 30),
+                    session("new-3", "fresh", 0, &[(SOL, 2, 150, 0, 20)]),
+                ],
+            ),
+            requests: vec![("new-2", growing_requests("new-2", 30))],
+            expect: vec![],
+        },
+        Case {
+            name: "a per-label rule can silence a group",
+            rules: Some(
+                "no_cache:\n  - name: default\n  - name: quiet-support\n    match: {feature: support-agent}\n    enabled: false\n",
+            ),
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "nc",
+                    "support-agent",
+                    0,
+                    &[(LUNA, 6, 24_557, 0, 1_290)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "a per-label threshold is tuned for one group only",
+            rules: Some(
+                "oversized_model:\n  - name: default\n  - name: triage-strict\n    match: {feature: triage}\n    max_avg_input_tokens: 50\n",
+            ),
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![
+                    session("sol-triage", "triage", 0, &[(SOL, 3, 217, 0, 44)]),
+                    session("sol-checkout", "checkout", 0, &[(SOL, 3, 217, 0, 44)]),
+                ],
+            ),
+            requests: vec![],
+            expect: vec![(Kind::OversizedModel, "sol-checkout")],
+        },
+    ]
+}
+
+#[test]
+fn detector_table() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let rules = case.rules.map(rules_from).unwrap_or_else(shipped_rules);
+        let requests: HashMap<String, Vec<RequestRecord>> = case
+            .requests
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let got = run(rules, case.windows, &requests);
+        let want = expect(&case.expect);
+        if got != want {
+            failures.push(format!("{}: expected {want:?}, got {got:?}", case.name));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn odd_data_becomes_a_diagnostic_not_a_failure() {
+    let det = Detector {
+        rules: shipped_rules(),
+        group_by: vec!["feature".into()],
+        baseline_samples: 64,
+        max_candidates: 1,
+    };
+    let mut a = det.begin(window(0), Catalogue::new(models(), [LUNA]));
+    let mut odd = session("odd", "x", 0, &[(LUNA, 3, 100, 500, 10)]);
+    odd.cached_tokens = 500;
+    a.observe(odd);
+    let mut unknown = session("unknown-model", "x", 0, &[(LUNA, 9, 100, 0, 10)]);
+    unknown.by_model[0].model = "mystery".into();
+    a.observe(unknown);
+    a.observe(session("zero", "x", 0, &[]));
+    let j = a.judge(HashMap::new());
+    assert!(
+        j.diagnostics
+            .iter()
+            .any(|d| d.message.contains("exceed input_tokens")),
+        "{:?}",
+        j.diagnostics
+    );
+    assert_eq!(j.sessions, 3);
+}
+
+#[test]
+fn findings_carry_impact_and_evidence() {
+    let windows = with_history(
+        healthy_history(4, 6),
+        vec![session(
+            "nc",
+            "support-agent",
+            0,
+            &[(LUNA, 6, 24_557, 0, 1_290)],
+        )],
+    );
+    let det = Detector {
+        rules: shipped_rules(),
+        group_by: vec!["feature".into()],
+        baseline_samples: 512,
+        max_candidates: 100,
+    };
+    let mut baselines = HashMap::new();
+    let mut last = Vec::new();
+    for (i, sessions) in windows.into_iter().enumerate() {
+        let mut a = det.begin(window(i as i64), Catalogue::new(models(), [LUNA]));
+        sessions.into_iter().for_each(|s| a.observe(s));
+        let j = a.judge(std::mem::take(&mut baselines));
+        baselines = j.baselines;
+        last = j.findings;
+    }
+    let f = last.iter().find(|f| f.session_id == "nc").unwrap();
+    assert_eq!(f.group, "feature=support-agent");
+    assert!(
+        f.impact_usd > 0.0 && f.impact_usd < f.cost_usd,
+        "{}",
+        f.impact_usd
+    );
+    assert_eq!(f.evidence["cached_tokens"], 0);
+    assert_eq!(f.evidence["cold_start"], false);
+    assert!(f.evidence["peer_median_cached_share"].as_f64().unwrap() > 0.3);
+    assert!(f.explanation.contains("24557"), "{}", f.explanation);
+}
+
+#[test]
+fn group_keys_name_every_group_by_label() {
+    let labels = Labels::from([("feature".to_string(), "a".to_string())]);
+    assert_eq!(
+        group_key(&labels, &["feature".into(), "team".into()]),
+        "feature=a,team="
+    );
+    assert_eq!(group_key(&labels, &[]), "all");
+}
+
+/// Runs `windows` through `det` and returns the last window's judgement
+/// (findings and drill-down sessions) and whether it overflowed; with
+/// `reread`, an overflowing window is read a second time, as the pipeline
+/// does.
+fn last_judgement(
+    det: &Detector,
+    windows: Vec<Vec<SessionRecord>>,
+    reread: bool,
+) -> (BTreeSet<(Kind, String)>, Vec<Diagnostic>, bool) {
+    let mut baselines = HashMap::new();
+    let mut out = (BTreeSet::new(), Vec::new(), false);
+    for (i, sessions) in windows.into_iter().enumerate() {
+        let mut a = det.begin(window(i as i64), Catalogue::new(models(), [LUNA]));
+        sessions.iter().cloned().for_each(|s| a.observe(s));
+        let overflowed = a.overflowed();
+        let history = std::mem::take(&mut baselines);
+        let j = if reread && overflowed {
+            let mut again = a.rejudge(history);
+            sessions.into_iter().for_each(|s| again.observe(s));
+            again.finish()
+        } else {
+            a.judge(history)
+        };
+        let mut found: BTreeSet<(Kind, String)> = j
+            .findings
+            .iter()
+            .map(|f| (f.kind, f.session_id.clone()))
+            .collect();
+        found.extend(
+            j.drilldowns
+                .iter()
+                .map(|c| (Kind::RetryLoop, c.session.session_id.clone())),
+        );
+        baselines = j.baselines;
+        out = (found, j.diagnostics, overflowed);
+    }
+    out
+}
+
+#[test]
+fn a_window_with_too_many_candidates_is_read_again_and_judged_whole() {
+    // Many healthy long conversations (nominated for a retry check, never
+    // outliers) fill the candidate cap before the waste at the window's end.
+    let mut last: Vec<SessionRecord> = (0..40)
+        .map(|k| chat(&format!("long-{k}"), "support-agent", 0, 7))
+        .collect();
+    last.push(session(
+        "nc",
+        "support-agent",
+        0,
+        &[(LUNA, 6, 24_557, 0, 1_290)],
+    ));
+    last.push(session(
+        "os",
+        "triage",
+        0,
+        &[(SOL, 3, 217, 0, 60), (LUNA, 1, 200, 0, 30)],
+    ));
+    last.push(session(
+        "loop",
+        "checkout",
+        0,
+        &[(LUNA, 30, 12_000, 0, 300)],
+    ));
+    let windows = with_history(healthy_history(4, 6), last);
+    let det = |max_candidates| Detector {
+        rules: shipped_rules(),
+        group_by: vec!["feature".into()],
+        baseline_samples: 512,
+        max_candidates,
+    };
+    let (whole, _, overflowed) = last_judgement(&det(10_000), windows.clone(), true);
+    assert!(!overflowed);
+    assert_eq!(
+        whole,
+        expect(&[
+            (Kind::NoCache, "nc"),
+            (Kind::OversizedModel, "os"),
+            (Kind::RetryLoop, "loop"),
+        ])
+    );
+    let (capped, _, overflowed) = last_judgement(&det(5), windows.clone(), false);
+    assert!(overflowed);
+    assert!(
+        capped.is_empty(),
+        "the cap keeps only early look-alikes: {capped:?}"
+    );
+    let (again, diagnostics, _) = last_judgement(&det(5), windows, true);
+    assert_eq!(again, whole);
+    assert!(
+        diagnostics.iter().any(|d| d.message.contains("read again")),
+        "{diagnostics:?}"
+    );
+}

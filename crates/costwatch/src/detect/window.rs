@@ -1,0 +1,467 @@
+//! One window's pass: every session is seen once as its page streams by
+//! (O(1) work, folded into bounded per-group samples); only candidates are
+//! kept. After the last page, candidates are judged against their group's
+//! baseline (history plus this window), and retry-loop candidates are handed
+//! back for a request drill-down.
+//!
+//! A window that nominates more sessions than `max_candidates` is read a
+//! second time ([`WindowAnalysis::rejudge`]): by then its baselines are
+//! complete, so every session is judged as it streams by and only findings
+//! and drill-downs are kept. Memory stays bounded by what is found, and the
+//! result is the same as with no cap.
+
+use super::baseline::GroupBaseline;
+use super::retry_loop::Trigger;
+use super::{
+    Catalogue, Diagnostic, Finding, GroupStats, cached_share, no_cache, oversized_model,
+    retry_loop, write_group_key,
+};
+use crate::config::rules::select;
+use crate::config::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules};
+use crate::source::{RequestRecord, SessionRecord, Window};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+/// The rules and settings every window is checked with.
+#[derive(Debug, Clone)]
+pub struct Detector {
+    /// Detector rules.
+    pub rules: Rules,
+    /// Labels that form peer groups.
+    pub group_by: Vec<String>,
+    /// Sessions kept per group baseline.
+    pub baseline_samples: usize,
+    /// Largest number of candidates kept per window.
+    pub max_candidates: usize,
+}
+
+/// What the cheap test made on every session nominates it for.
+#[derive(Debug, Clone, Copy, Default)]
+struct Nomination {
+    no_cache: bool,
+    oversized: bool,
+    retry: bool,
+    /// The price level of its tiny calls (see
+    /// [`oversized_model::tiny_call_price`]).
+    tiny_price: f64,
+}
+
+impl Nomination {
+    fn any(&self) -> bool {
+        self.no_cache || self.oversized || self.retry
+    }
+}
+
+/// A session kept for judging.
+#[derive(Debug, Clone)]
+struct Candidate {
+    session: SessionRecord,
+    group: String,
+    nomination: Nomination,
+}
+
+/// A retry-loop candidate waiting for its requests.
+#[derive(Debug, Clone)]
+pub struct RetryCandidate {
+    /// The session.
+    pub session: SessionRecord,
+    /// Its peer group.
+    pub group: String,
+    /// Why it was nominated.
+    pub trigger: Trigger,
+    stats: GroupStats,
+    rule: RetryLoopRule,
+}
+
+/// The state of one window while its pages stream in.
+#[derive(Debug)]
+pub struct WindowAnalysis<'d> {
+    det: &'d Detector,
+    window: Window,
+    catalogue: Catalogue,
+    fresh: HashMap<String, GroupBaseline>,
+    candidates: Vec<Candidate>,
+    sessions: u64,
+    skipped_candidates: u64,
+    diagnostics: Vec<Diagnostic>,
+    models_seen: BTreeSet<String>,
+    /// The current session's group key, reused from session to session.
+    key: String,
+}
+
+/// The outcome of judging a window, before drill-downs.
+#[derive(Debug)]
+pub struct Judgement {
+    /// Findings that need nothing more.
+    pub findings: Vec<Finding>,
+    /// Retry-loop candidates to confirm from their requests.
+    pub drilldowns: Vec<RetryCandidate>,
+    /// Baselines to store for the groups seen.
+    pub baselines: HashMap<String, GroupBaseline>,
+    /// Odd things noticed.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Sessions seen in the window.
+    pub sessions: u64,
+    /// Models seen carrying traffic in the window.
+    pub models_seen: BTreeSet<String>,
+}
+
+/// Most diagnostics kept per window; beyond it they are only counted.
+const MAX_DIAGNOSTICS: usize = 100;
+
+impl Detector {
+    /// Starts a window. `catalogue` holds the gateway's prices and the models
+    /// known to be in use.
+    pub fn begin(&self, window: Window, catalogue: Catalogue) -> WindowAnalysis<'_> {
+        WindowAnalysis {
+            det: self,
+            window,
+            catalogue,
+            fresh: HashMap::new(),
+            candidates: Vec::new(),
+            sessions: 0,
+            skipped_candidates: 0,
+            diagnostics: Vec::new(),
+            models_seen: BTreeSet::new(),
+            key: String::new(),
+        }
+    }
+
+    fn no_cache_rule(&self, s: &SessionRecord) -> Option<&NoCacheRule> {
+        select(&self.rules.no_cache, |r| &r.meta, &s.labels)
+    }
+
+    fn oversized_rule(&self, s: &SessionRecord) -> Option<&OversizedModelRule> {
+        select(&self.rules.oversized_model, |r| &r.meta, &s.labels)
+    }
+
+    fn retry_rule(&self, s: &SessionRecord) -> Option<&RetryLoopRule> {
+        select(&self.rules.retry_loop, |r| &r.meta, &s.labels)
+    }
+
+    /// The cheap test made on every session (`cached_tokens` already capped).
+    fn nominate(&self, s: &SessionRecord, catalogue: &Catalogue) -> Nomination {
+        let os_rule = self.oversized_rule(s);
+        let tiny_price = os_rule.map_or(0.0, |r| oversized_model::tiny_call_price(s, catalogue, r));
+        Nomination {
+            no_cache: self
+                .no_cache_rule(s)
+                .is_some_and(|r| no_cache::is_candidate(s, catalogue, r)),
+            // Nominated against the cheapest model listed, which is never
+            // dearer than the cheapest in use once the whole window is known.
+            oversized: os_rule.is_some_and(|r| {
+                tiny_price > 0.0
+                    && catalogue
+                        .lowest_premium_floor(r.premium_price_ratio)
+                        .is_some_and(|f| tiny_price >= f)
+            }),
+            retry: self
+                .retry_rule(s)
+                .is_some_and(|r| s.requests >= r.min_requests || s.errors >= r.min_error_burst),
+            tiny_price,
+        }
+    }
+
+    /// Confirms or drops a retry-loop candidate from its requests (oldest first).
+    pub fn confirm_retry(
+        &self,
+        c: &RetryCandidate,
+        requests: &[RequestRecord],
+        window: Window,
+    ) -> Option<Finding> {
+        retry_loop::confirm(
+            &c.session, requests, c.trigger, &c.group, &c.stats, &c.rule, window,
+        )
+    }
+}
+
+impl<'d> WindowAnalysis<'d> {
+    fn diagnose(&mut self, session_id: Option<&str>, message: String) {
+        if self.diagnostics.len() < MAX_DIAGNOSTICS {
+            self.diagnostics.push(Diagnostic {
+                session_id: session_id.map(str::to_owned),
+                message,
+            });
+        }
+    }
+
+    /// Takes one session as its page arrives.
+    pub fn observe(&mut self, mut s: SessionRecord) {
+        self.sessions += 1;
+        if s.cached_tokens > s.input_tokens {
+            self.diagnose(
+                Some(&s.session_id),
+                format!(
+                    "cached_tokens {} exceed input_tokens {}; capped",
+                    s.cached_tokens, s.input_tokens
+                ),
+            );
+            s.cached_tokens = s.input_tokens;
+        }
+        for m in &s.by_model {
+            if !self.models_seen.contains(&m.model) {
+                self.models_seen.insert(m.model.clone());
+                self.catalogue.note_in_use(&m.model);
+            }
+        }
+        write_group_key(&s.labels, &self.det.group_by, &mut self.key);
+        let n = self.det.nominate(&s, &self.catalogue);
+
+        // Looked up before inserting, so a known group costs no key copy.
+        let b = match self.fresh.get_mut(&self.key) {
+            Some(b) => b,
+            None => self
+                .fresh
+                .entry(self.key.clone())
+                .or_insert_with(|| GroupBaseline::new(self.det.baseline_samples)),
+        };
+        // Each session enters its group's baseline once: in the window where
+        // its first request falls.
+        if self.window.contains(s.first_request_at) {
+            if s.requests > 0 {
+                b.log_requests.push((s.requests as f64).ln());
+            }
+            let eligible = self.det.no_cache_rule(&s);
+            if eligible.is_some_and(|r| no_cache::eligible(&s, &self.catalogue, r)) {
+                b.cached_share.push(cached_share(&s));
+            }
+            b.tiny_call_price.push(n.tiny_price);
+            for m in &s.by_model {
+                match b.model_calls.get_mut(&m.model) {
+                    Some(n) => *n += m.requests as f64,
+                    None => {
+                        b.model_calls.insert(m.model.clone(), m.requests as f64);
+                    }
+                }
+            }
+        }
+
+        if n.any() {
+            if self.candidates.len() >= self.det.max_candidates {
+                self.skipped_candidates += 1;
+                return;
+            }
+            self.candidates.push(Candidate {
+                session: s,
+                group: self.key.clone(),
+                nomination: n,
+            });
+        }
+    }
+
+    /// Peer groups seen so far.
+    pub fn groups(&self) -> Vec<String> {
+        self.fresh.keys().cloned().collect()
+    }
+
+    /// Whether more sessions were nominated than `max_candidates` kept:
+    /// read the window again into [`WindowAnalysis::rejudge`] to judge them
+    /// all, or [`WindowAnalysis::judge`] only those kept.
+    pub fn overflowed(&self) -> bool {
+        self.skipped_candidates > 0
+    }
+
+    /// The baselines of the groups seen: `history` (their stored baselines)
+    /// merged with this window's sessions, ready to judge against.
+    fn verdicts(&mut self, mut history: HashMap<String, GroupBaseline>) -> Verdicts<'d> {
+        let cap = self.det.baseline_samples;
+        let mut baselines = HashMap::new();
+        let mut stats: HashMap<String, GroupStats> = HashMap::new();
+        for (group, fresh) in std::mem::take(&mut self.fresh) {
+            let mut b = history
+                .remove(&group)
+                .unwrap_or_else(|| GroupBaseline::new(cap));
+            b.resize(cap);
+            b.decay_models();
+            merge(&mut b, fresh);
+            stats.insert(group.clone(), b.stats());
+            baselines.insert(group, b);
+        }
+        Verdicts {
+            det: self.det,
+            window: self.window,
+            catalogue: std::mem::take(&mut self.catalogue),
+            baselines,
+            stats,
+            empty: GroupBaseline::new(1).stats(),
+            findings: Vec::new(),
+            drilldowns: Vec::new(),
+        }
+    }
+
+    /// Judges the candidates against `history` (stored baselines of the
+    /// groups seen) merged with this window's sessions. When the window
+    /// [`overflowed`](WindowAnalysis::overflowed), only the candidates kept
+    /// are judged.
+    pub fn judge(mut self, history: HashMap<String, GroupBaseline>) -> Judgement {
+        if self.skipped_candidates > 0 {
+            let n = self.skipped_candidates;
+            self.diagnose(
+                None,
+                format!("{n} candidates over detection.max_candidates were not judged"),
+            );
+        }
+        let candidates = std::mem::take(&mut self.candidates);
+        let mut v = self.verdicts(history);
+        for c in candidates {
+            v.check(c.session, &c.group, c.nomination);
+        }
+        let (findings, drilldowns, baselines) = (v.findings, v.drilldowns, v.baselines);
+        Judgement {
+            findings,
+            drilldowns,
+            baselines,
+            diagnostics: self.diagnostics,
+            sessions: self.sessions,
+            models_seen: self.models_seen,
+        }
+    }
+
+    /// For a window that [`overflowed`](WindowAnalysis::overflowed): judges
+    /// every session of a second read of the window against the baselines
+    /// of this (complete) first read, as the sessions stream by. The
+    /// baselines are not fed again.
+    pub fn rejudge(mut self, history: HashMap<String, GroupBaseline>) -> Rejudge<'d> {
+        let n = self.skipped_candidates + self.candidates.len() as u64;
+        self.diagnose(
+            None,
+            format!(
+                "{n} candidates exceeded detection.max_candidates ({}); the window was read again to judge them all",
+                self.det.max_candidates
+            ),
+        );
+        self.candidates = Vec::new();
+        let verdicts = self.verdicts(history);
+        Rejudge {
+            verdicts,
+            diagnostics: self.diagnostics,
+            sessions: self.sessions,
+            models_seen: self.models_seen,
+            key: String::new(),
+        }
+    }
+}
+
+/// A window's baselines and statistics, and what judging against them found.
+#[derive(Debug)]
+struct Verdicts<'d> {
+    det: &'d Detector,
+    window: Window,
+    catalogue: Catalogue,
+    baselines: HashMap<String, GroupBaseline>,
+    stats: HashMap<String, GroupStats>,
+    empty: GroupStats,
+    findings: Vec<Finding>,
+    drilldowns: Vec<RetryCandidate>,
+}
+
+impl Verdicts<'_> {
+    /// Judges one nominated session of `group`.
+    fn check(&mut self, s: SessionRecord, group: &str, n: Nomination) {
+        let st = self.stats.get(group).unwrap_or(&self.empty);
+        if let Some(rule) = self.det.no_cache_rule(&s).filter(|_| n.no_cache) {
+            self.findings.extend(no_cache::judge(
+                &s,
+                group,
+                st,
+                &self.catalogue,
+                rule,
+                self.window,
+            ));
+        }
+        if let Some(rule) = self.det.oversized_rule(&s).filter(|_| n.oversized) {
+            let tiny = oversized_model::tiny_premium(&s, &self.catalogue, rule);
+            let floor = self.catalogue.premium_floor(rule.premium_price_ratio);
+            if let (Some(tiny), Some(floor), Some(b)) = (tiny, floor, self.baselines.get(group)) {
+                let st = GroupStats {
+                    premium_tiny_share: b.premium_tiny_share(floor),
+                    ..st.clone()
+                };
+                self.findings.extend(oversized_model::judge(
+                    &s,
+                    &tiny,
+                    group,
+                    &st,
+                    &self.catalogue,
+                    rule,
+                    self.window,
+                ));
+            }
+        }
+        let retry_rule = self.det.retry_rule(&s).filter(|_| n.retry);
+        if let Some((rule, trigger)) =
+            retry_rule.and_then(|r| retry_loop::trigger(&s, st, r).map(|t| (r, t)))
+        {
+            let (stats, rule) = (st.clone(), rule.clone());
+            self.drilldowns.push(RetryCandidate {
+                session: s,
+                group: group.to_owned(),
+                trigger,
+                stats,
+                rule,
+            });
+        }
+    }
+}
+
+/// The second read of a window that had too many candidates; see
+/// [`WindowAnalysis::rejudge`].
+#[derive(Debug)]
+pub struct Rejudge<'d> {
+    verdicts: Verdicts<'d>,
+    diagnostics: Vec<Diagnostic>,
+    sessions: u64,
+    models_seen: BTreeSet<String>,
+    key: String,
+}
+
+impl Rejudge<'_> {
+    /// Takes one session of the second read as its page arrives.
+    pub fn observe(&mut self, mut s: SessionRecord) {
+        // Odd figures were reported on the first read.
+        s.cached_tokens = s.cached_tokens.min(s.input_tokens);
+        let det = self.verdicts.det;
+        let n = det.nominate(&s, &self.verdicts.catalogue);
+        if n.any() {
+            write_group_key(&s.labels, &det.group_by, &mut self.key);
+            let group = std::mem::take(&mut self.key);
+            self.verdicts.check(s, &group, n);
+            self.key = group;
+        }
+    }
+
+    /// The judgement of the window: the baselines and counts of the first
+    /// read, the findings and drill-downs of the second.
+    pub fn finish(self) -> Judgement {
+        Judgement {
+            findings: self.verdicts.findings,
+            drilldowns: self.verdicts.drilldowns,
+            baselines: self.verdicts.baselines,
+            diagnostics: self.diagnostics,
+            sessions: self.sessions,
+            models_seen: self.models_seen,
+        }
+    }
+}
+
+/// Appends a window's fresh samples to the stored baseline.
+fn merge(into: &mut GroupBaseline, fresh: GroupBaseline) {
+    let GroupBaseline {
+        log_requests,
+        cached_share,
+        tiny_call_price,
+        model_calls,
+    } = fresh;
+    for (ring, new) in [
+        (&mut into.log_requests, log_requests),
+        (&mut into.cached_share, cached_share),
+        (&mut into.tiny_call_price, tiny_call_price),
+    ] {
+        for v in new.values() {
+            ring.push(v);
+        }
+    }
+    let models: BTreeMap<String, f64> = model_calls;
+    for (m, n) in models {
+        *into.model_calls.entry(m).or_default() += n;
+    }
+}

@@ -1,0 +1,124 @@
+//! Escalation: the firing alerts of flagged incidents that match the policy
+//! get a capped LLM investigation before they are stored and sent. The
+//! investigation's summary, cost and full transcript travel with the alert.
+//!
+//! Only flagged windows are escalated; everything else stays free. Each
+//! investigation is stored under the key of the notification it explains,
+//! so a crash between investigating and enqueueing reuses it at the next
+//! tick instead of paying again. The daily budget lives in the state
+//! database, shared by every replica.
+
+use crate::clock::Clock;
+use crate::domain::{Kind, Severity};
+use crate::investigate::BudgetLedger;
+use crate::investigate::budget::{Caps, Prices};
+use crate::investigate::mcp::McpClient;
+use crate::investigate::model::ModelClient;
+use crate::investigate::run::{RunOptions, investigate};
+use crate::investigate::transcript::{render_text, step_log_jsonl};
+use crate::notify::{Alert, AlertStatus};
+use crate::store::{Store, StoreError};
+use chrono::Duration as ChronoDuration;
+use std::sync::Arc;
+
+/// Everything an escalation needs.
+pub struct Escalation {
+    /// The gateway's read-only log tools, allowlisted.
+    pub tools: McpClient,
+    /// The investigating model.
+    pub model: ModelClient,
+    /// Hard caps per run and per day.
+    pub caps: Caps,
+    /// The model's prices.
+    pub prices: Prices,
+    /// Tools offered (in order) and per-call settings.
+    pub options: RunOptions,
+    /// Finding kinds escalated.
+    pub kinds: Vec<Kind>,
+    /// Lowest severity escalated.
+    pub min_severity: Severity,
+    /// Most investigations started per hour.
+    pub max_per_hour: u64,
+}
+
+impl Escalation {
+    /// Whether the policy escalates this alert.
+    pub fn wants(&self, a: &Alert) -> bool {
+        a.status == AlertStatus::Firing
+            && a.severity >= self.min_severity
+            && a.kind.waste().is_some_and(|k| self.kinds.contains(&k))
+    }
+
+    /// Investigates the alerts the policy wants (within the hourly limit),
+    /// attaching each investigation to its alert. Returns how many ran and
+    /// what they cost.
+    pub async fn enrich<St: Store + BudgetLedger>(
+        &self,
+        store: &St,
+        alerts: &mut [Alert],
+        clock: &Arc<dyn Clock>,
+    ) -> Result<(usize, f64), StoreError> {
+        let (mut ran, mut spent) = (0usize, 0.0);
+        for alert in alerts.iter_mut().filter(|a| self.wants(a)) {
+            let key = alert.idempotency_key();
+            if let Some(stored) = store.investigation_for(&key).await? {
+                alert.investigation = Some(stored);
+                continue;
+            }
+            let now = clock.now();
+            if store
+                .investigations_since(now - ChronoDuration::hours(1))
+                .await?
+                >= self.max_per_hour
+            {
+                tracing::info!(fingerprint = %alert.fingerprint, "investigation skipped: escalate.max_per_hour reached");
+                continue;
+            }
+            let inv = investigate(
+                alert,
+                &self.tools,
+                &self.model,
+                store,
+                &self.caps,
+                &self.prices,
+                clock.as_ref(),
+                &self.options,
+            )
+            .await;
+            let mut json = inv.to_alert_json();
+            if let Some(obj) = json.as_object_mut() {
+                obj.insert(
+                    "transcript_text".to_owned(),
+                    serde_json::Value::String(render_text(&inv)),
+                );
+            }
+            let steps = step_log_jsonl(&inv);
+            for line in steps.lines() {
+                tracing::info!(target: "costwatch::investigation::steps", step = %line, "investigation step");
+            }
+            store
+                .save_investigation(
+                    &key,
+                    &alert.fingerprint,
+                    &inv.run_id,
+                    inv.totals.cost_usd,
+                    inv.stop_reason.code(),
+                    &json,
+                    &steps,
+                    inv.started_at,
+                )
+                .await?;
+            tracing::info!(
+                fingerprint = %alert.fingerprint,
+                run_id = %inv.run_id,
+                stop = inv.stop_reason.code(),
+                cost_usd = inv.totals.cost_usd,
+                "investigation done"
+            );
+            ran += 1;
+            spent += inv.totals.cost_usd;
+            alert.investigation = Some(json);
+        }
+        Ok((ran, spent))
+    }
+}

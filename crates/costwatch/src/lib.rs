@@ -1,0 +1,29 @@
+//! costwatch finds wasted LLM spend in an LLM gateway's logs.
+//!
+//! Modules in reading order: where time and secrets come from, the shared
+//! domain words, the configuration, the source of sessions, the pure
+//! detectors, the state store, and the window pipeline that ties them
+//! together. The simulator and the benchmark harness are crates of their own
+//! (`costwatch-sim`, `costwatch-bench`).
+
+pub mod clock;
+pub mod domain;
+pub mod secret;
+
+pub mod config;
+pub mod source;
+
+pub mod detect;
+pub mod incidents;
+pub mod investigate;
+pub mod notify;
+pub mod store;
+
+pub mod app;
+pub mod backtest;
+pub mod daemon;
+pub mod escalate;
+pub mod ops;
+pub mod pipeline;
+
+pub mod cli;

@@ -1,0 +1,208 @@
+//! Alerts and where they go: the alert model, its renderings, the email and
+//! webhook channels, and the outbox that delivers them durably.
+
+pub mod email;
+pub mod outbox;
+pub mod render;
+pub mod webhook;
+
+use crate::domain::{Kind, Labels, Severity, Window};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+
+/// Version of the webhook JSON schema; bumped on any incompatible change.
+pub const ALERT_SCHEMA_VERSION: &str = "costwatch.alert.v1";
+
+/// Whether an incident is going on or over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertStatus {
+    /// The incident is going on.
+    Firing,
+    /// The incident stopped recurring.
+    Resolved,
+}
+
+/// What an alert is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertKind {
+    /// A no-cache incident.
+    NoCache,
+    /// An oversized-model incident.
+    OversizedModel,
+    /// A retry-loop incident.
+    RetryLoop,
+    /// One summary after a catch-up over many windows.
+    CatchUpSummary,
+    /// The gateway could not be read.
+    SourceUnhealthy,
+    /// A sample sent by `costwatch test-alert`.
+    Test,
+}
+
+impl AlertKind {
+    /// The name used in subjects, labels and storage.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertKind::NoCache => "no_cache",
+            AlertKind::OversizedModel => "oversized_model",
+            AlertKind::RetryLoop => "retry_loop",
+            AlertKind::CatchUpSummary => "catch_up_summary",
+            AlertKind::SourceUnhealthy => "source_unhealthy",
+            AlertKind::Test => "test",
+        }
+    }
+
+    /// The kind of waste behind an incident alert; `None` for the daemon's
+    /// own alerts (summaries, source health, tests).
+    pub fn waste(self) -> Option<Kind> {
+        match self {
+            AlertKind::NoCache => Some(Kind::NoCache),
+            AlertKind::OversizedModel => Some(Kind::OversizedModel),
+            AlertKind::RetryLoop => Some(Kind::RetryLoop),
+            AlertKind::CatchUpSummary | AlertKind::SourceUnhealthy | AlertKind::Test => None,
+        }
+    }
+}
+
+/// One session listed in an alert.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlertSession {
+    /// The gateway's session id.
+    pub session_id: String,
+    /// What the session cost.
+    pub cost_usd: f64,
+    /// Cost above its peers.
+    pub impact_usd: f64,
+    /// The finding's explanation.
+    pub explanation: String,
+    /// The finding's evidence.
+    pub evidence: serde_json::Value,
+    /// Link to the session in the gateway's UI, when configured.
+    pub link: Option<String>,
+}
+
+/// One incident notification, as stored in the outbox and sent to every channel.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    /// Schema version ([`ALERT_SCHEMA_VERSION`]).
+    pub version: String,
+    /// Stable id of the incident; receivers deduplicate on it together with
+    /// `status` and `sequence` (the idempotency key is [`Alert::idempotency_key`]).
+    pub fingerprint: String,
+    /// How many notifications this incident had before this one.
+    pub sequence: u32,
+    /// Firing or resolved.
+    pub status: AlertStatus,
+    /// What it is about.
+    pub kind: AlertKind,
+    /// Severity (the highest of the findings).
+    pub severity: Severity,
+    /// Rule name, for finding alerts.
+    pub rule: Option<String>,
+    /// Peer group, e.g. `feature=support-agent`.
+    pub group: String,
+    /// The group's labels.
+    pub labels: Labels,
+    /// Subject line, e.g. `[costwatch] no_cache in feature=support-agent: 12 sessions, +$4.20/day`.
+    pub title: String,
+    /// A few sentences for people.
+    pub summary: String,
+    /// Sessions involved in the incident so far.
+    pub session_count: u64,
+    /// Total cost above peers of those sessions.
+    pub impact_usd: f64,
+    /// Impact extrapolated to a day at the incident's rate.
+    pub impact_usd_per_day: f64,
+    /// The largest sessions (top N by impact).
+    pub sessions: Vec<AlertSession>,
+    /// The windows the incident spans.
+    pub window: Window,
+    /// When the incident started.
+    pub starts_at: DateTime<Utc>,
+    /// When it was resolved.
+    pub ends_at: Option<DateTime<Utc>>,
+    /// Filled by the investigation: summary, transcript, cost.
+    pub investigation: Option<serde_json::Value>,
+    /// When this notification was made.
+    pub created_at: DateTime<Utc>,
+}
+
+impl Alert {
+    /// The key a receiver deduplicates on: the same notification delivered
+    /// twice carries the same key.
+    pub fn idempotency_key(&self) -> String {
+        let status = match self.status {
+            AlertStatus::Firing => "firing",
+            AlertStatus::Resolved => "resolved",
+        };
+        format!("{}:{}:{}", self.fingerprint, status, self.sequence)
+    }
+}
+
+/// Why a delivery failed.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// Worth retrying: network trouble, timeouts, 429/5xx, SMTP 4xx.
+    #[error("delivery failed, will retry: {0}")]
+    Transient(String),
+    /// Retrying will not help: bad address, 4xx other than 429, SMTP 5xx.
+    #[error("delivery rejected: {0}")]
+    Rejected(String),
+}
+
+/// A channel alerts are sent to.
+pub trait Notifier: Send + Sync {
+    /// The channel's name (`email`, or the webhook's name).
+    fn name(&self) -> &str;
+
+    /// Sends one alert.
+    fn send(&self, alert: &Alert) -> impl Future<Output = Result<(), NotifyError>> + Send;
+}
+
+/// The sample alert `costwatch test-alert` sends.
+pub fn sample_alert(now: DateTime<Utc>) -> Alert {
+    let fingerprint = format!("test-{}", now.timestamp());
+    Alert {
+        version: ALERT_SCHEMA_VERSION.to_owned(),
+        title: render::title_for(
+            AlertKind::Test,
+            "feature=example",
+            1,
+            0.0,
+            AlertStatus::Firing,
+        ),
+        summary:
+            "this is a test alert from costwatch test-alert: if you read it, this channel works"
+                .to_owned(),
+        fingerprint,
+        sequence: 1,
+        status: AlertStatus::Firing,
+        kind: AlertKind::Test,
+        severity: Severity::Info,
+        rule: None,
+        group: "feature=example".to_owned(),
+        labels: Labels::from([("feature".to_owned(), "example".to_owned())]),
+        session_count: 1,
+        impact_usd: 0.0,
+        impact_usd_per_day: 0.0,
+        sessions: vec![AlertSession {
+            session_id: "example-session".to_owned(),
+            cost_usd: 0.0012,
+            impact_usd: 0.0,
+            explanation: "a sample session".to_owned(),
+            evidence: serde_json::json!({}),
+            link: None,
+        }],
+        window: Window {
+            start: now,
+            end: now,
+        },
+        starts_at: now,
+        ends_at: None,
+        investigation: None,
+        created_at: now,
+    }
+}

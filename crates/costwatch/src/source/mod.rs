@@ -1,0 +1,188 @@
+//! Where session aggregates come from.
+//!
+//! Only this module knows a gateway's JSON. Everything downstream sees the
+//! gateway-agnostic records defined here.
+
+pub mod gateway;
+mod wire;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::future::Future;
+use std::time::Duration;
+
+pub use crate::domain::{Labels, Window};
+
+/// One model's share of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelUsage {
+    /// Model id as the gateway names it.
+    pub model: String,
+    /// Calls made to this model.
+    pub requests: u64,
+    /// Whole prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Prompt tokens read from the prompt cache.
+    pub cached_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// What these calls cost.
+    pub cost_usd: f64,
+}
+
+/// A session aggregated over its whole life so far.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    /// The gateway's session id.
+    pub session_id: String,
+    /// Time of the first request.
+    pub first_request_at: DateTime<Utc>,
+    /// Time of the latest request.
+    pub last_request_at: DateTime<Utc>,
+    /// Number of calls.
+    pub requests: u64,
+    /// Number of failed calls.
+    pub errors: u64,
+    /// Whole prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Prompt tokens read from the prompt cache.
+    pub cached_tokens: u64,
+    /// Prompt tokens written to the prompt cache.
+    pub cache_write_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// What the session cost.
+    pub cost_usd: f64,
+    /// Per-model breakdown; may be empty when the gateway does not provide it.
+    pub by_model: Vec<ModelUsage>,
+    /// Session labels.
+    pub labels: Labels,
+}
+
+/// Outcome of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RequestStatus {
+    /// The model answered.
+    Success,
+    /// The call failed.
+    Error,
+}
+
+/// One logged model call (never any prompt or response text).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequestRecord {
+    /// The gateway's request id.
+    pub request_id: String,
+    /// Session the request belongs to.
+    pub session_id: String,
+    /// When the call was made.
+    pub created_at: DateTime<Utc>,
+    /// Model called.
+    pub model: String,
+    /// Whether it succeeded.
+    pub status: RequestStatus,
+    /// HTTP status the model provider answered, if known.
+    pub http_status: Option<u16>,
+    /// Kind of failure (`RateLimitError`, `Timeout`, ...).
+    pub error_type: Option<String>,
+    /// Whole prompt tokens, cached ones included.
+    pub input_tokens: u64,
+    /// Prompt tokens read from the prompt cache.
+    pub cached_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// What the call cost.
+    pub cost_usd: f64,
+}
+
+/// A model's prices, per million tokens.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelPrice {
+    /// Model id.
+    pub id: String,
+    /// Uncached prompt tokens.
+    pub input_usd_per_mtok: f64,
+    /// Prompt tokens read from cache; `None` without a prompt cache.
+    pub cached_input_usd_per_mtok: Option<f64>,
+    /// Prompt tokens written to cache; `None` without a prompt cache.
+    pub cache_write_usd_per_mtok: Option<f64>,
+    /// Completion tokens.
+    pub output_usd_per_mtok: f64,
+    /// Whether the model has a prompt cache at all.
+    pub supports_prompt_cache: bool,
+}
+
+/// Why a source call failed, in terms the caller can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// Worth trying again later: network trouble, 429, 5xx, a cut-off or
+    /// malformed page. The window stays due.
+    #[error("gateway unavailable: {0}")]
+    Transient(String),
+    /// Trying again will not help until someone changes something: 400, 401, 403, 404.
+    #[error("gateway rejected the request: {0}")]
+    Rejected(String),
+    /// A response that does not follow the contract (missing required field,
+    /// wrong type, truncated JSON). The window is retried later.
+    #[error("gateway sent an invalid page: {0}")]
+    Invalid(String),
+}
+
+impl SourceError {
+    /// Whether a later attempt may succeed without a configuration change.
+    pub fn is_retryable(&self) -> bool {
+        !matches!(self, SourceError::Rejected(_))
+    }
+}
+
+/// Counters a source reports for one window read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Pages read.
+    pub pages: u64,
+    /// Rows read.
+    pub rows: u64,
+    /// Requests retried after a transient failure.
+    pub retries: u64,
+}
+
+/// Retry and size limits for talking to a gateway.
+#[derive(Debug, Clone)]
+pub struct HttpLimits {
+    /// Whole-request timeout.
+    pub timeout: Duration,
+    /// Connect timeout.
+    pub connect_timeout: Duration,
+    /// Attempts after the first for one page.
+    pub max_retries: u32,
+    /// First backoff delay; doubles per attempt.
+    pub retry_base: Duration,
+    /// Longest backoff (and longest `Retry-After` honoured).
+    pub retry_max: Duration,
+    /// Largest response body accepted.
+    pub max_body_bytes: usize,
+}
+
+/// A gateway that can be read window by window.
+pub trait Source: Send + Sync {
+    /// The model catalogue with prices.
+    fn models(&self) -> impl Future<Output = Result<Vec<ModelPrice>, SourceError>> + Send;
+
+    /// Streams every session active in `window`, page by page, into `sink`.
+    /// Returns only after the last page was read; any error means the window
+    /// was not read completely.
+    fn sessions<F>(
+        &self,
+        window: Window,
+        sink: F,
+    ) -> impl Future<Output = Result<ReadStats, SourceError>> + Send
+    where
+        F: FnMut(SessionRecord) + Send;
+
+    /// Every request of one session (the drill-down for candidates).
+    fn session_requests(
+        &self,
+        session_id: &str,
+    ) -> impl Future<Output = Result<Vec<RequestRecord>, SourceError>> + Send;
+}
