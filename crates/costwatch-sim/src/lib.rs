@@ -11,7 +11,10 @@
 //! crate's `source` records. `costwatch demo`, the backtest and the
 //! integration tests run against it.
 
+mod cursor;
 pub mod dataset;
+mod faults;
+mod http;
 pub mod mcp;
 pub mod model;
 pub mod rng;
