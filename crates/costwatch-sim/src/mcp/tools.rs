@@ -112,15 +112,20 @@ pub fn tool_specs() -> Vec<Value> {
             "additionalProperties": false,
         })
     };
+    // The arguments of the tools that list a window page by page.
+    let window_listing = object(
+        json!({
+            "start": time("Inclusive start, RFC 3339 UTC."),
+            "end": time("Exclusive end, RFC 3339 UTC."),
+            "labels": labels, "limit": limit, "cursor": cursor,
+        }),
+        &["start", "end"],
+    );
     vec![
         json!({
             "name": "list_sessions",
             "description": "Sessions with a request in [start, end): requests, errors, tokens, cost, models, labels. At most 50 rows a call; pass next_cursor for more.",
-            "inputSchema": object(json!({
-                "start": time("Inclusive start, RFC 3339 UTC."),
-                "end": time("Exclusive end, RFC 3339 UTC."),
-                "labels": labels, "limit": limit, "cursor": cursor,
-            }), &["start", "end"]),
+            "inputSchema": window_listing.clone(),
         }),
         json!({
             "name": "search_requests",
@@ -142,11 +147,7 @@ pub fn tool_specs() -> Vec<Value> {
         json!({
             "name": "list_traces",
             "description": "Trace aggregates in [start, end).",
-            "inputSchema": object(json!({
-                "start": time("Inclusive start, RFC 3339 UTC."),
-                "end": time("Exclusive end, RFC 3339 UTC."),
-                "labels": labels, "limit": limit, "cursor": cursor,
-            }), &["start", "end"]),
+            "inputSchema": window_listing.clone(),
         }),
         json!({
             "name": "list_models",
