@@ -1,6 +1,10 @@
 //! Calls before they become request rows: model, tokens, failure and the
 //! pause before them, grouped into a session [`Draft`]; the shape of a
 //! conversation; the prompt cache's 128-token blocks.
+//!
+//! No wire format yet: `generator` turns these into the request rows of
+//! gateway-api.md section 1 (`status`, `http_status`, `error_type`, the
+//! token fields).
 
 use std::ops::RangeInclusive;
 

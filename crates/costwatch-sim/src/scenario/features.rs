@@ -2,6 +2,9 @@
 //! retries, premium-model sub-calls) and the building blocks they share:
 //! a growing conversation, its prompt-cache reads, a burst of resent calls.
 //! These draw from the generator's random source in a fixed order.
+//!
+//! No wire format here: the drafts become the request rows of
+//! gateway-api.md section 1 in `generator`.
 
 use super::calls::{
     CacheMode, Call, Conversation, Draft, Failure, Gap, cache_blocks, ensure_one_hit,

@@ -1,6 +1,9 @@
 //! The incident schedule: when each incident of a scenario happens, drawn
 //! from the seeded generator before any session (the order of draws fixes
 //! the data, so it must not change).
+//!
+//! No wire format here: the plan never shows in the gateway's rows
+//! (gateway-api.md section 1), only in which sessions carry waste.
 
 use super::{NO_CACHE_MINUTES, ONBOARDING_NO_CACHE_MINUTES, RETRY_LOOP_MINUTES, ScenarioParams};
 use crate::rng::SimRng;
