@@ -10,13 +10,25 @@
 //! It is the outside world: it has its own JSON shapes and never uses the
 //! crate's `source` records. `costwatch demo`, the backtest and the
 //! integration tests run against it.
+//!
+//! Modules, in reading order: `dataset` (what is served) and `scenario` (how
+//! generated traffic is made); `server` (the REST contract) and `mcp` (the
+//! MCP tools, section 2), which page with the shared `cursor` tokens and
+//! inject faults through the shared `faults` queue; `model` (a scripted
+//! OpenAI-compatible model, section 3); `http` (the loopback listener and
+//! bearer keys all three servers use); `rng` (the seeded random source).
 
 pub mod dataset;
+pub mod scenario;
+
+mod cursor;
+mod faults;
 pub mod mcp;
+pub mod server;
+
+mod http;
 pub mod model;
 pub mod rng;
-pub mod scenario;
-pub mod server;
 
 pub use dataset::{Dataset, DatasetError, SimModel, SimRequest, SimSession, Truth};
 pub use scenario::{ScenarioParams, generate};

@@ -1,0 +1,257 @@
+//! Tests of the generated scenarios: determinism, the truth, labels, costs,
+//! consistency of the rows, volumes.
+
+use super::*;
+use crate::dataset::{KINDS, NO_CACHE, OVERSIZED_MODEL, RETRY_LOOP, SimRequest, SimSession};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::OnceLock;
+
+fn default_dataset() -> &'static Dataset {
+    static D: OnceLock<Dataset> = OnceLock::new();
+    D.get_or_init(|| generate(&ScenarioParams::default()))
+}
+
+fn small(seed: u64) -> Dataset {
+    generate(&ScenarioParams {
+        seed,
+        days: 4,
+        sessions_per_day: 300,
+        ..ScenarioParams::default()
+    })
+}
+
+fn first_100_json(d: &Dataset) -> String {
+    serde_json::to_string(&d.sessions[..100]).unwrap()
+}
+
+#[test]
+fn generation_is_deterministic() {
+    assert_eq!(first_100_json(&small(11)), first_100_json(&small(11)));
+    assert_ne!(first_100_json(&small(11)), first_100_json(&small(12)));
+    let d = default_dataset();
+    assert_eq!(
+        first_100_json(d),
+        first_100_json(&generate(&ScenarioParams::default()))
+    );
+}
+
+#[test]
+fn truth_covers_every_kind_and_every_id_exists() {
+    let d = default_dataset();
+    for kind in KINDS {
+        let ids: Vec<_> = d.truth.of(kind).collect();
+        assert!(!ids.is_empty(), "no {kind} sessions");
+        for id in ids {
+            assert!(d.session(id).is_some(), "{kind}: {id} missing");
+        }
+    }
+}
+
+#[test]
+fn labels_do_not_leak_the_truth() {
+    let d = default_dataset();
+    let words = [
+        "cache",
+        "oversized",
+        "retry",
+        "loop",
+        "incident",
+        "truth",
+        "anomal",
+        "waste",
+        "case",
+    ];
+    for s in &d.sessions {
+        let keys: Vec<_> = s.labels.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["env", "feature"]);
+        for text in s.labels.values().chain([&s.session_id]) {
+            for w in words {
+                assert!(!text.contains(w), "{text} contains {w}");
+            }
+        }
+        assert!(s.requests.iter().all(|r| r.labels == s.labels));
+    }
+}
+
+#[test]
+fn costs_follow_the_catalogue_prices() {
+    let d = default_dataset();
+    let prices: BTreeMap<&str, (f64, f64, f64)> = [
+        (LUNA, (0.10, 0.01, 0.40)),
+        (SOL, (2.50, 0.25, 10.0)),
+        (SONNET, (3.00, 0.30, 15.0)),
+        (NOVA, (0.20, 0.20, 0.80)),
+    ]
+    .into_iter()
+    .collect();
+    for s in d.sessions.iter().step_by(7) {
+        let mut sum = 0.0;
+        for r in &s.requests {
+            let (i, c, o) = prices[r.model.as_str()];
+            let want = ((r.input_tokens - r.cached_tokens) as f64 * i
+                + r.cached_tokens as f64 * c
+                + r.output_tokens as f64 * o)
+                / 1e6;
+            assert!(
+                (r.cost_usd - want).abs() < 1e-8,
+                "{}: {} != {want}",
+                r.request_id,
+                r.cost_usd
+            );
+            assert!(r.cached_tokens <= r.input_tokens && r.cache_write_tokens <= r.input_tokens);
+            sum += r.cost_usd;
+        }
+        let row = s.row(None).unwrap();
+        assert!((row["cost_usd"].as_f64().unwrap() - sum).abs() < 1e-7);
+    }
+}
+
+#[test]
+fn requests_are_consistent() {
+    let d = default_dataset();
+    let mut ids = HashSet::new();
+    for s in &d.sessions {
+        assert!(
+            s.requests
+                .windows(2)
+                .all(|w| w[0].created_at < w[1].created_at)
+        );
+        for r in &s.requests {
+            assert!(ids.insert(r.request_id.clone()));
+            assert_eq!(r.request_id.len(), 20);
+            match (r.status.as_str(), r.http_status, r.error_type.as_deref()) {
+                ("success", 200, None) => {}
+                ("error", 429, Some("RateLimitError")) | ("error", 504, Some("Timeout")) => {
+                    assert_eq!(r.output_tokens, 0)
+                }
+                other => panic!("inconsistent status {other:?}"),
+            }
+            if r.model == NOVA {
+                assert_eq!(r.cached_tokens, 0);
+            }
+        }
+    }
+}
+
+fn feature(s: &SimSession) -> &str {
+    s.labels["feature"].as_str()
+}
+
+#[test]
+fn truth_sessions_carry_their_waste() {
+    let d = default_dataset();
+    for id in d.truth.of(NO_CACHE) {
+        let s = d.session(id).unwrap();
+        assert!(s.requests.len() >= 3);
+        assert!(
+            s.requests
+                .iter()
+                .all(|r| r.cached_tokens == 0 && r.input_tokens >= 1_500)
+        );
+    }
+    for id in d.truth.of(OVERSIZED_MODEL) {
+        let s = d.session(id).unwrap();
+        let sol: f64 = s
+            .requests
+            .iter()
+            .filter(|r| r.model == SOL)
+            .map(|r| r.cost_usd)
+            .sum();
+        let all: f64 = s.requests.iter().map(|r| r.cost_usd).sum();
+        assert!(sol / all > 0.5, "{id}: sol share {}", sol / all);
+        assert_eq!(feature(s), "triage");
+    }
+    for id in d.truth.of(RETRY_LOOP) {
+        let s = d.session(id).unwrap();
+        let errors = s.requests.iter().filter(|r| r.is_error()).count();
+        assert!(s.requests.len() >= 8, "{id}: {} calls", s.requests.len());
+        assert!(errors >= 5, "{id}: {errors} errors");
+    }
+}
+
+#[test]
+fn look_alikes_stay_out_of_the_truth() {
+    let d = default_dataset();
+    let in_truth = |id: &str| !d.truth.kinds_of(id).is_empty();
+    let mut long_support = 0;
+    let mut healthy_retries = 0;
+    for s in &d.sessions {
+        let n = s.requests.len();
+        match feature(s) {
+            "triage" if !in_truth(&s.session_id) => {
+                assert!(s.requests.iter().all(|r| r.model == LUNA))
+            }
+            "checkout" if !in_truth(&s.session_id) => {
+                assert!(n <= 7);
+                healthy_retries += usize::from(s.requests.iter().any(SimRequest::is_error));
+            }
+            "support-agent" | "onboarding" if !in_truth(&s.session_id) => {
+                assert!(s.requests.iter().all(|r| !r.is_error()));
+                long_support += usize::from(n >= 25);
+                if n >= 3 {
+                    assert!(s.requests.iter().any(|r| r.cached_tokens > 0));
+                }
+            }
+            "research" | "legal-review" | "long-chat" | "batch-extract" => {
+                assert!(!in_truth(&s.session_id))
+            }
+            _ => {}
+        }
+    }
+    assert!(long_support > 50, "{long_support} long support sessions");
+    assert!(
+        healthy_retries > 30,
+        "{healthy_retries} healthy checkout retries"
+    );
+}
+
+#[test]
+fn default_volumes_are_as_designed() {
+    let d = default_dataset();
+    let count = |k: &str| d.truth.of(k).count();
+    let by_feature = |f: &str| d.sessions.iter().filter(|s| feature(s) == f).count();
+    let n = d.sessions.len();
+    eprintln!(
+        "sessions {n}, requests {}, no_cache {}, oversized_model {}, retry_loop {}, onboarding {}",
+        d.request_count(),
+        count(NO_CACHE),
+        count(OVERSIZED_MODEL),
+        count(RETRY_LOOP),
+        by_feature("onboarding"),
+    );
+    assert!((9_000..=11_500).contains(&n), "{n} sessions");
+    assert!((30..=150).contains(&count(NO_CACHE)));
+    assert!((8..=40).contains(&count(OVERSIZED_MODEL)));
+    assert!((8..=40).contains(&count(RETRY_LOOP)));
+    assert!(by_feature("onboarding") > 50);
+    let (first, last) = d.time_range().unwrap();
+    assert!(first >= ScenarioParams::default().start);
+    assert!(last - first < Duration::days(4) + Duration::hours(2));
+    // Onboarding only exists from noon of day 2.
+    let noon = ScenarioParams::default().start + Duration::hours(60);
+    assert!(
+        d.sessions
+            .iter()
+            .filter(|s| feature(s) == "onboarding")
+            .all(|s| s.first_request_at().unwrap() >= noon)
+    );
+}
+
+#[test]
+fn night_is_quieter_than_afternoon() {
+    let d = default_dataset();
+    let start = ScenarioParams::default().start;
+    let count = |h: i64| {
+        let (s, e) = (start + Duration::hours(h), start + Duration::hours(h + 1));
+        d.sessions
+            .iter()
+            .filter(|x| x.first_request_at().is_some_and(|f| s <= f && f < e))
+            .count()
+    };
+    assert!(
+        count(3) * 3 < count(15),
+        "03h {} vs 15h {}",
+        count(3),
+        count(15)
+    );
+}

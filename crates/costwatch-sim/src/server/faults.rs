@@ -1,0 +1,217 @@
+//! Fault injection on the REST routes: what can go wrong
+//! ([`FaultKind`]), on which route ([`FaultPath`]), the handle tests use
+//! ([`FaultHandle`]), and how each fault damages an answer of the gateway's
+//! REST contract (gateway-api.md section 1, "Errors": 429 with
+//! `Retry-After`, 5xx, bodies cut off or malformed, rows missing a
+//! required field).
+//!
+//! Queueing, persistence and counting are the shared [`crate::faults`]
+//! machinery; a fault matches a route through [`FaultPath::matches`].
+
+use super::routes::ApiError;
+use crate::faults::{self, FaultQueue};
+use axum::Json;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+
+/// Which routes a fault applies to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FaultPath {
+    /// `GET /v1/sessions`.
+    Sessions,
+    /// `GET /v1/requests`.
+    Requests,
+    /// `GET /v1/models`.
+    Models,
+    /// Every route.
+    Any,
+}
+
+impl FaultPath {
+    /// Whether a fault for `self` applies to a request on `route`.
+    pub fn matches(self, route: FaultPath) -> bool {
+        self == FaultPath::Any || self == route
+    }
+}
+
+/// What goes wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FaultKind {
+    /// 429 with a `Retry-After` header and a JSON error.
+    RateLimit {
+        /// Seconds announced in `Retry-After`.
+        retry_after_secs: u64,
+    },
+    /// An error status (5xx expected) with a JSON error.
+    ServerError {
+        /// The HTTP status; an invalid one becomes 500.
+        status: u16,
+    },
+    /// A 200 whose JSON body is cut in the middle.
+    Truncated,
+    /// A 200 whose body is not JSON (an HTML error page).
+    Malformed,
+    /// A 200 whose rows all lack this field (e.g. `cost_usd`).
+    DropField {
+        /// The field removed from every row of `data`.
+        field: String,
+    },
+    /// A pause before the normal answer.
+    Delay {
+        /// How long to wait.
+        millis: u64,
+    },
+}
+
+/// A fault and the routes it applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fault {
+    /// Routes the fault applies to.
+    pub path: FaultPath,
+    /// What goes wrong.
+    pub kind: FaultKind,
+}
+
+impl Fault {
+    /// A fault on one route (or [`FaultPath::Any`]).
+    pub fn on(path: FaultPath, kind: FaultKind) -> Fault {
+        Fault { path, kind }
+    }
+
+    /// A fault on whichever route is called next.
+    pub fn any(kind: FaultKind) -> Fault {
+        Fault {
+            path: FaultPath::Any,
+            kind,
+        }
+    }
+}
+
+/// Injects faults into a running simulator; cheap to clone, shareable
+/// across threads.
+///
+/// Queued faults are consumed one per matching request, in order. A
+/// persistent fault applies to every matching request (and takes precedence
+/// over the queue) until it is cleared.
+#[derive(Debug, Clone, Default)]
+pub struct FaultHandle(FaultQueue<Fault>);
+
+impl FaultHandle {
+    /// A handle with no faults.
+    pub fn new() -> FaultHandle {
+        FaultHandle::default()
+    }
+
+    /// Queues a fault for the next matching request.
+    pub fn push(&self, fault: Fault) {
+        self.0.push(fault);
+    }
+
+    /// Makes every matching request fail (an outage) until set to `None`.
+    pub fn set_persistent(&self, fault: Option<Fault>) {
+        self.0.set_persistent(fault);
+    }
+
+    /// Drops the queued and the persistent faults.
+    pub fn clear(&self) {
+        self.0.clear();
+    }
+
+    /// How many queued faults have not been served yet.
+    pub fn pending(&self) -> usize {
+        self.0.pending()
+    }
+
+    /// How many faults have been served so far.
+    pub fn served(&self) -> u64 {
+        self.0.served()
+    }
+
+    /// The fault to apply to a request on `route`, if any, counted as served.
+    fn take(&self, route: FaultPath) -> Option<FaultKind> {
+        self.0.take(|f| f.path.matches(route)).map(|f| f.kind)
+    }
+}
+
+/// Applies the route's next fault (if any) around the normal answer.
+pub(super) async fn serve(
+    faults: &FaultHandle,
+    route: FaultPath,
+    answer: impl FnOnce() -> Result<Value, ApiError>,
+) -> Response {
+    let fault = faults.take(route);
+    match &fault {
+        Some(FaultKind::RateLimit { retry_after_secs }) => return rate_limited(*retry_after_secs),
+        Some(FaultKind::ServerError { status }) => return server_error(*status),
+        Some(FaultKind::Delay { millis }) => {
+            tokio::time::sleep(std::time::Duration::from_millis(*millis)).await;
+        }
+        _ => {}
+    }
+    respond(answer(), fault.as_ref())
+}
+
+/// The answer, damaged as `fault` says.
+fn respond(answer: Result<Value, ApiError>, fault: Option<&FaultKind>) -> Response {
+    let (status, mut body) = match answer {
+        Ok(body) => (StatusCode::OK, body),
+        Err(e) => (e.status, e.body()),
+    };
+    match fault {
+        Some(FaultKind::DropField { field }) => drop_field(&mut body, field),
+        Some(FaultKind::Truncated) => return truncated(status, &body),
+        Some(FaultKind::Malformed) => return malformed(),
+        _ => {}
+    }
+    (status, Json(body)).into_response()
+}
+
+fn drop_field(body: &mut Value, field: &str) {
+    if let Some(rows) = body.get_mut("data").and_then(Value::as_array_mut) {
+        for row in rows.iter_mut().filter_map(Value::as_object_mut) {
+            row.remove(field);
+        }
+    }
+}
+
+fn truncated(status: StatusCode, body: &Value) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(mut bytes) => {
+            bytes.truncate(bytes.len() / 2);
+            (status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+        }
+        Err(e) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string())
+            .into_response(),
+    }
+}
+
+fn malformed() -> Response {
+    let page = "<html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>\n";
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        page,
+    )
+        .into_response()
+}
+
+fn rate_limited(retry_after_secs: u64) -> Response {
+    let err = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "rate_limited",
+        "too many requests, retry later",
+    );
+    faults::retry_after(err.into_response(), retry_after_secs)
+}
+
+fn server_error(status: u16) -> Response {
+    let status = faults::status(status);
+    let code = match status {
+        StatusCode::BAD_GATEWAY => "bad_gateway",
+        StatusCode::SERVICE_UNAVAILABLE => "unavailable",
+        StatusCode::GATEWAY_TIMEOUT => "gateway_timeout",
+        _ => "internal",
+    };
+    ApiError::new(status, code, "simulated server error").into_response()
+}
