@@ -27,7 +27,7 @@ use crate::clock::Clock;
 use crate::notify::Alert;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::time::Duration;
 use tokio::time::{Instant, timeout_at};
 
@@ -93,20 +93,73 @@ pub enum StopReason {
     ToolsUnavailable(String),
 }
 
+/// The short stable name of a [`StopReason`], without its detail: what
+/// alerts, the state database and logs carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopCode {
+    /// The model answered.
+    Answered,
+    /// The last allowed round ended without an answer.
+    MaxRounds,
+    /// The tool-call cap was reached and the model still asked for tools.
+    MaxToolCalls,
+    /// The run's token cap left no room for another call.
+    TokenCap,
+    /// The run's dollar cap left no room for another call.
+    RunBudget,
+    /// The day's dollar cap left no room for another call.
+    DailyBudget,
+    /// The run's wall-clock time ran out.
+    WallTimeout,
+    /// The model endpoint failed or answered something unusable.
+    ModelError,
+    /// The tools could not be listed, or none of the configured ones exists.
+    ToolsUnavailable,
+}
+
+impl StopCode {
+    /// The name (`answered`, `token_cap`, ...), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopCode::Answered => "answered",
+            StopCode::MaxRounds => "max_rounds",
+            StopCode::MaxToolCalls => "max_tool_calls",
+            StopCode::TokenCap => "token_cap",
+            StopCode::RunBudget => "run_budget",
+            StopCode::DailyBudget => "daily_budget",
+            StopCode::WallTimeout => "wall_timeout",
+            StopCode::ModelError => "model_error",
+            StopCode::ToolsUnavailable => "tools_unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for StopCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl StopReason {
+    /// The reason without its detail.
+    pub fn stop_code(&self) -> StopCode {
+        match self {
+            StopReason::Answered => StopCode::Answered,
+            StopReason::MaxRounds => StopCode::MaxRounds,
+            StopReason::MaxToolCalls => StopCode::MaxToolCalls,
+            StopReason::TokenCap => StopCode::TokenCap,
+            StopReason::RunBudget => StopCode::RunBudget,
+            StopReason::DailyBudget => StopCode::DailyBudget,
+            StopReason::WallTimeout => StopCode::WallTimeout,
+            StopReason::ModelError(_) => StopCode::ModelError,
+            StopReason::ToolsUnavailable(_) => StopCode::ToolsUnavailable,
+        }
+    }
+
     /// A short stable name (`answered`, `token_cap`, ...).
     pub fn code(&self) -> &'static str {
-        match self {
-            StopReason::Answered => "answered",
-            StopReason::MaxRounds => "max_rounds",
-            StopReason::MaxToolCalls => "max_tool_calls",
-            StopReason::TokenCap => "token_cap",
-            StopReason::RunBudget => "run_budget",
-            StopReason::DailyBudget => "daily_budget",
-            StopReason::WallTimeout => "wall_timeout",
-            StopReason::ModelError(_) => "model_error",
-            StopReason::ToolsUnavailable(_) => "tools_unavailable",
-        }
+        self.stop_code().as_str()
     }
 
     /// A sentence for people.
@@ -308,26 +361,6 @@ impl Investigation {
                 s
             }
         }
-    }
-
-    /// The value for [`Alert::investigation`]: summary, cost, stop reason,
-    /// model, token totals, tool calls and the transcript.
-    pub fn to_alert_json(&self) -> Value {
-        json!({
-            "summary": self.summary(),
-            "cost_usd": self.totals.cost_usd,
-            "stop_reason": self.stop_reason.code(),
-            "stop_detail": self.stop_detail,
-            "model": self.model,
-            "run_id": self.run_id,
-            "input_tokens": self.totals.input_tokens,
-            "cached_tokens": self.totals.cached_tokens,
-            "output_tokens": self.totals.output_tokens,
-            "tool_calls": self.totals.tool_calls,
-            "rounds": self.totals.rounds,
-            "tools_offered": self.tools.offered,
-            "transcript": self.rounds,
-        })
     }
 }
 
@@ -902,8 +935,10 @@ mod tests {
     use super::*;
     use crate::clock::{FakeClock, RecordingSleeper};
     use crate::investigate::budget::{MemoryLedger, estimate_prompt_tokens};
-    use crate::investigate::transcript::{render_text, step_log, step_log_jsonl};
-    use crate::investigate::{InvestigateError, ToolOutput};
+    use crate::investigate::transcript::{
+        InvestigationReport, render_text, step_log, step_log_jsonl,
+    };
+    use crate::investigate::{InvestigateError, LedgerError, ToolOutput};
     use crate::notify::{AlertSession, sample_alert};
     use crate::secret::Secret;
     use crate::source::HttpLimits;
@@ -912,6 +947,7 @@ mod tests {
         DEFAULT_INFERENCE_KEY, ModelFault, RecordedRequest, Script, ScriptedCall,
         ScriptedModelServer,
     };
+    use serde_json::json;
     use std::sync::{Arc, Mutex};
 
     const ADMIN_KEY: &str = "sim-admin-key-never-in-a-body";
@@ -1253,7 +1289,7 @@ mod tests {
             "{day_spent} vs {t:?}"
         );
         // A partial transcript exists in every form.
-        let alert_json = inv.to_alert_json();
+        let alert_json = serde_json::to_value(InvestigationReport::of(inv)).unwrap();
         for key in [
             "summary",
             "cost_usd",
@@ -1308,6 +1344,36 @@ mod tests {
         }
     }
 
+    /// The report on the alert is the JSON the alert carried before it was
+    /// typed, key for key (a contract with the outbox and webhook receivers).
+    #[tokio::test]
+    async fn the_report_is_the_alert_json_of_before() {
+        let tools = FakeTools::new(Behaviour::Rows);
+        let out = run(Script::Investigator, &tools, Setup::default()).await;
+        let inv = &out.inv;
+        let before = json!({
+            "summary": inv.summary(),
+            "cost_usd": inv.totals.cost_usd,
+            "stop_reason": inv.stop_reason.code(),
+            "stop_detail": inv.stop_detail,
+            "model": inv.model,
+            "run_id": inv.run_id,
+            "input_tokens": inv.totals.input_tokens,
+            "cached_tokens": inv.totals.cached_tokens,
+            "output_tokens": inv.totals.output_tokens,
+            "tool_calls": inv.totals.tool_calls,
+            "rounds": inv.totals.rounds,
+            "tools_offered": inv.tools.offered,
+            "transcript": inv.rounds,
+            "transcript_text": render_text(inv),
+        });
+        let report = InvestigationReport::of(inv);
+        assert_eq!(serde_json::to_value(&report).unwrap(), before);
+        let back: InvestigationReport = serde_json::from_value(before.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), before);
+        assert_eq!(back.transcript.len(), inv.rounds.len());
+    }
+
     #[tokio::test]
     async fn the_default_script_answers_after_one_tool_call() {
         let tools = FakeTools::new(Behaviour::Rows);
@@ -1341,7 +1407,7 @@ mod tests {
                 .contains("- session \"replay-mismatch-a14896679e70\"")
         );
         assert_eq!(out.requests[0].tool_choice(), Some("auto"));
-        let json = inv.to_alert_json();
+        let json = serde_json::to_value(InvestigationReport::of(inv)).unwrap();
         assert_eq!(json["summary"], answer);
         assert_eq!(json["tool_calls"], 1);
         assert_eq!(
@@ -1845,13 +1911,13 @@ mod tests {
     struct RacedLedger;
 
     impl BudgetLedger for RacedLedger {
-        async fn reserve(&self, _: NaiveDate, _: f64, _: f64) -> Result<bool, String> {
+        async fn reserve(&self, _: NaiveDate, _: f64, _: f64) -> Result<bool, LedgerError> {
             Ok(false)
         }
-        async fn settle(&self, _: NaiveDate, _: f64, _: f64) -> Result<(), String> {
+        async fn settle(&self, _: NaiveDate, _: f64, _: f64) -> Result<(), LedgerError> {
             Ok(())
         }
-        async fn spent(&self, _: NaiveDate) -> Result<f64, String> {
+        async fn spent(&self, _: NaiveDate) -> Result<f64, LedgerError> {
             Ok(0.0)
         }
     }

@@ -213,8 +213,8 @@ impl EmailNotifier {
         let transcript = alert
             .investigation
             .as_ref()
-            .and_then(|i| i.get("transcript_text"))
-            .and_then(|t| t.as_str());
+            .map(|i| i.transcript_text.as_str())
+            .filter(|t| !t.is_empty());
         let content = match transcript {
             Some(text) => MultiPart::mixed().multipart(body).singlepart(
                 lettre::message::Attachment::new("investigation-transcript.txt".to_owned())
@@ -807,11 +807,11 @@ mod tests {
         let mut alert = crate::notify::sample_alert(chrono::Utc::now());
         let plain = String::from_utf8(n.message(&alert).unwrap().formatted()).unwrap();
         assert!(!plain.contains("investigation-transcript.txt"));
-        alert.investigation = Some(serde_json::json!({
-            "summary": "the loop drives the cost",
-            "cost_usd": 0.0003,
-            "transcript_text": "round 1: tool call search_requests",
-        }));
+        alert.investigation = Some(crate::investigate::transcript::sample_report(
+            "the loop drives the cost",
+            0.0003,
+            "round 1: tool call search_requests",
+        ));
         let with = String::from_utf8(n.message(&alert).unwrap().formatted()).unwrap();
         assert!(with.contains("multipart/mixed"), "{with}");
         assert!(with.contains("investigation-transcript.txt"), "{with}");

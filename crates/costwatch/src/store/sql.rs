@@ -4,6 +4,7 @@ use super::{Delivery, IncidentUpdate, OutboxRow, Store, StoreError, WindowCommit
 use crate::config::Severity;
 use crate::detect::{Finding, GroupBaseline, Kind};
 use crate::incidents::{self, Incident};
+use crate::investigate::{InvestigationReport, LedgerError};
 use crate::notify::Alert;
 use crate::source::Window;
 use chrono::{DateTime, TimeZone, Utc};
@@ -717,10 +718,7 @@ impl Store for SqlStore {
         &self,
         key: &str,
         fingerprint: &str,
-        run_id: &str,
-        cost_usd: f64,
-        stop_reason: &str,
-        alert_json: &serde_json::Value,
+        report: &InvestigationReport,
         step_log: &str,
         at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
@@ -730,11 +728,11 @@ impl Store for SqlStore {
         )
         .bind(key)
         .bind(fingerprint)
-        .bind(run_id)
+        .bind(&report.run_id)
         .bind(ms(at))
-        .bind(cost_usd)
-        .bind(stop_reason)
-        .bind(json(alert_json)?)
+        .bind(report.cost_usd)
+        .bind(report.stop_reason.as_str())
+        .bind(json(report)?)
         .bind(step_log)
         .execute(&self.pool)
         .await
@@ -742,7 +740,10 @@ impl Store for SqlStore {
         Ok(())
     }
 
-    async fn investigation_for(&self, key: &str) -> Result<Option<serde_json::Value>, StoreError> {
+    async fn investigation_for(
+        &self,
+        key: &str,
+    ) -> Result<Option<InvestigationReport>, StoreError> {
         let row = sqlx::query("SELECT alert_json FROM investigations WHERE idempotency_key = $1")
             .bind(key)
             .fetch_optional(&self.pool)
@@ -834,7 +835,12 @@ impl Store for SqlStore {
 }
 
 impl crate::investigate::BudgetLedger for SqlStore {
-    async fn reserve(&self, day: chrono::NaiveDate, usd: f64, cap: f64) -> Result<bool, String> {
+    async fn reserve(
+        &self,
+        day: chrono::NaiveDate,
+        usd: f64,
+        cap: f64,
+    ) -> Result<bool, LedgerError> {
         // One statement: the row lock (PostgreSQL) or the single writer
         // (SQLite) makes check-and-add atomic across replicas.
         let row = sqlx::query(
@@ -848,7 +854,7 @@ impl crate::investigate::BudgetLedger for SqlStore {
         .bind(cap)
         .fetch_optional(&self.pool)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| LedgerError::Unavailable(e.to_string()))?;
         Ok(row.is_some())
     }
 
@@ -857,7 +863,7 @@ impl crate::investigate::BudgetLedger for SqlStore {
         day: chrono::NaiveDate,
         reserved: f64,
         actual: f64,
-    ) -> Result<(), String> {
+    ) -> Result<(), LedgerError> {
         sqlx::query(
             "UPDATE investigation_budget SET spent_usd = spent_usd - $1 + $2 WHERE day = $3",
         )
@@ -866,18 +872,20 @@ impl crate::investigate::BudgetLedger for SqlStore {
         .bind(day.to_string())
         .execute(&self.pool)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| LedgerError::Unavailable(e.to_string()))?;
         Ok(())
     }
 
-    async fn spent(&self, day: chrono::NaiveDate) -> Result<f64, String> {
+    async fn spent(&self, day: chrono::NaiveDate) -> Result<f64, LedgerError> {
         let row = sqlx::query("SELECT spent_usd FROM investigation_budget WHERE day = $1")
             .bind(day.to_string())
             .fetch_optional(&self.pool)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| LedgerError::Unavailable(e.to_string()))?;
         match row {
-            Some(r) => r.try_get::<f64, _>("spent_usd").map_err(|e| e.to_string()),
+            Some(r) => r
+                .try_get::<f64, _>("spent_usd")
+                .map_err(|e| LedgerError::Corrupt(e.to_string())),
             None => Ok(0.0),
         }
     }
