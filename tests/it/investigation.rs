@@ -13,7 +13,7 @@ use costwatch::investigate::BudgetLedger;
 use costwatch::investigate::budget::{Caps, Prices};
 use costwatch::investigate::mcp::McpClient;
 use costwatch::investigate::model::ModelClient;
-use costwatch::investigate::run::RunOptions;
+use costwatch::investigate::run::{RunOptions, StopCode};
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::secret::Secret;
@@ -102,14 +102,14 @@ async fn flagged_incidents_are_investigated_and_the_alert_carries_the_transcript
             .investigation
             .as_ref()
             .expect("the alert carries its investigation");
-        assert_eq!(inv["stop_reason"], "answered", "{inv}");
-        let cost = inv["cost_usd"].as_f64().unwrap();
+        assert_eq!(inv.stop_reason, StopCode::Answered, "{inv:?}");
+        let cost = inv.cost_usd;
         assert!(cost > 0.0 && cost <= 0.05, "{cost}");
         total += cost;
-        let input = inv["input_tokens"].as_u64().unwrap();
+        let input = inv.input_tokens;
         assert!(input <= 3_200, "whole run within the token target: {input}");
-        assert!(!inv["summary"].as_str().unwrap().is_empty());
-        let text = inv["transcript_text"].as_str().unwrap();
+        assert!(!inv.summary.is_empty());
+        let text = &inv.transcript_text;
         assert!(
             text.contains("search_requests"),
             "every tool call is in the transcript"
@@ -250,13 +250,13 @@ async fn a_model_that_never_stops_is_capped_and_the_alert_still_goes_out_with_th
     assert_eq!(alerts.len(), 3, "every alert goes out");
     for a in &alerts {
         let inv = a.investigation.as_ref().unwrap();
-        let stop = inv["stop_reason"].as_str().unwrap();
+        let stop = inv.stop_reason.as_str();
         assert!(["max_tool_calls", "max_rounds"].contains(&stop), "{stop}");
-        assert!(inv["tool_calls"].as_u64().unwrap() <= 2, "{inv}");
-        assert!(inv["rounds"].as_u64().unwrap() <= 3, "{inv}");
-        assert!(inv["cost_usd"].as_f64().unwrap() <= 0.05);
+        assert!(inv.tool_calls <= 2, "{inv:?}");
+        assert!(inv.rounds <= 3, "{inv:?}");
+        assert!(inv.cost_usd <= 0.05);
         assert!(
-            inv["transcript_text"].as_str().unwrap().contains("round 1"),
+            inv.transcript_text.contains("round 1"),
             "the partial transcript is attached"
         );
     }

@@ -5,6 +5,7 @@
 
 mod cli;
 mod daemon;
+mod email;
 mod investigation;
 mod mcp;
 mod pg;

@@ -663,12 +663,8 @@ where
             replay.investigations, replay.investigation_usd
         );
         for al in replay.alerts.iter().filter(|al| al.investigation.is_some()) {
-            let inv = al
-                .investigation
-                .as_ref()
-                .map(|i| i["summary"].clone())
-                .unwrap_or_default();
-            println!("{}\t{}", al.title, inv.as_str().unwrap_or(""));
+            let inv = al.investigation.as_ref().map(|i| i.summary.as_str());
+            println!("{}\t{}", al.title, inv.unwrap_or(""));
         }
     }
     Ok(())
@@ -973,14 +969,14 @@ async fn demo_investigation(detector: &Detector) -> Result<(), Exit> {
         if let Some(inv) = &a.investigation {
             println!(
                 "     investigation: {} rounds, {} tool calls, {} input + {} output tokens, ${:.6}, {}",
-                inv["rounds"],
-                inv["tool_calls"],
-                inv["input_tokens"],
-                inv["output_tokens"],
-                inv["cost_usd"].as_f64().unwrap_or(0.0),
-                inv["stop_reason"].as_str().unwrap_or("?")
+                inv.rounds,
+                inv.tool_calls,
+                inv.input_tokens,
+                inv.output_tokens,
+                inv.cost_usd,
+                inv.stop_reason
             );
-            println!("     answer: {}", inv["summary"].as_str().unwrap_or(""));
+            println!("     answer: {}", inv.summary);
         }
     }
     let _ = model.shutdown().await;

@@ -10,12 +10,12 @@
 
 use crate::clock::Clock;
 use crate::domain::{Kind, Severity};
-use crate::investigate::BudgetLedger;
 use crate::investigate::budget::{Caps, Prices};
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
 use crate::investigate::run::{RunOptions, investigate};
-use crate::investigate::transcript::{render_text, step_log_jsonl};
+use crate::investigate::transcript::step_log_jsonl;
+use crate::investigate::{BudgetLedger, InvestigationReport};
 use crate::notify::{Alert, AlertStatus};
 use crate::store::{Store, StoreError};
 use chrono::Duration as ChronoDuration;
@@ -85,28 +85,13 @@ impl Escalation {
                 &self.options,
             )
             .await;
-            let mut json = inv.to_alert_json();
-            if let Some(obj) = json.as_object_mut() {
-                obj.insert(
-                    "transcript_text".to_owned(),
-                    serde_json::Value::String(render_text(&inv)),
-                );
-            }
+            let report = InvestigationReport::of(&inv);
             let steps = step_log_jsonl(&inv);
             for line in steps.lines() {
                 tracing::info!(target: "costwatch::investigation::steps", step = %line, "investigation step");
             }
             store
-                .save_investigation(
-                    &key,
-                    &alert.fingerprint,
-                    &inv.run_id,
-                    inv.totals.cost_usd,
-                    inv.stop_reason.code(),
-                    &json,
-                    &steps,
-                    inv.started_at,
-                )
+                .save_investigation(&key, &alert.fingerprint, &report, &steps, inv.started_at)
                 .await?;
             tracing::info!(
                 fingerprint = %alert.fingerprint,
@@ -117,7 +102,7 @@ impl Escalation {
             );
             ran += 1;
             spent += inv.totals.cost_usd;
-            alert.investigation = Some(json);
+            alert.investigation = Some(report);
         }
         Ok((ran, spent))
     }

@@ -341,7 +341,12 @@ impl MemoryLedger {
 }
 
 impl super::BudgetLedger for MemoryLedger {
-    async fn reserve(&self, day: NaiveDate, usd: f64, cap: f64) -> Result<bool, String> {
+    async fn reserve(
+        &self,
+        day: NaiveDate,
+        usd: f64,
+        cap: f64,
+    ) -> Result<bool, super::LedgerError> {
         Ok(self.with(|d| {
             let spent = d.entry(day).or_insert(0.0);
             if *spent + usd <= cap {
@@ -353,7 +358,12 @@ impl super::BudgetLedger for MemoryLedger {
         }))
     }
 
-    async fn settle(&self, day: NaiveDate, reserved: f64, actual: f64) -> Result<(), String> {
+    async fn settle(
+        &self,
+        day: NaiveDate,
+        reserved: f64,
+        actual: f64,
+    ) -> Result<(), super::LedgerError> {
         self.with(|d| {
             let spent = d.entry(day).or_insert(0.0);
             *spent = (*spent - reserved + actual).max(0.0);
@@ -361,7 +371,7 @@ impl super::BudgetLedger for MemoryLedger {
         Ok(())
     }
 
-    async fn spent(&self, day: NaiveDate) -> Result<f64, String> {
+    async fn spent(&self, day: NaiveDate) -> Result<f64, super::LedgerError> {
         Ok(self.with(|d| d.get(&day).copied().unwrap_or(0.0)))
     }
 }

@@ -14,6 +14,8 @@ pub mod model;
 pub mod run;
 pub mod transcript;
 
+pub use transcript::InvestigationReport;
+
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -65,6 +67,18 @@ pub trait ToolProvider: Send + Sync {
     ) -> impl Future<Output = Result<ToolOutput, InvestigateError>> + Send;
 }
 
+/// Why the budget ledger could not be read or written. The message is the
+/// store's own, so a stop detail reads `the budget ledger cannot be read: <why>`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LedgerError {
+    /// The ledger could not be reached or answered with an error.
+    #[error("{0}")]
+    Unavailable(String),
+    /// A stored amount could not be read back.
+    #[error("{0}")]
+    Corrupt(String),
+}
+
 /// The daily investigation budget, kept where every replica sees it.
 pub trait BudgetLedger: Send + Sync {
     /// Atomically reserves `usd` of `day`'s budget if the day's spent plus
@@ -74,7 +88,7 @@ pub trait BudgetLedger: Send + Sync {
         day: NaiveDate,
         usd: f64,
         cap: f64,
-    ) -> impl Future<Output = Result<bool, String>> + Send;
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
 
     /// Replaces a reservation of `reserved` by the `actual` cost (actual <= reserved).
     fn settle(
@@ -82,8 +96,8 @@ pub trait BudgetLedger: Send + Sync {
         day: NaiveDate,
         reserved: f64,
         actual: f64,
-    ) -> impl Future<Output = Result<(), String>> + Send;
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
 
     /// What `day` has spent and reserved so far.
-    fn spent(&self, day: NaiveDate) -> impl Future<Output = Result<f64, String>> + Send;
+    fn spent(&self, day: NaiveDate) -> impl Future<Output = Result<f64, LedgerError>> + Send;
 }

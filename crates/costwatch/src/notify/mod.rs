@@ -7,6 +7,7 @@ pub mod render;
 pub mod webhook;
 
 use crate::domain::{Kind, Labels, Severity, Window};
+use crate::investigate::InvestigationReport;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -125,7 +126,7 @@ pub struct Alert {
     /// When it was resolved.
     pub ends_at: Option<DateTime<Utc>>,
     /// Filled by the investigation: summary, transcript, cost.
-    pub investigation: Option<serde_json::Value>,
+    pub investigation: Option<InvestigationReport>,
     /// When this notification was made.
     pub created_at: DateTime<Utc>,
 }
@@ -204,5 +205,31 @@ pub fn sample_alert(now: DateTime<Utc>) -> Alert {
         ends_at: None,
         investigation: None,
         created_at: now,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::investigate::run::StopCode;
+
+    /// An alert as the outbox stored it before the investigation was typed
+    /// (keys in the order `serde_json::Value` wrote them).
+    const STORED: &str = r#"{"version":"costwatch.alert.v1","fingerprint":"fp-1","sequence":0,"status":"firing","kind":"retry_loop","severity":"warning","rule":"retries","group":"feature=support-agent","labels":{"feature":"support-agent"},"title":"[costwatch] retry_loop in feature=support-agent: 1 session, +$0.40/day","summary":"one session retried the same call","session_count":1,"impact_usd":0.2,"impact_usd_per_day":0.4,"sessions":[{"session_id":"s-1","cost_usd":0.3,"impact_usd":0.2,"explanation":"12 identical calls","evidence":{"calls":12},"link":null}],"window":{"start":"2026-10-11T12:00:00Z","end":"2026-10-11T13:00:00Z"},"starts_at":"2026-10-11T12:00:00Z","ends_at":null,"investigation":{"cached_tokens":0,"cost_usd":0.000912,"input_tokens":2210,"model":"gpt-6-luna","output_tokens":180,"rounds":2,"run_id":"inv-fp-1-0-1791720300000","stop_detail":null,"stop_reason":"answered","summary":"Session s-1 retried search 12 times.","tool_calls":1,"tools_offered":["search_requests","get_request","list_sessions"],"transcript":[{"client_request_id":"inv-fp-1-0-1791720300000-r1","content":null,"cost_is_worst_case":false,"cost_usd":0.00026,"error":null,"error_type":null,"finish_reason":"tool_calls","index":1,"latency_ms":12,"request":{"body_bytes":4120,"estimated_prompt_tokens":1400,"max_tokens":1024,"messages":2,"reserved_usd":0.0061,"tool_choice":"auto","tools":["search_requests","get_request","list_sessions"]},"response_id":"chatcmpl-1","retries":0,"tool_calls":[{"arguments":"{\"session_id\":\"s-1\"}","id":"call_1","latency_ms":3,"name":"search_requests","result":"{\"data\":[]}","result_bytes":11,"status":"ok","truncated":false}],"usage":{"cached_tokens":0,"completion_tokens":40,"prompt_tokens":1000}},{"client_request_id":"inv-fp-1-0-1791720300000-r2","content":"Session s-1 retried search 12 times.","cost_is_worst_case":false,"cost_usd":0.000652,"error":null,"error_type":null,"finish_reason":"stop","index":2,"latency_ms":15,"request":{"body_bytes":4500,"estimated_prompt_tokens":1500,"max_tokens":1024,"messages":4,"reserved_usd":0.0062,"tool_choice":"none","tools":["search_requests","get_request","list_sessions"]},"response_id":"chatcmpl-2","retries":1,"tool_calls":[],"usage":{"cached_tokens":0,"completion_tokens":140,"prompt_tokens":1210}}],"transcript_text":"costwatch investigation inv-fp-1-0-1791720300000\n"},"created_at":"2026-10-11T13:05:00Z"}"#;
+
+    #[test]
+    fn an_alert_stored_before_the_typed_investigation_still_reads() {
+        let alert: Alert = serde_json::from_str(STORED).unwrap();
+        let inv = alert.investigation.as_ref().unwrap();
+        assert_eq!(inv.stop_reason, StopCode::Answered);
+        assert_eq!(inv.summary, "Session s-1 retried search 12 times.");
+        assert_eq!((inv.rounds, inv.tool_calls), (2, 1));
+        assert_eq!(inv.transcript.len(), 2);
+        assert_eq!(inv.transcript[0].tool_calls[0].name, "search_requests");
+        assert_eq!(inv.transcript[1].usage.map(|u| u.prompt_tokens), Some(1210));
+        assert!(inv.transcript_text.starts_with("costwatch investigation"));
+        // Written again, it is the same JSON.
+        let stored: serde_json::Value = serde_json::from_str(STORED).unwrap();
+        assert_eq!(serde_json::to_value(&alert).unwrap(), stored);
     }
 }

@@ -10,6 +10,7 @@ pub use sql::SqlStore;
 
 use crate::detect::{Finding, GroupBaseline};
 use crate::incidents::Incident;
+use crate::investigate::InvestigationReport;
 use crate::notify::Alert;
 use crate::source::Window;
 use chrono::{DateTime, Utc};
@@ -239,17 +240,14 @@ pub trait Store: Send + Sync {
         until: DateTime<Utc>,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Stores an investigation (its alert JSON and step log) under the key of
-    /// the notification it explains; a second save of the same key is ignored.
-    #[allow(clippy::too_many_arguments)]
+    /// Stores an investigation started at `at` (its report and step log)
+    /// under the key of the notification it explains; a second save of the
+    /// same key is ignored.
     fn save_investigation(
         &self,
         key: &str,
         fingerprint: &str,
-        run_id: &str,
-        cost_usd: f64,
-        stop_reason: &str,
-        alert_json: &serde_json::Value,
+        report: &InvestigationReport,
         step_log: &str,
         at: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
@@ -258,7 +256,7 @@ pub trait Store: Send + Sync {
     fn investigation_for(
         &self,
         key: &str,
-    ) -> impl Future<Output = Result<Option<serde_json::Value>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<InvestigationReport>, StoreError>> + Send;
 
     /// Investigations started since `since`.
     fn investigations_since(

@@ -1,0 +1,254 @@
+//! One round: plan the model call against the caps, reserve its worst case,
+//! call the model, settle what it cost, then run the tool calls it asked for.
+
+use super::record::{Round, StopReason};
+use super::tools::not_executed;
+use super::{Runner, Stop, ms};
+use crate::investigate::budget::CallPlan;
+use crate::investigate::model::{
+    ChatMessage, ChatRequest, Completion, FunctionTool, ToolCall, ToolChoice,
+};
+use crate::investigate::{BudgetLedger, ToolProvider};
+use chrono::NaiveDate;
+use tokio::time::{Instant, timeout_at};
+
+/// A model call planned, reserved and ready to send.
+struct PlannedCall {
+    /// The request, with its final `tool_choice` and `max_tokens`.
+    request: ChatRequest,
+    /// Its worst case under the caps.
+    plan: CallPlan,
+    /// The day whose budget holds the reservation.
+    day: NaiveDate,
+    /// Why this round must answer, if it must.
+    last: Option<Stop>,
+    /// The round's record so far.
+    round: Round,
+}
+
+impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
+    /// One model call and its tool calls; `Some` ends the run.
+    pub(super) async fn round(
+        &mut self,
+        index: u32,
+        function_tools: &[FunctionTool],
+    ) -> Option<Stop> {
+        if self.out_of_time() {
+            return Some(self.wall_stop());
+        }
+        let PlannedCall {
+            request,
+            plan,
+            day,
+            last,
+            mut round,
+        } = match self.plan_round(index, function_tools).await {
+            Ok(call) => call,
+            Err(stop) => return Some(stop),
+        };
+        let completion = match self.call_model(&request, &plan, day, &mut round).await {
+            Ok(c) => c,
+            Err(stop) => {
+                self.inv.rounds.push(round);
+                return Some(stop);
+            }
+        };
+        self.answer(completion, &plan, day, last, round).await
+    }
+
+    /// Builds the round's request, plans it against the caps and reserves
+    /// its worst case in the day's budget.
+    async fn plan_round(
+        &mut self,
+        index: u32,
+        function_tools: &[FunctionTool],
+    ) -> Result<PlannedCall, Stop> {
+        let wanted = self.opts.max_tokens_per_call.max(1);
+        let mut request = self.request(function_tools, ToolChoice::Auto, wanted);
+        // Estimated with the largest max_tokens: the body sent is never longer.
+        let body_bytes = request
+            .body()
+            .map_err(|e| (StopReason::ModelError(e.to_string()), None))?
+            .len();
+        let day: NaiveDate = self.clock.now().date_naive();
+        let plan = self.plan_call(day, body_bytes, wanted).await?;
+        let last = self.final_round(index, &plan);
+        let choice = if last.is_some() {
+            ToolChoice::None
+        } else {
+            ToolChoice::Auto
+        };
+        request.tool_choice = Some(choice);
+        request.max_tokens = plan.max_tokens;
+        let summary = self.request_summary(&request, choice, &plan, body_bytes);
+        self.reserve(day, &plan).await?;
+        let round = Round {
+            index,
+            client_request_id: format!("{}-r{index}", self.inv.run_id),
+            response_id: None,
+            request: summary,
+            latency_ms: 0,
+            retries: 0,
+            finish_reason: None,
+            content: None,
+            tool_calls: Vec::new(),
+            usage: None,
+            cost_usd: 0.0,
+            cost_is_worst_case: false,
+            error: None,
+            error_type: None,
+        };
+        Ok(PlannedCall {
+            request,
+            plan,
+            day,
+            last,
+            round,
+        })
+    }
+
+    /// Sends the request within the wall time. A failed call is settled
+    /// (at its worst case when it may have been billed) and recorded in
+    /// `round`, and ends the run.
+    async fn call_model(
+        &mut self,
+        request: &ChatRequest,
+        plan: &CallPlan,
+        day: NaiveDate,
+        round: &mut Round,
+    ) -> Result<Completion, Stop> {
+        let t0 = Instant::now();
+        let outcome = timeout_at(
+            self.deadline,
+            self.model.complete(request, &round.client_request_id),
+        )
+        .await;
+        round.latency_ms = ms(t0.elapsed());
+        match outcome {
+            Err(_) => {
+                // Cut off while waiting: the call may have been billed.
+                self.charge_worst_case(day, plan, round).await;
+                round.error = Some("the run's time limit was reached during the call".into());
+                round.error_type = Some("Timeout".into());
+                Err(self.wall_stop())
+            }
+            Ok(Err(e)) => {
+                if e.maybe_billed {
+                    self.charge_worst_case(day, plan, round).await;
+                } else {
+                    self.settle(day, plan, 0.0).await;
+                }
+                round.error = Some(e.to_string());
+                round.error_type = Some(e.error_type.clone());
+                Err((StopReason::ModelError(e.to_string()), None))
+            }
+            Ok(Ok(c)) => Ok(c),
+        }
+    }
+
+    /// Settles the call's cost, records the answer and acts on it: an
+    /// answer ends the run, tool calls are run unless this round was the last.
+    async fn answer(
+        &mut self,
+        completion: Completion,
+        plan: &CallPlan,
+        day: NaiveDate,
+        last: Option<Stop>,
+        mut round: Round,
+    ) -> Option<Stop> {
+        let cost = self.budget.prices().cost(&completion.usage);
+        self.settle(day, plan, cost).await;
+        self.budget.record(&completion.usage, cost);
+        let Completion {
+            id,
+            content,
+            tool_calls,
+            finish_reason,
+            usage,
+            retries,
+        } = completion;
+        round.response_id = id;
+        round.retries = retries;
+        round.finish_reason = finish_reason;
+        round.usage = Some(usage);
+        round.cost_usd = cost;
+        let text = content.filter(|c| !c.trim().is_empty());
+        round.content = text.clone();
+        self.messages
+            .push(ChatMessage::assistant(text.clone(), tool_calls.clone()));
+
+        if let Some(e) = over_reservation(&round, plan) {
+            round.error = Some(e.clone());
+            round.error_type = Some("UsageOverReservation".into());
+            self.inv.answer = text;
+            self.inv.rounds.push(round);
+            return Some((StopReason::ModelError(e), None));
+        }
+        if tool_calls.is_empty() {
+            self.inv.rounds.push(round);
+            return Some(match text {
+                Some(t) => {
+                    self.inv.answer = Some(t);
+                    (StopReason::Answered, None)
+                }
+                None => (
+                    StopReason::ModelError("the model returned neither text nor tool calls".into()),
+                    None,
+                ),
+            });
+        }
+        if let Some(stop) = last {
+            // The model was told to answer and asked for tools anyway.
+            for call in &tool_calls {
+                round.tool_calls.push(not_executed(
+                    call,
+                    "not run: this round allowed no tool calls".into(),
+                ));
+            }
+            self.inv.answer = text;
+            self.inv.rounds.push(round);
+            return Some(stop);
+        }
+        let stop = self.run_tool_calls(&tool_calls, &mut round).await;
+        self.inv.rounds.push(round);
+        stop
+    }
+
+    /// Runs the tool calls in order, passing each result to the model; once
+    /// the wall time is up, the rest are recorded as not run.
+    async fn run_tool_calls(&mut self, tool_calls: &[ToolCall], round: &mut Round) -> Option<Stop> {
+        let mut stop = None;
+        for call in tool_calls {
+            if stop.is_some() {
+                round.tool_calls.push(not_executed(
+                    call,
+                    "not run: the run's time limit was reached".into(),
+                ));
+                continue;
+            }
+            let (record, timed_out) = self.tool_call(call).await;
+            self.messages
+                .push(ChatMessage::tool(call.id.clone(), record.result.clone()));
+            round.tool_calls.push(record);
+            if timed_out {
+                stop = Some(self.wall_stop());
+            }
+        }
+        stop
+    }
+}
+
+/// Why the answer's usage breaks the reservation it was called under, if it
+/// does: the caps hold only while usage stays within what was reserved.
+fn over_reservation(round: &Round, plan: &CallPlan) -> Option<String> {
+    let usage = round.usage?;
+    (usage.prompt_tokens > plan.prompt_tokens
+        || usage.completion_tokens > u64::from(plan.max_tokens)
+        || round.cost_usd > plan.worst_usd)
+        .then(|| {
+            format!(
+                "the model reported {} prompt and {} completion tokens, more than the {} and {} reserved; stopping so the caps hold",
+                usage.prompt_tokens, usage.completion_tokens, plan.prompt_tokens, plan.max_tokens
+            )
+        })
+}

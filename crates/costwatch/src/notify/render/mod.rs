@@ -1,0 +1,244 @@
+//! How an [`Alert`] looks to people and to machines: the email subject, text
+//! and HTML bodies, the webhook bodies and the webhook signature. Pure
+//! functions: no I/O, no clock.
+//!
+//! # The generic webhook body (`costwatch.alert.v1`)
+//!
+//! The generic shape is the [`Alert`] itself, serialized as one JSON object.
+//! Receivers should check `version` and ignore fields they do not know;
+//! fields are only ever added within one version.
+//!
+//! | field | type | meaning |
+//! | --- | --- | --- |
+//! | `version` | string | always `"costwatch.alert.v1"` |
+//! | `fingerprint` | string | stable id of the incident |
+//! | `sequence` | integer | notifications this incident had before this one |
+//! | `status` | `"firing"` \| `"resolved"` | whether the incident is going on |
+//! | `kind` | `"no_cache"` \| `"oversized_model"` \| `"retry_loop"` \| `"catch_up_summary"` \| `"source_unhealthy"` \| `"test"` | what it is about |
+//! | `severity` | `"info"` \| `"warning"` \| `"critical"` | the highest severity of its findings |
+//! | `rule` | string or null | the rule's name, for finding alerts |
+//! | `group` | string | the peer group, e.g. `"feature=support-agent"` |
+//! | `labels` | object of string → string | the group's labels |
+//! | `title` | string | the subject line |
+//! | `summary` | string | a few sentences for people |
+//! | `session_count` | integer | sessions involved so far |
+//! | `impact_usd` | number | total cost above peers of those sessions, in US dollars |
+//! | `impact_usd_per_day` | number | the impact extrapolated to a day |
+//! | `sessions` | array | the largest sessions, largest impact first (below) |
+//! | `sessions[].session_id` | string | the gateway's session id |
+//! | `sessions[].cost_usd` | number | what the session cost |
+//! | `sessions[].impact_usd` | number | its cost above peers |
+//! | `sessions[].explanation` | string | why it was flagged |
+//! | `sessions[].evidence` | any JSON | the detector's evidence |
+//! | `sessions[].link` | string or null | the session in the gateway's UI |
+//! | `window` | object | `{"start": RFC 3339, "end": RFC 3339}`, half-open |
+//! | `starts_at` | RFC 3339 string | when the incident started |
+//! | `ends_at` | RFC 3339 string or null | when it was resolved |
+//! | `investigation` | object or null | the investigation's result ([`InvestigationReport`](crate::investigate::InvestigationReport)): `summary`, `cost_usd`, `stop_reason`, `stop_detail`, `model`, `run_id`, token and call totals, `tools_offered`, `transcript` (the rounds) and `transcript_text` |
+//! | `created_at` | RFC 3339 string | when this notification was made |
+//!
+//! Every webhook request also carries the headers `X-Costwatch-Idempotency-Key`
+//! (`<fingerprint>:<status>:<sequence>`; the same notification delivered twice
+//! carries the same key) and, when a secret is configured,
+//! `X-Costwatch-Signature: sha256=<hex>`: the HMAC-SHA256 of the exact body
+//! bytes under the shared secret (see [`signature`] and [`verify_signature`]).
+
+mod alertmanager;
+mod email;
+mod signature;
+mod slack;
+#[cfg(test)]
+pub(crate) mod tests;
+
+pub use email::{email_html, email_subject, email_text, escape_html};
+pub use signature::{signature, verify_signature};
+
+use super::{Alert, AlertKind, AlertStatus};
+use chrono::SecondsFormat;
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+
+pub use crate::config::WebhookShape;
+
+/// Builds an alert title such as
+/// `[costwatch] no_cache in feature=support-agent: 12 sessions, +$4.20/day`;
+/// a resolved alert's title starts with `[costwatch] RESOLVED`.
+pub fn title_for(
+    kind: AlertKind,
+    group: &str,
+    session_count: u64,
+    impact_usd_per_day: f64,
+    status: AlertStatus,
+) -> String {
+    let mut title = String::from("[costwatch] ");
+    if status == AlertStatus::Resolved {
+        title.push_str("RESOLVED ");
+    }
+    title.push_str(kind.as_str());
+    if !group.is_empty() {
+        let _ = write!(title, " in {}", one_line(group));
+    }
+    if session_count > 0 {
+        let noun = if session_count == 1 {
+            "session"
+        } else {
+            "sessions"
+        };
+        let _ = write!(
+            title,
+            ": {session_count} {noun}, +{}/day",
+            usd(impact_usd_per_day)
+        );
+    }
+    title
+}
+
+/// The JSON a webhook of `shape` receives for `alert`.
+///
+/// - [`WebhookShape::Generic`]: the alert itself (schema in the module docs).
+/// - [`WebhookShape::Slack`]: `{"text": title, "blocks": [...]}` for an
+///   incoming webhook; texts are escaped for Slack and cut to its limits.
+/// - [`WebhookShape::Alertmanager`]: a one-element array for
+///   `POST /api/v2/alerts`. `endsAt` is set only when resolved;
+///   `generatorURL` is the top session's link when it is an http(s) URL.
+pub fn webhook_body(alert: &Alert, shape: WebhookShape) -> Value {
+    match shape {
+        WebhookShape::Generic => generic_body(alert),
+        WebhookShape::Slack => slack::slack_body(alert),
+        WebhookShape::Alertmanager => alertmanager::alertmanager_body(alert),
+    }
+}
+
+fn generic_body(alert: &Alert) -> Value {
+    // Serializing an `Alert` cannot fail (string map keys, no custom
+    // serializers); should it ever, receivers still get the essentials.
+    serde_json::to_value(alert).unwrap_or_else(|err| {
+        json!({
+            "version": alert.version,
+            "fingerprint": alert.fingerprint,
+            "status": alert.status,
+            "kind": alert.kind,
+            "title": alert.title,
+            "summary": alert.summary,
+            "error": format!("alert could not be serialized: {err}"),
+        })
+    })
+}
+
+/// The investigation's summary and cost, when it has a summary.
+struct Investigation {
+    summary: String,
+    cost_usd: Option<f64>,
+}
+
+impl Investigation {
+    fn of(alert: &Alert) -> Option<Investigation> {
+        let report = alert.investigation.as_ref()?;
+        let summary = report.summary.trim();
+        if summary.is_empty() {
+            return None;
+        }
+        Some(Investigation {
+            summary: summary.to_owned(),
+            // A cost that is not a number is left out rather than shown as NaN.
+            cost_usd: report.cost_usd.is_finite().then_some(report.cost_usd),
+        })
+    }
+}
+
+/// The name/value lines shared by the text and HTML bodies.
+fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
+    let mut what = format!(
+        "{} ({}, {})",
+        alert.kind.as_str(),
+        alert.severity.as_str(),
+        status_str(alert.status)
+    );
+    if let Some(rule) = &alert.rule {
+        let _ = write!(what, ", rule {rule}");
+    }
+    let labels = if alert.labels.is_empty() {
+        "(none)".to_owned()
+    } else {
+        alert
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut facts = vec![
+        ("What", what),
+        ("Where", group_or_all(&alert.group)),
+        ("Labels", labels),
+        (
+            "Impact",
+            format!(
+                "+{} above peers over {} sessions, +{}/day at the current rate",
+                usd(alert.impact_usd),
+                alert.session_count,
+                usd(alert.impact_usd_per_day)
+            ),
+        ),
+        ("Window", alert.window.to_string()),
+        ("Started", rfc3339(alert.starts_at)),
+    ];
+    if let Some(ends) = alert.ends_at {
+        facts.push(("Resolved", rfc3339(ends)));
+    }
+    facts
+}
+
+fn status_str(status: AlertStatus) -> &'static str {
+    match status {
+        AlertStatus::Firing => "firing",
+        AlertStatus::Resolved => "resolved",
+    }
+}
+
+fn group_or_all(group: &str) -> String {
+    if group.is_empty() {
+        "(all sessions)".to_owned()
+    } else {
+        group.to_owned()
+    }
+}
+
+/// Dollars for people: cents, or four decimals below one cent.
+fn usd(amount: f64) -> String {
+    if amount != 0.0 && amount.abs() < 0.01 {
+        format!("${amount:.4}")
+    } else {
+        format!("${amount:.2}")
+    }
+}
+
+fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// Control characters (line breaks included) become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// At most `max` characters, with an ellipsis when cut.
+fn truncate(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn is_http_url(link: &str) -> bool {
+    let lower = link.to_ascii_lowercase();
+    lower.starts_with("https://") || lower.starts_with("http://")
+}

@@ -1,0 +1,156 @@
+//! The outbox: alerts stored per channel before they are sent, claimed by
+//! one replica at a time, and marked sent, retried or given up.
+
+use super::*;
+
+pub(super) async fn enqueue(
+    store: &SqlStore,
+    updates: &[IncidentUpdate],
+    alerts: &[Alert],
+    channels: &[String],
+    now: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let mut tx = store.pool.begin().await.map_err(unavailable)?;
+    for u in updates {
+        sqlx::query(
+            "UPDATE incidents SET status = $1, notified_ms = $2, notified_sessions = $3, sequence = $4, \
+             updated_ms = $5 WHERE fingerprint = $6",
+        )
+        .bind(if u.firing { "firing" } else { "resolved" })
+        .bind(u.notified.map(ms))
+        .bind(u.notified_sessions as i64)
+        .bind(i64::from(u.sequence))
+        .bind(ms(now))
+        .bind(u.fingerprint.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(unavailable)?;
+    }
+    for a in alerts {
+        let body = json(a)?;
+        for channel in channels {
+            sqlx::query(
+                "INSERT INTO outbox (idempotency_key, channel, fingerprint, alert, status, attempts, \
+                 next_attempt_ms, deadline_ms, created_ms) VALUES ($1, $2, $3, $4, 'pending', 0, $5, $6, $5) \
+                 ON CONFLICT (idempotency_key, channel) DO NOTHING",
+            )
+            .bind(a.idempotency_key())
+            .bind(channel.as_str())
+            .bind(a.fingerprint.as_str())
+            .bind(body.as_str())
+            .bind(ms(now))
+            .bind(ms(deadline))
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+        }
+    }
+    tx.commit().await.map_err(unavailable)
+}
+
+pub(super) async fn claim_deliveries(
+    store: &SqlStore,
+    holder: &str,
+    now: DateTime<Utc>,
+    claim_until: DateTime<Utc>,
+    limit: usize,
+) -> Result<Vec<Delivery>, StoreError> {
+    // PostgreSQL: rows another replica is claiming right now are skipped,
+    // not waited for. SQLite has one writer at a time, so no lock clause.
+    let lock = match store.backend {
+        Backend::Postgres => " FOR UPDATE SKIP LOCKED",
+        Backend::Sqlite => "",
+    };
+    let sql = format!(
+        "UPDATE outbox SET claimed_by = $1, claim_until_ms = $2 WHERE id IN (\
+         SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_ms <= $3 \
+         AND (claim_until_ms IS NULL OR claim_until_ms < $3) ORDER BY id LIMIT $4{lock}) \
+         RETURNING id, channel, alert, attempts, deadline_ms"
+    );
+    // Only a fixed lock clause is formatted in; the values are bound.
+    let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(holder)
+        .bind(ms(claim_until))
+        .bind(ms(now))
+        .bind(limit as i64)
+        .fetch_all(&store.pool)
+        .await
+        .map_err(unavailable)?;
+    let mut out: Vec<Delivery> = rows
+        .iter()
+        .map(|r| {
+            Ok(Delivery {
+                id: r.try_get("id").map_err(corrupt)?,
+                channel: r.try_get("channel").map_err(corrupt)?,
+                alert: alert_from(&r.try_get::<String, _>("alert").map_err(corrupt)?)?,
+                attempts: r.try_get::<i64, _>("attempts").map_err(corrupt)? as u32,
+                deadline: from_ms(r.try_get("deadline_ms").map_err(corrupt)?)?,
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
+    out.sort_by_key(|d| d.id);
+    Ok(out)
+}
+
+pub(super) async fn delivered(
+    store: &SqlStore,
+    id: i64,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE outbox SET status = 'sent', attempts = attempts + 1, sent_ms = $1, last_error = NULL, claim_until_ms = NULL WHERE id = $2")
+        .bind(ms(now))
+        .bind(id)
+        .execute(&store.pool)
+        .await
+        .map_err(unavailable)?;
+    Ok(())
+}
+
+pub(super) async fn retry_later(
+    store: &SqlStore,
+    id: i64,
+    next: DateTime<Utc>,
+    error: &str,
+) -> Result<(), StoreError> {
+    sqlx::query("UPDATE outbox SET attempts = attempts + 1, next_attempt_ms = $1, last_error = $2, claim_until_ms = NULL WHERE id = $3")
+        .bind(ms(next))
+        .bind(error)
+        .bind(id)
+        .execute(&store.pool)
+        .await
+        .map_err(unavailable)?;
+    Ok(())
+}
+
+pub(super) async fn give_up(store: &SqlStore, id: i64, error: &str) -> Result<(), StoreError> {
+    sqlx::query("UPDATE outbox SET status = 'failed', attempts = attempts + 1, last_error = $1, claim_until_ms = NULL WHERE id = $2")
+        .bind(error)
+        .bind(id)
+        .execute(&store.pool)
+        .await
+        .map_err(unavailable)?;
+    Ok(())
+}
+
+pub(super) async fn outbox(store: &SqlStore) -> Result<Vec<OutboxRow>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT id, idempotency_key, channel, status, attempts, last_error, alert FROM outbox ORDER BY id",
+    )
+    .fetch_all(&store.pool)
+    .await
+    .map_err(unavailable)?;
+    rows.iter()
+        .map(|r| {
+            Ok(OutboxRow {
+                id: r.try_get("id").map_err(corrupt)?,
+                idempotency_key: r.try_get("idempotency_key").map_err(corrupt)?,
+                channel: r.try_get("channel").map_err(corrupt)?,
+                status: r.try_get("status").map_err(corrupt)?,
+                attempts: r.try_get::<i64, _>("attempts").map_err(corrupt)? as u32,
+                last_error: r.try_get("last_error").map_err(corrupt)?,
+                alert: alert_from(&r.try_get::<String, _>("alert").map_err(corrupt)?)?,
+            })
+        })
+        .collect()
+}
