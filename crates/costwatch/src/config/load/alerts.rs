@@ -5,6 +5,7 @@ use super::fields::http_url;
 use super::to_usize;
 use crate::config::AlertsConfig;
 use crate::config::raw::RawAlerts;
+use url::Url;
 
 pub(super) fn alerts_config(doc: &mut Doc, raw: RawAlerts) -> Option<AlertsConfig> {
     doc.at_least_f64("alerts.realert_growth", raw.realert_growth, 1.0);
@@ -30,7 +31,12 @@ pub(super) fn alerts_config(doc: &mut Doc, raw: RawAlerts) -> Option<AlertsConfi
         None => None,
         Some(url) => Some(http_url(doc, "alerts.gateway_ui_url", url)?),
     };
-    Some(AlertsConfig {
+    Some(alerts(raw, gateway_ui_url))
+}
+
+/// The typed section from checked raw values.
+fn alerts(raw: RawAlerts, gateway_ui_url: Option<Url>) -> AlertsConfig {
+    AlertsConfig {
         cooldown: raw.cooldown.0,
         realert_growth: raw.realert_growth,
         resolve_after: raw.resolve_after.0,
@@ -41,5 +47,12 @@ pub(super) fn alerts_config(doc: &mut Doc, raw: RawAlerts) -> Option<AlertsConfi
         retry_base: raw.retry_base.0,
         retry_max: raw.retry_max.0,
         gateway_ui_url,
-    })
+    }
+}
+
+impl Default for AlertsConfig {
+    /// The defaults of `alerts` (which name no gateway UI).
+    fn default() -> Self {
+        alerts(RawAlerts::default(), None)
+    }
 }

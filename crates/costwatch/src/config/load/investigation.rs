@@ -3,8 +3,8 @@
 use super::document::Doc;
 use super::fields::{http_url, secret};
 use super::to_usize;
-use crate::config::InvestigationConfig;
-use crate::config::raw::RawInvestigation;
+use crate::config::raw::{RawCaps, RawEscalate, RawInvestigation, RawPrices};
+use crate::config::{Caps, EscalateConfig, InvestigationConfig, Prices};
 use std::collections::BTreeMap;
 
 /// The variable holding the inference key.
@@ -59,7 +59,6 @@ pub(super) fn investigation_config(
             format!("needs an inference key: set {INFERENCE_KEY_VAR} or investigation.inference_key_file")
         });
     }
-    let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
     Some(InvestigationConfig {
         enabled: raw.enabled,
         mcp_url: mcp_url?,
@@ -67,23 +66,58 @@ pub(super) fn investigation_config(
         model: raw.model,
         inference_key,
         tools: raw.tools,
-        prices: raw.prices.map(|p| {
-            (
-                p.input_usd_per_mtok,
-                p.cached_input_usd_per_mtok,
-                p.output_usd_per_mtok,
-            )
-        }),
-        kinds: raw.escalate.kinds,
-        min_severity: raw.escalate.min_severity,
-        max_per_hour: raw.escalate.max_per_hour,
-        max_rounds: clamp(raw.caps.max_rounds),
-        max_tool_calls: clamp(raw.caps.max_tool_calls),
-        max_input_tokens: raw.caps.max_input_tokens,
-        max_output_tokens: raw.caps.max_output_tokens,
-        max_usd_per_run: raw.caps.max_usd_per_run,
-        max_usd_per_day: raw.caps.max_usd_per_day,
-        max_tool_result_bytes: to_usize(raw.caps.max_tool_result_bytes),
-        wall_timeout: raw.caps.wall_timeout.0,
+        prices: raw.prices.map(Prices::from),
+        escalate: raw.escalate.into(),
+        caps: raw.caps.into(),
     })
+}
+
+impl From<RawPrices> for Prices {
+    fn from(raw: RawPrices) -> Prices {
+        Prices {
+            input_usd_per_mtok: raw.input_usd_per_mtok,
+            cached_input_usd_per_mtok: raw.cached_input_usd_per_mtok,
+            output_usd_per_mtok: raw.output_usd_per_mtok,
+        }
+    }
+}
+
+impl From<RawEscalate> for EscalateConfig {
+    fn from(raw: RawEscalate) -> EscalateConfig {
+        EscalateConfig {
+            kinds: raw.kinds,
+            min_severity: raw.min_severity,
+            max_per_hour: raw.max_per_hour,
+        }
+    }
+}
+
+impl Default for EscalateConfig {
+    /// The defaults of `investigation.escalate`.
+    fn default() -> Self {
+        RawEscalate::default().into()
+    }
+}
+
+impl From<RawCaps> for Caps {
+    fn from(raw: RawCaps) -> Caps {
+        let clamp = |v: u64| u32::try_from(v).unwrap_or(u32::MAX);
+        Caps {
+            max_rounds: clamp(raw.max_rounds),
+            max_tool_calls: clamp(raw.max_tool_calls),
+            max_input_tokens: raw.max_input_tokens,
+            max_output_tokens: raw.max_output_tokens,
+            max_usd_per_run: raw.max_usd_per_run,
+            max_usd_per_day: raw.max_usd_per_day,
+            max_tool_result_bytes: to_usize(raw.max_tool_result_bytes),
+            wall_timeout: raw.wall_timeout.0,
+        }
+    }
+}
+
+impl Default for Caps {
+    /// The defaults of `investigation.caps`.
+    fn default() -> Self {
+        RawCaps::default().into()
+    }
 }

@@ -49,10 +49,23 @@ pub(super) fn detection_config(doc: &mut Doc, raw: RawDetection) -> DetectionCon
         1,
         64,
     );
-    DetectionConfig {
-        baseline_samples: to_usize(raw.baseline_samples),
-        max_candidates: to_usize(raw.max_candidates),
-        drilldown_concurrency: to_usize(raw.drilldown_concurrency),
+    raw.into()
+}
+
+impl From<RawDetection> for DetectionConfig {
+    fn from(raw: RawDetection) -> DetectionConfig {
+        DetectionConfig {
+            baseline_samples: to_usize(raw.baseline_samples),
+            max_candidates: to_usize(raw.max_candidates),
+            drilldown_concurrency: to_usize(raw.drilldown_concurrency),
+        }
+    }
+}
+
+impl Default for DetectionConfig {
+    /// The defaults of `detection`.
+    fn default() -> Self {
+        RawDetection::default().into()
     }
 }
 
