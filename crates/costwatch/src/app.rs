@@ -7,7 +7,7 @@ mod demo;
 mod oneshot;
 mod service;
 
-pub use backtest::{SpendReport, replay_spend, simulator_source};
+pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source};
 pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
 };
@@ -168,7 +168,7 @@ impl App {
     }
 }
 
-/// An error with its sources, as `anyhow` shows it with `{:#}`.
+/// An error followed by each of its sources, separated by `: `.
 pub fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut next = e.source();

@@ -14,23 +14,30 @@ use chrono::{DateTime, Utc};
 use costwatch_sim::server::SimServer;
 use std::time::Duration;
 
-/// A gateway client pointed at the simulator.
-pub fn simulator_source(sim: &SimServer) -> Result<GatewaySource, AppError> {
-    let url = url::Url::parse(&sim.base_url()).map_err(|e| AppError::failed("simulator url", e))?;
-    let limits = HttpLimits {
+/// The limits of a gateway client reading the simulator on loopback.
+pub fn simulator_limits() -> HttpLimits {
+    HttpLimits {
         timeout: Duration::from_secs(30),
         connect_timeout: Duration::from_secs(5),
         max_retries: 3,
         retry_base: Duration::from_millis(100),
         retry_max: Duration::from_secs(5),
         max_body_bytes: 8 << 20,
-    };
+    }
+}
+
+/// Pages of 50, the gateway's largest.
+const SIMULATOR_PAGE_LIMIT: u32 = 50;
+
+/// A gateway client pointed at the simulator.
+pub fn simulator_source(sim: &SimServer) -> Result<GatewaySource, AppError> {
+    let url = url::Url::parse(&sim.base_url()).map_err(|e| AppError::failed("simulator url", e))?;
     Ok(GatewaySource::new(
         url,
         &Secret::new(sim.admin_key()),
-        50,
+        SIMULATOR_PAGE_LIMIT,
         Labels::new(),
-        limits,
+        simulator_limits(),
     )?)
 }
 
