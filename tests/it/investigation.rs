@@ -48,9 +48,7 @@ fn escalation(sim: &SimServer, model: &ScriptedModelServer) -> Escalation {
             output_usd_per_mtok: 0.40,
         },
         options: RunOptions::default(),
-        kinds: costwatch::domain::Kind::ALL.to_vec(),
-        min_severity: costwatch::config::Severity::Warning,
-        max_per_hour: 6,
+        policy: costwatch::config::EscalateConfig::default(),
     }
 }
 

@@ -25,15 +25,7 @@ use std::time::Duration;
 /// The alerting defaults of `config/costwatch.example.yaml` (cooldown 6h,
 /// re-alert on 2x growth, resolve after 2h quiet).
 pub fn default_policy() -> AlertPolicy {
-    AlertPolicy {
-        cooldown: Duration::from_secs(6 * 3600),
-        realert_growth: 2.0,
-        resolve_after: Duration::from_secs(2 * 3600),
-        send_resolved: true,
-        top_sessions: 5,
-        summary_after_windows: 4,
-        gateway_ui_url: None,
-    }
+    AlertPolicy::from(&costwatch::config::AlertsConfig::default())
 }
 
 /// Alerts of one kind.

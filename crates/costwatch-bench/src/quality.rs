@@ -12,8 +12,8 @@ use costwatch::clock::SystemClock;
 use costwatch::config;
 use costwatch::detect::{Detector, Finding, Kind};
 use costwatch::secret::Secret;
+use costwatch::source::Labels;
 use costwatch::source::gateway::GatewaySource;
-use costwatch::source::{HttpLimits, Labels};
 use costwatch_sim::scenario::{self, ScenarioParams};
 use costwatch_sim::server::{SimOptions, SimServer};
 use std::collections::BTreeMap;
@@ -30,12 +30,9 @@ pub const DRILLDOWN_CONCURRENCY: usize = 4;
 /// the rules at `rules`, peer groups by `feature`, 512 samples per group and
 /// at most 10,000 candidates per window.
 pub fn default_detector(rules: &Path) -> Result<Detector, BenchError> {
-    Ok(Detector {
-        rules: config::load_rules(&[rules.to_path_buf()])?,
-        group_by: vec!["feature".to_owned()],
-        baseline_samples: 512,
-        max_candidates: 10_000,
-    })
+    Ok(costwatch::app::default_detector(config::load_rules(&[
+        rules.to_path_buf(),
+    ])?))
 }
 
 /// A gateway client for a simulator at `base_url`, with the limits
@@ -43,20 +40,12 @@ pub fn default_detector(rules: &Path) -> Result<Detector, BenchError> {
 pub fn sim_source(base_url: &str, admin_key: &str) -> Result<GatewaySource, BenchError> {
     let url =
         url::Url::parse(base_url).map_err(|e| BenchError::Setup(format!("{base_url}: {e}")))?;
-    let limits = HttpLimits {
-        timeout: Duration::from_secs(30),
-        connect_timeout: Duration::from_secs(5),
-        max_retries: 3,
-        retry_base: Duration::from_millis(100),
-        retry_max: Duration::from_secs(5),
-        max_body_bytes: 8 << 20,
-    };
     Ok(GatewaySource::new(
         url,
         &Secret::new(admin_key),
         50,
         Labels::new(),
-        limits,
+        costwatch::app::simulator_limits(),
     )?)
 }
 

@@ -1,37 +1,116 @@
-//! Wires the parts of `costwatch run` together from a configuration, and runs
-//! them until SIGTERM: ticks on the cron schedule, outbox delivery between
-//! ticks, SIGHUP reloads, readiness and watchdog for systemd, and the
-//! `/metrics` + `/healthz` endpoint.
+//! The composition root: every runtime part is built here from a
+//! configuration, for the service (`costwatch run`) and for the one-shot
+//! commands. Nothing else in the library wires parts together.
+
+mod backtest;
+mod demo;
+mod oneshot;
+mod service;
+
+pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source};
+pub use demo::{
+    SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
+};
+pub use oneshot::{check_gateway, check_state, once, test_alert};
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{self, Config};
-use crate::daemon::{Daemon, DaemonSettings, TickReport};
+use crate::config::{Config, ConfigError, DetectionConfig, Rules, default_group_by};
+use crate::daemon::{Daemon, DaemonSettings};
+use crate::detect::Detector;
 use crate::escalate::Escalation;
-use crate::incidents::AlertPolicy;
-use crate::investigate::budget::{Caps, Prices};
+use crate::investigate::budget::Prices;
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
 use crate::investigate::run::RunOptions;
 use crate::notify::email::{EmailNotifier, EmailSettings};
-use crate::notify::outbox::{Channel, RetryPolicy};
-use crate::notify::webhook::{WebhookNotifier, WebhookSettings};
-use crate::ops::http::{HealthFn, HealthReport};
-use crate::ops::{metrics::Metrics, systemd};
+use crate::notify::outbox::Channel;
+use crate::notify::webhook::WebhookNotifier;
+use crate::ops::metrics::Metrics;
+use crate::pipeline::{Pipeline, PipelineError, Schedule};
 use crate::source::gateway::GatewaySource;
-use crate::store::SqlStore;
-use anyhow::{Context, anyhow};
-use chrono::{DateTime, Utc};
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use crate::source::{HttpLimits, Source, SourceError};
+use crate::store::{SqlStore, StoreError};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::watch;
 
-/// How often the outbox is looked at between ticks.
-const DELIVERY_INTERVAL: Duration = Duration::from_secs(15);
-/// How long an in-flight tick may finish after SIGTERM before it is abandoned
-/// (a window is one transaction: abandoning it loses nothing).
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Why a part could not be built or a command could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The configuration or its rules are invalid.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// A command that reads the gateway was started without its admin key.
+    #[error("no admin key: set COSTWATCH_ADMIN_KEY or source.admin_key_file in {}", path.display())]
+    NoAdminKey {
+        /// The configuration file.
+        path: PathBuf,
+    },
+    /// Investigations are enabled but a key is missing.
+    #[error("investigation.enabled needs both an inference key and the admin key")]
+    InvestigationKeys,
+    /// The embedded seed window of the demo has no requests.
+    #[error("empty seed window")]
+    EmptySeed,
+    /// `test-alert` found nothing to send to.
+    #[error("no channel is configured (notify.email, notify.webhooks)")]
+    NoChannel,
+    /// The investigating model is not in the gateway's catalogue.
+    #[error(
+        "investigation.model {model} is not in the gateway's catalogue: set investigation.prices"
+    )]
+    NotInCatalogue {
+        /// The model asked for.
+        model: String,
+    },
+    /// The gateway could not be read.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The state database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A window could not be processed.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// A part refused its settings; `what` names the setting.
+    #[error("{what}: {reason}")]
+    Setup {
+        /// The setting or part, e.g. `investigation.llm_url`.
+        what: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// An operation failed; `what` says which, the source why.
+    #[error("{what}")]
+    Failed {
+        /// What could not be done, e.g. `cannot open the state database`.
+        what: String,
+        /// The underlying error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl AppError {
+    /// A part that refused its settings.
+    fn setup(what: impl Into<String>, reason: impl std::fmt::Display) -> AppError {
+        AppError::Setup {
+            what: what.into(),
+            reason: reason.to_string(),
+        }
+    }
+
+    /// An operation that failed because of `source`.
+    fn failed(
+        what: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> AppError {
+        AppError::Failed {
+            what: what.into(),
+            source: source.into(),
+        }
+    }
+}
 
 /// The built service.
 pub struct App {
@@ -39,50 +118,222 @@ pub struct App {
     pub config: Config,
     /// The detection job.
     pub daemon: Daemon<GatewaySource, SqlStore>,
+    /// The parts that outlive a reload.
+    shared: Shared,
+}
+
+/// What a reload keeps: the counters, the clock and the replica's name.
+#[derive(Clone)]
+struct Shared {
+    metrics: Arc<Metrics>,
+    clock: Arc<dyn Clock>,
+    replica: String,
+}
+
+impl App {
+    /// Builds the service on the system clock: opens (and migrates) the
+    /// state database, the gateway client, the channels and the escalation.
+    pub async fn build(cfg: &Config) -> Result<App, AppError> {
+        let shared = Shared {
+            metrics: Arc::new(Metrics::new()),
+            clock: Arc::new(SystemClock),
+            replica: crate::daemon::replica_name(),
+        };
+        App::build_with(cfg, shared).await
+    }
+
+    async fn build_with(cfg: &Config, shared: Shared) -> Result<App, AppError> {
+        let pipeline = main_pipeline(cfg, shared.clock.clone()).await?;
+        // A gateway that is down at start must not keep the daemon from
+        // running: without its catalogue, investigations wait for a reload.
+        let escalation = match escalation(cfg).await {
+            Ok(e) => e.map(Arc::new),
+            Err(e) => {
+                tracing::error!(error = %chain(&e), "investigations are disabled until the next reload");
+                None
+            }
+        };
+        let settings = DaemonSettings::from_config(
+            cfg,
+            channels(cfg)?,
+            shared.metrics.clone(),
+            shared.replica.clone(),
+            escalation,
+        );
+        Ok(App {
+            daemon: Daemon::new(pipeline, settings, shared.clock.clone()),
+            config: cfg.clone(),
+            shared,
+        })
+    }
+}
+
+/// An error followed by each of its sources, separated by `: `.
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        next = s.source();
+    }
+    text
 }
 
 /// The alert channels a configuration names.
-pub fn channels(cfg: &Config) -> anyhow::Result<Vec<Arc<dyn Channel>>> {
+pub fn channels(cfg: &Config) -> Result<Vec<Arc<dyn Channel>>, AppError> {
     let mut out: Vec<Arc<dyn Channel>> = Vec::new();
     if let Some(e) = &cfg.notify.email {
-        let extra_ca_pem = e
-            .ca_file
-            .as_ref()
-            .map(|p| {
-                std::fs::read(p)
-                    .with_context(|| format!("cannot read notify.email.ca_file {}", p.display()))
-            })
-            .transpose()?;
-        let n = EmailNotifier::new(EmailSettings {
-            host: e.host.clone(),
-            port: e.port,
-            security: e.security,
-            extra_ca_pem,
-            username: e.username.clone(),
-            password: e.password.clone(),
-            from: e.from.clone(),
-            to: e.to.clone(),
-            timeout: e.timeout,
-        })
-        .map_err(|err| anyhow!("notify.email: {err}"))?;
+        let settings = EmailSettings::from_config(e).map_err(|err| {
+            let file = e.ca_file.as_deref().unwrap_or(std::path::Path::new(""));
+            AppError::failed(
+                format!("cannot read notify.email.ca_file {}", file.display()),
+                err,
+            )
+        })?;
+        let n = EmailNotifier::new(settings).map_err(|err| AppError::setup("notify.email", err))?;
         out.push(Arc::new(n));
     }
     for w in &cfg.notify.webhooks {
-        let n = WebhookNotifier::new(WebhookSettings {
-            name: w.name.clone(),
-            url: w.url.clone(),
-            shape: w.shape,
-            secret: w.secret.clone(),
-            timeout: w.timeout,
-        })
-        .map_err(|err| anyhow!("notify.webhooks {}: {err}", w.name))?;
+        let n = WebhookNotifier::new(w.clone())
+            .map_err(|err| AppError::setup(format!("notify.webhooks {}", w.name), err))?;
         out.push(Arc::new(n));
     }
     Ok(out)
 }
 
+/// A gateway client for a configuration; fails without an admin key.
+pub fn gateway(cfg: &Config) -> Result<GatewaySource, AppError> {
+    let key = cfg
+        .source
+        .admin_key
+        .as_ref()
+        .ok_or_else(|| AppError::NoAdminKey {
+            path: cfg.path.clone(),
+        })?;
+    let s = &cfg.source;
+    Ok(GatewaySource::new(
+        s.api_url.clone(),
+        key,
+        s.page_limit,
+        s.labels.clone(),
+        HttpLimits::from(s),
+    )?)
+}
+
+/// The detector a configuration describes.
+pub fn detector(cfg: &Config) -> Detector {
+    detector_of(cfg.rules.clone(), cfg.group_by.clone(), &cfg.detection)
+}
+
+/// The detector for `rules` with every other setting at its default, for
+/// commands run without a configuration file.
+pub fn default_detector(rules: Rules) -> Detector {
+    detector_of(rules, default_group_by(), &DetectionConfig::default())
+}
+
+fn detector_of(rules: Rules, group_by: Vec<String>, d: &DetectionConfig) -> Detector {
+    Detector {
+        rules,
+        group_by,
+        baseline_samples: d.baseline_samples,
+        max_candidates: d.max_candidates,
+    }
+}
+
+/// The pipeline of the `main` job a configuration describes: its state
+/// database (opened and migrated), gateway, detector and windows.
+pub async fn main_pipeline(
+    cfg: &Config,
+    clock: Arc<dyn Clock>,
+) -> Result<Pipeline<GatewaySource, SqlStore>, AppError> {
+    let store = SqlStore::open_with(&cfg.state.url, cfg.state.max_connections)
+        .await
+        .map_err(|e| AppError::failed("cannot open the state database", e))?;
+    Ok(Pipeline::new(
+        gateway(cfg)?,
+        store,
+        detector(cfg),
+        Schedule::main(&cfg.windows),
+        cfg.detection.drilldown_concurrency,
+        clock,
+    ))
+}
+
+/// The prices of `model`: as configured, else from the gateway's catalogue.
+async fn prices<S: Source>(
+    configured: Option<Prices>,
+    source: &S,
+    model: &str,
+) -> Result<Prices, AppError> {
+    if let Some(p) = configured {
+        return Ok(p);
+    }
+    let models = source.models().await.map_err(|e| {
+        AppError::failed(
+            "investigation: cannot read the model catalogue for prices (or set investigation.prices)",
+            e,
+        )
+    })?;
+    let m = models
+        .iter()
+        .find(|m| m.id == model)
+        .ok_or_else(|| AppError::NotInCatalogue {
+            model: model.to_owned(),
+        })?;
+    Ok(Prices::from_catalogue(m))
+}
+
+/// The escalation a configuration describes; `None` when disabled. Prices
+/// come from `investigation.prices`, else from the gateway's catalogue.
+pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
+    let inv = &cfg.investigation;
+    if !inv.enabled {
+        return Ok(None);
+    }
+    let (Some(inference_key), Some(admin_key)) = (&inv.inference_key, &cfg.source.admin_key) else {
+        return Err(AppError::InvestigationKeys);
+    };
+    let prices = match inv.prices {
+        Some(p) => p,
+        None => prices(None, &gateway(cfg)?, &inv.model).await?,
+    };
+    let limits = HttpLimits {
+        timeout: inv.caps.wall_timeout,
+        max_retries: 2,
+        max_body_bytes: 4 << 20,
+        ..HttpLimits::from(&cfg.source)
+    };
+    let options = RunOptions {
+        tools: inv.tools.clone(),
+        ..RunOptions::default()
+    };
+    let tools = McpClient::new(
+        inv.mcp_url.clone(),
+        admin_key,
+        inv.tools.clone(),
+        options.tool_timeout,
+    )
+    .map_err(|e| AppError::setup("investigation.mcp_url", e))?;
+    let model = ModelClient::new(
+        inv.llm_url.clone(),
+        inference_key,
+        inv.model.clone(),
+        limits,
+    )
+    .map_err(|e| AppError::setup("investigation.llm_url", e))?;
+    Ok(Some(Escalation {
+        tools,
+        model,
+        caps: inv.caps.clone(),
+        prices,
+        options,
+        policy: inv.escalate.clone(),
+    }))
+}
+
 /// How long an outbox claim lasts: the slowest channel's timeout and a margin.
-pub fn claim_ttl(cfg: &Config) -> Duration {
+fn claim_ttl(cfg: &Config) -> Duration {
     let slowest = cfg
         .notify
         .webhooks
@@ -94,302 +345,28 @@ pub fn claim_ttl(cfg: &Config) -> Duration {
     slowest + Duration::from_secs(10)
 }
 
-/// The escalation a configuration describes; `None` when disabled. Prices
-/// come from `investigation.prices`, else from the gateway's catalogue.
-pub async fn escalation(cfg: &Config) -> anyhow::Result<Option<Escalation>> {
-    let inv = &cfg.investigation;
-    if !inv.enabled {
-        return Ok(None);
-    }
-    let (Some(inference_key), Some(admin_key)) = (&inv.inference_key, &cfg.source.admin_key) else {
-        return Err(anyhow!(
-            "investigation.enabled needs both an inference key and the admin key"
-        ));
-    };
-    let prices = match inv.prices {
-        Some((input, cached, output)) => Prices {
-            input_usd_per_mtok: input,
-            cached_input_usd_per_mtok: cached,
-            output_usd_per_mtok: output,
-        },
-        None => {
-            use crate::source::Source;
-            let models = crate::cli::gateway(cfg)?
-                .models()
-                .await
-                .context("investigation: cannot read the model catalogue for prices (or set investigation.prices)")?;
-            let m = models
-                .iter()
-                .find(|m| m.id == inv.model)
-                .ok_or_else(|| anyhow!("investigation.model {} is not in the gateway's catalogue: set investigation.prices", inv.model))?;
-            Prices::from_catalogue(m)
-        }
-    };
-    let limits = crate::source::HttpLimits {
-        timeout: inv.wall_timeout,
-        connect_timeout: cfg.source.connect_timeout,
-        max_retries: 2,
-        retry_base: cfg.source.retry_base,
-        retry_max: cfg.source.retry_max,
-        max_body_bytes: 4 << 20,
-    };
-    let tools = McpClient::new(
-        inv.mcp_url.clone(),
-        admin_key,
-        inv.tools.clone(),
-        Duration::from_secs(20),
-    )
-    .map_err(|e| anyhow!("investigation.mcp_url: {e}"))?;
-    let model = ModelClient::new(
-        inv.llm_url.clone(),
-        inference_key,
-        inv.model.clone(),
-        limits,
-    )
-    .map_err(|e| anyhow!("investigation.llm_url: {e}"))?;
-    Ok(Some(Escalation {
-        tools,
-        model,
-        caps: Caps {
-            max_rounds: inv.max_rounds,
-            max_tool_calls: inv.max_tool_calls,
-            max_input_tokens: inv.max_input_tokens,
-            max_output_tokens: inv.max_output_tokens,
-            max_usd_per_run: inv.max_usd_per_run,
-            max_usd_per_day: inv.max_usd_per_day,
-            max_tool_result_bytes: inv.max_tool_result_bytes,
-            wall_timeout: inv.wall_timeout,
-        },
-        prices,
-        options: RunOptions {
-            tools: inv.tools.clone(),
-            ..RunOptions::default()
-        },
-        kinds: inv.kinds.clone(),
-        min_severity: inv.min_severity,
-        max_per_hour: inv.max_per_hour,
-    }))
-}
-
-/// The alert policy a configuration describes.
-pub fn policy(cfg: &Config) -> AlertPolicy {
-    let a = &cfg.alerts;
-    AlertPolicy {
-        cooldown: a.cooldown,
-        realert_growth: a.realert_growth,
-        resolve_after: a.resolve_after,
-        send_resolved: a.send_resolved,
-        top_sessions: a.top_sessions,
-        summary_after_windows: a.summary_after_windows,
-        gateway_ui_url: a.gateway_ui_url.as_ref().map(|u| u.to_string()),
-    }
-}
-
-impl App {
-    /// Builds the service: opens (and migrates) the state database, the
-    /// gateway client and the channels.
-    pub async fn build(
-        cfg: Config,
+impl DaemonSettings {
+    /// The settings a configuration describes (`alerts`, `schedule`,
+    /// `windows`, `state`), around the runtime parts.
+    pub fn from_config(
+        cfg: &Config,
+        channels: Vec<Arc<dyn Channel>>,
         metrics: Arc<Metrics>,
-        clock: Arc<dyn Clock>,
-        replica: &str,
-    ) -> anyhow::Result<App> {
-        let pipeline = crate::cli::main_pipeline(&cfg, clock.clone()).await?;
-        let settings = DaemonSettings {
-            policy: policy(&cfg),
+        replica: String,
+        escalation: Option<Arc<Escalation>>,
+    ) -> DaemonSettings {
+        DaemonSettings {
+            policy: (&cfg.alerts).into(),
             max_catch_up_windows: cfg.schedule.max_catch_up_windows,
             max_backfill: cfg.windows.max_backfill,
             delivery_deadline: cfg.alerts.delivery_deadline,
-            retry: RetryPolicy {
-                base: cfg.alerts.retry_base,
-                max: cfg.alerts.retry_max,
-            },
-            channels: channels(&cfg)?,
+            retry: (&cfg.alerts).into(),
+            channels,
             metrics,
-            replica: replica.to_owned(),
+            replica,
             lease_ttl: cfg.state.lease_ttl,
-            claim_ttl: claim_ttl(&cfg),
-            // A gateway that is down at start must not keep the daemon from
-            // running: without its catalogue, investigations wait for a reload.
-            escalation: match escalation(&cfg).await {
-                Ok(e) => e.map(Arc::new),
-                Err(e) => {
-                    tracing::error!(error = %format!("{e:#}"), "investigations are disabled until the next reload");
-                    None
-                }
-            },
-        };
-        Ok(App {
-            daemon: Daemon::new(pipeline, settings, clock.clone()),
-            config: cfg,
-        })
-    }
-
-    /// The next scheduled tick after `after`.
-    fn next_tick(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.config.schedule.next_after(after)
-    }
-}
-
-/// What `/healthz` reads: updated after every tick.
-#[derive(Debug, Default)]
-struct Health {
-    last_tick: Option<DateTime<Utc>>,
-    watermark: Option<DateTime<Utc>>,
-    source_error: Option<String>,
-}
-
-fn note_tick(health: &Mutex<Health>, at: DateTime<Utc>, r: &TickReport) {
-    if let Ok(mut h) = health.lock() {
-        h.last_tick = Some(at);
-        h.watermark = r.watermark;
-        h.source_error = r.source_error.clone();
-    }
-}
-
-/// Runs `costwatch run --config path` until SIGTERM or SIGINT.
-pub async fn run(path: &Path) -> anyhow::Result<()> {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let metrics = Arc::new(Metrics::new());
-    let replica = crate::daemon::replica_name();
-    let mut app = App::build(
-        config::load(path)?,
-        metrics.clone(),
-        clock.clone(),
-        &replica,
-    )
-    .await?;
-    let health = Arc::new(Mutex::new(Health::default()));
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let _endpoint = match app.config.server.listen {
-        Some(listen) => {
-            let h = health.clone();
-            let f: HealthFn = Arc::new(move || health_report(&h));
-            Some(
-                crate::ops::http::serve(listen, metrics.clone(), f, stop_rx.clone())
-                    .await
-                    .context("cannot listen for /metrics")?,
-            )
-        }
-        None => None,
-    };
-    let mut sigterm = signal(SignalKind::terminate()).context("cannot watch SIGTERM")?;
-    let mut sigint = signal(SignalKind::interrupt()).context("cannot watch SIGINT")?;
-    let mut sighup = signal(SignalKind::hangup()).context("cannot watch SIGHUP")?;
-    spawn_watchdog(stop_rx.clone());
-    let _ = systemd::notify_ready();
-    tracing::info!(config = %path.display(), schedule = %app.config.schedule.cron_text, "costwatch is running");
-
-    // The first tick runs at once, so a restart catches up without waiting.
-    let mut next = Some(clock.now());
-    loop {
-        let wait = next
-            .map(|t| (t - clock.now()).to_std().unwrap_or(Duration::ZERO))
-            .unwrap_or(Duration::MAX)
-            .min(DELIVERY_INTERVAL);
-        let due_now = next.is_some_and(|t| t <= clock.now());
-        if due_now {
-            let tick = app.daemon.tick();
-            tokio::pin!(tick);
-            let outcome = tokio::select! {
-                r = &mut tick => Some(r),
-                _ = sigterm.recv() => None,
-                _ = sigint.recv() => None,
-            };
-            match outcome {
-                Some(Ok(r)) => note_tick(&health, clock.now(), &r),
-                Some(Err(e)) => {
-                    tracing::error!(error = %e, "tick failed: the state database is unavailable; retrying at the next tick")
-                }
-                None => {
-                    tracing::info!("stopping: letting the current tick finish");
-                    let _ = systemd::notify_stopping();
-                    let _ = tokio::time::timeout(SHUTDOWN_GRACE, &mut tick).await;
-                    break;
-                }
-            }
-            next = app.next_tick(clock.now());
-            continue;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep(wait) => {
-                if let Err(e) = app.daemon.deliver().await {
-                    tracing::error!(error = %e, "alert delivery could not read the outbox");
-                }
-            }
-            _ = sighup.recv() => {
-                let _ = systemd::notify_reloading();
-                app = reload(app, path, metrics.clone(), clock.clone(), &replica).await;
-                next = app.next_tick(clock.now());
-                let _ = systemd::notify_ready();
-            }
-            _ = sigterm.recv() => { let _ = systemd::notify_stopping(); break; }
-            _ = sigint.recv() => { let _ = systemd::notify_stopping(); break; }
+            claim_ttl: claim_ttl(cfg),
+            escalation,
         }
     }
-    let _ = stop_tx.send(true);
-    if let Err(e) = app.daemon.release().await {
-        tracing::warn!(error = %e, "could not release the job lease; another replica takes over when it expires");
-    }
-    tracing::info!("costwatch stopped");
-    Ok(())
-}
-
-/// Loads the configuration again; on any problem keeps the running one.
-async fn reload(
-    app: App,
-    path: &Path,
-    metrics: Arc<Metrics>,
-    clock: Arc<dyn Clock>,
-    replica: &str,
-) -> App {
-    let cfg = match config::load(path) {
-        Ok(cfg) => cfg,
-        Err(e) => {
-            tracing::error!(problems = %e, "reload refused: the new configuration is invalid; keeping the old one");
-            return app;
-        }
-    };
-    match App::build(cfg, metrics, clock, replica).await {
-        Ok(new) => {
-            tracing::info!(config = %path.display(), "configuration reloaded");
-            new
-        }
-        Err(e) => {
-            tracing::error!(error = %format!("{e:#}"), "reload refused; keeping the old configuration");
-            app
-        }
-    }
-}
-
-fn health_report(h: &Mutex<Health>) -> HealthReport {
-    let Ok(h) = h.lock() else {
-        return HealthReport {
-            healthy: false,
-            reason: Some("health state poisoned".into()),
-            ..HealthReport::default()
-        };
-    };
-    HealthReport {
-        healthy: h.source_error.is_none(),
-        reason: h.source_error.clone(),
-        watermark: h.watermark,
-        last_tick: h.last_tick,
-    }
-}
-
-/// Pings the systemd watchdog while the runtime is alive.
-fn spawn_watchdog(mut stop: watch::Receiver<bool>) {
-    let Some(every) = systemd::watchdog_interval() else {
-        return;
-    };
-    tokio::spawn(async move {
-        let mut interval = tokio::time::interval(every);
-        loop {
-            tokio::select! {
-                _ = interval.tick() => { let _ = systemd::notify_watchdog(); }
-                _ = stop.wait_for(|s| *s) => break,
-            }
-        }
-    });
 }

@@ -9,7 +9,7 @@
 //! database, shared by every replica.
 
 use crate::clock::Clock;
-use crate::domain::{Kind, Severity};
+use crate::config::EscalateConfig;
 use crate::investigate::budget::{Caps, Prices};
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
@@ -33,20 +33,23 @@ pub struct Escalation {
     pub prices: Prices,
     /// Tools offered (in order) and per-call settings.
     pub options: RunOptions,
-    /// Finding kinds escalated.
-    pub kinds: Vec<Kind>,
-    /// Lowest severity escalated.
-    pub min_severity: Severity,
-    /// Most investigations started per hour.
-    pub max_per_hour: u64,
+    /// Which incidents are escalated, and how many an hour.
+    pub policy: EscalateConfig,
 }
 
-impl Escalation {
+impl EscalateConfig {
     /// Whether the policy escalates this alert.
     pub fn wants(&self, a: &Alert) -> bool {
         a.status == AlertStatus::Firing
             && a.severity >= self.min_severity
             && a.kind.waste().is_some_and(|k| self.kinds.contains(&k))
+    }
+}
+
+impl Escalation {
+    /// Whether the policy escalates this alert.
+    pub fn wants(&self, a: &Alert) -> bool {
+        self.policy.wants(a)
     }
 
     /// Investigates the alerts the policy wants (within the hourly limit),
@@ -69,7 +72,7 @@ impl Escalation {
             if store
                 .investigations_since(now - ChronoDuration::hours(1))
                 .await?
-                >= self.max_per_hour
+                >= self.policy.max_per_hour
             {
                 tracing::info!(fingerprint = %alert.fingerprint, "investigation skipped: escalate.max_per_hour reached");
                 continue;

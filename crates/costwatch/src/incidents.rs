@@ -42,6 +42,21 @@ pub struct AlertPolicy {
     pub gateway_ui_url: Option<String>,
 }
 
+impl From<&crate::config::AlertsConfig> for AlertPolicy {
+    /// The policy the `alerts` section describes.
+    fn from(a: &crate::config::AlertsConfig) -> AlertPolicy {
+        AlertPolicy {
+            cooldown: a.cooldown,
+            realert_growth: a.realert_growth,
+            resolve_after: a.resolve_after,
+            send_resolved: a.send_resolved,
+            top_sessions: a.top_sessions,
+            summary_after_windows: a.summary_after_windows,
+            gateway_ui_url: a.gateway_ui_url.as_ref().map(|u| u.to_string()),
+        }
+    }
+}
+
 /// An incident as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Incident {

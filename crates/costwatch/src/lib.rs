@@ -3,8 +3,10 @@
 //! Modules in reading order: where time and secrets come from, the shared
 //! domain words, the configuration, the source of sessions, the pure
 //! detectors, the state store, and the window pipeline that ties them
-//! together. The simulator and the benchmark harness are crates of their own
-//! (`costwatch-sim`, `costwatch-bench`).
+//! together, and `app`, the composition root that builds them from a
+//! configuration. The command line lives in the binary. The simulator and
+//! the benchmark harness are crates of their own (`costwatch-sim`,
+//! `costwatch-bench`).
 
 pub mod clock;
 pub mod domain;
@@ -25,5 +27,3 @@ pub mod daemon;
 pub mod escalate;
 pub mod ops;
 pub mod pipeline;
-
-pub mod cli;

@@ -1,16 +1,18 @@
 //! The `costwatch` binary: parse the command line, set up logging, run.
 
+mod cli;
+
 use clap::Parser;
-use costwatch::cli::{Cli, Exit};
+use cli::{Cli, Command, Exit};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    costwatch::cli::init_tracing(cli.log_format, cli.verbose, cli.command.quiet_by_default());
+    cli::init_tracing(cli.log_format, cli.verbose, cli.command.quiet_by_default());
     // A backtest is one sequential read of the gateway: on one thread it
     // spends no CPU handing every page between threads.
     let mut builder = match cli.command {
-        costwatch::cli::Command::Backtest(_) => tokio::runtime::Builder::new_current_thread(),
+        Command::Backtest(_) => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
     };
     let runtime = match builder.enable_all().build() {
@@ -20,7 +22,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(costwatch::cli::run(cli)) {
+    match runtime.block_on(cli::run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Exit::Config(e)) => {
             eprintln!("{e}");

@@ -54,6 +54,17 @@ pub struct Schedule {
 }
 
 impl Schedule {
+    /// The schedule of the daemon's `main` job that `windows` describes.
+    pub fn main(windows: &crate::config::WindowConfig) -> Schedule {
+        Schedule {
+            job: "main".to_owned(),
+            size: windows.size,
+            settle_lag: windows.settle_lag,
+            start: windows.start,
+            max_backfill: windows.max_backfill,
+        }
+    }
+
     fn size(&self) -> ChronoDuration {
         ChronoDuration::from_std(self.size).unwrap_or(ChronoDuration::minutes(15))
     }

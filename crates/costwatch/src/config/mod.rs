@@ -14,6 +14,7 @@ mod schedule;
 
 pub use error::{ConfigError, Problem};
 pub use load::{load, load_rules, load_with_env, rules_schema};
+pub use raw::{DEFAULT_MODEL, default_group_by};
 pub use rules::{
     NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector, Severity,
 };
@@ -72,31 +73,55 @@ pub struct InvestigationConfig {
     pub inference_key: Option<Secret>,
     /// Tools offered to the model, in this order: the allowlist.
     pub tools: Vec<String>,
-    /// Prices per million tokens (input, cached input, output); `None` takes
-    /// them from the gateway's catalogue.
-    pub prices: Option<(f64, f64, f64)>,
+    /// The model's prices; `None` takes them from the gateway's catalogue.
+    pub prices: Option<Prices>,
+    /// Which incidents are escalated.
+    pub escalate: EscalateConfig,
+    /// Hard caps per run and per day.
+    pub caps: Caps,
+}
+
+/// Which incidents are escalated to an investigation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EscalateConfig {
     /// Finding kinds escalated (`no_cache`, `oversized_model`, `retry_loop`).
     pub kinds: Vec<Kind>,
     /// Lowest severity escalated.
     pub min_severity: Severity,
     /// Most investigations started per hour.
     pub max_per_hour: u64,
+}
+
+/// The hard limits of one investigation, and of a day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caps {
     /// Model calls per run.
     pub max_rounds: u32,
-    /// Tool calls per run.
+    /// Tool calls per run (refused and malformed calls count).
     pub max_tool_calls: u32,
-    /// Prompt tokens per run.
+    /// Prompt tokens per run, summed over its calls (cached ones included).
     pub max_input_tokens: u64,
-    /// Completion tokens per run.
+    /// Completion tokens per run, summed over its calls.
     pub max_output_tokens: u64,
     /// Dollars per run.
     pub max_usd_per_run: f64,
-    /// Dollars per UTC day, over every run and replica.
+    /// Dollars per UTC day, over every run and replica (kept in the ledger).
     pub max_usd_per_day: f64,
-    /// Largest tool result passed to the model, in bytes.
+    /// Largest tool result passed to the model, truncation marker included.
     pub max_tool_result_bytes: usize,
     /// Wall-clock time per run.
     pub wall_timeout: Duration,
+}
+
+/// What the investigating model costs, in dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prices {
+    /// Uncached prompt tokens.
+    pub input_usd_per_mtok: f64,
+    /// Prompt tokens read from the cache (the input price without a cache).
+    pub cached_input_usd_per_mtok: f64,
+    /// Completion tokens.
+    pub output_usd_per_mtok: f64,
 }
 
 /// When the detection job runs.

@@ -86,7 +86,8 @@ pub(crate) struct RawConfig {
     pub rules: Vec<String>,
 }
 
-fn default_group_by() -> Vec<String> {
+/// Labels whose values form a session's peer group when `group_by` is not set.
+pub fn default_group_by() -> Vec<String> {
     vec!["feature".to_owned()]
 }
 
@@ -603,6 +604,9 @@ fn retry_min_error_burst() -> u64 {
     4
 }
 
+/// The investigating model when `investigation.model` is not set.
+pub const DEFAULT_MODEL: &str = "gpt-6-luna";
+
 /// The `investigation` section.
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -634,7 +638,7 @@ impl Default for RawInvestigation {
             enabled: false,
             mcp_url: "http://127.0.0.1:8080/v1/mcp".to_owned(),
             llm_url: "http://127.0.0.1:8080/v1".to_owned(),
-            model: "gpt-6-luna".to_owned(),
+            model: DEFAULT_MODEL.to_owned(),
             inference_key_file: None,
             tools: vec![
                 "search_requests".into(),

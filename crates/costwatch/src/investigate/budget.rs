@@ -32,7 +32,6 @@ use super::model::Usage;
 use chrono::NaiveDate;
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-use std::time::Duration;
 
 /// Bytes of request body counted as one prompt token by the estimate.
 pub const PROMPT_BYTES_PER_TOKEN: u64 = 3;
@@ -40,52 +39,9 @@ pub const PROMPT_BYTES_PER_TOKEN: u64 = 3;
 /// The smallest `max_tokens` worth a call: below it the run stops instead.
 pub const MIN_USEFUL_MAX_TOKENS: u32 = 64;
 
-/// The hard limits of one investigation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Caps {
-    /// Model calls per run.
-    pub max_rounds: u32,
-    /// Tool calls per run (refused and malformed calls count).
-    pub max_tool_calls: u32,
-    /// Prompt tokens per run, summed over its calls (cached ones included).
-    pub max_input_tokens: u64,
-    /// Completion tokens per run, summed over its calls.
-    pub max_output_tokens: u64,
-    /// Dollars per run.
-    pub max_usd_per_run: f64,
-    /// Dollars per UTC day, over every run (kept in the ledger).
-    pub max_usd_per_day: f64,
-    /// Largest tool result passed to the model, truncation marker included.
-    pub max_tool_result_bytes: usize,
-    /// Wall-clock time per run.
-    pub wall_timeout: Duration,
-}
-
-impl Default for Caps {
-    fn default() -> Self {
-        Caps {
-            max_rounds: 4,
-            max_tool_calls: 6,
-            max_input_tokens: 16_000,
-            max_output_tokens: 2_000,
-            max_usd_per_run: 0.05,
-            max_usd_per_day: 1.0,
-            max_tool_result_bytes: 4_000,
-            wall_timeout: Duration::from_secs(120),
-        }
-    }
-}
-
-/// What the investigating model costs, in dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Prices {
-    /// Uncached prompt tokens.
-    pub input_usd_per_mtok: f64,
-    /// Prompt tokens read from the cache (the input price without a cache).
-    pub cached_input_usd_per_mtok: f64,
-    /// Completion tokens.
-    pub output_usd_per_mtok: f64,
-}
+/// The caps and prices are the `investigation` section's own types: the
+/// configuration is what a run is held to.
+pub use crate::config::{Caps, Prices};
 
 impl Prices {
     /// The prices of a catalogue model (cached reads at the input price when

@@ -42,6 +42,23 @@ pub struct EmailSettings {
     pub timeout: Duration,
 }
 
+impl EmailSettings {
+    /// The settings `notify.email` describes, with its CA file read.
+    pub fn from_config(c: &crate::config::EmailConfig) -> std::io::Result<EmailSettings> {
+        Ok(EmailSettings {
+            host: c.host.clone(),
+            port: c.port,
+            security: c.security,
+            extra_ca_pem: c.ca_file.as_ref().map(std::fs::read).transpose()?,
+            username: c.username.clone(),
+            password: c.password.clone(),
+            from: c.from.clone(),
+            to: c.to.clone(),
+            timeout: c.timeout,
+        })
+    }
+}
+
 /// Why the email channel could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum EmailSetupError {

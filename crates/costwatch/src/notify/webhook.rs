@@ -30,20 +30,8 @@ pub const IDEMPOTENCY_HEADER: &str = "X-Costwatch-Idempotency-Key";
 /// Most bytes of an error response quoted in the error message.
 const SNIPPET_MAX: usize = 200;
 
-/// Everything a webhook channel needs.
-#[derive(Debug, Clone)]
-pub struct WebhookSettings {
-    /// Name of the channel, used in logs, metrics and error messages.
-    pub name: String,
-    /// Where to POST; may embed a token (it never appears in errors).
-    pub url: Url,
-    /// Body format.
-    pub shape: WebhookShape,
-    /// Shared secret for `X-Costwatch-Signature`.
-    pub secret: Option<Secret>,
-    /// Timeout of one request, connection and response body included.
-    pub timeout: Duration,
-}
+/// Everything a webhook channel needs: one `notify.webhooks` entry.
+pub use crate::config::WebhookConfig as WebhookSettings;
 
 /// Why a webhook channel could not be set up.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,130 @@
+//! The parts of `backtest`: a gateway client for the simulator, and the
+//! alert replay behind `--spend-preview` and `--investigate`.
+
+use super::{AppError, escalation};
+use crate::backtest::{self, SpendPreview};
+use crate::config::{AlertsConfig, Caps, Config, DEFAULT_MODEL, EscalateConfig};
+use crate::detect::Detector;
+use crate::investigate::budget::Prices;
+use crate::notify::Alert;
+use crate::secret::Secret;
+use crate::source::gateway::GatewaySource;
+use crate::source::{HttpLimits, Labels, Source};
+use chrono::{DateTime, Utc};
+use costwatch_sim::server::SimServer;
+use std::time::Duration;
+
+/// The limits of a gateway client reading the simulator on loopback.
+pub fn simulator_limits() -> HttpLimits {
+    HttpLimits {
+        timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(5),
+        max_retries: 3,
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_secs(5),
+        max_body_bytes: 8 << 20,
+    }
+}
+
+/// Pages of 50, the gateway's largest.
+const SIMULATOR_PAGE_LIMIT: u32 = 50;
+
+/// A gateway client pointed at the simulator.
+pub fn simulator_source(sim: &SimServer) -> Result<GatewaySource, AppError> {
+    let url = url::Url::parse(&sim.base_url()).map_err(|e| AppError::failed("simulator url", e))?;
+    Ok(GatewaySource::new(
+        url,
+        &Secret::new(sim.admin_key()),
+        SIMULATOR_PAGE_LIMIT,
+        Labels::new(),
+        simulator_limits(),
+    )?)
+}
+
+/// What the alert replay found: the alerts, what escalating them would
+/// cost, and (with `--investigate`) what the investigations did cost.
+#[derive(Debug)]
+pub struct SpendReport {
+    /// Every alert over the range, investigated ones with their investigation.
+    pub alerts: Vec<Alert>,
+    /// The estimate.
+    pub preview: SpendPreview,
+    /// The investigating model.
+    pub model: String,
+    /// The cap of one run, in dollars.
+    pub max_usd_per_run: f64,
+    /// The cap of one day, in dollars.
+    pub max_usd_per_day: f64,
+    /// Investigations really run.
+    pub investigations: usize,
+    /// What they cost.
+    pub investigation_usd: f64,
+}
+
+/// Replays `[from, to)` through the daemon's tick with the alerting and
+/// investigation settings of `cfg` (the defaults without one), estimating
+/// what escalating the alerts would cost; with `investigate`, really runs the
+/// investigations (enabled for the occasion).
+#[allow(clippy::too_many_arguments)]
+pub async fn replay_spend<S>(
+    cfg: Option<&Config>,
+    investigate: bool,
+    source: S,
+    detector: Detector,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    window: Duration,
+) -> Result<SpendReport, AppError>
+where
+    S: Source + Clone + 'static,
+{
+    let defaults = AlertsConfig::default();
+    let policy = cfg.map_or(&defaults, |c| &c.alerts).into();
+    let escalation = match (investigate, cfg) {
+        (true, Some(c)) => {
+            let mut c = c.clone();
+            c.investigation.enabled = true;
+            escalation(&c).await?
+        }
+        _ => None,
+    };
+    let inv = cfg.map(|c| &c.investigation);
+    let wants = inv.map_or_else(EscalateConfig::default, |i| i.escalate.clone());
+    let caps = inv.map_or_else(Caps::default, |i| i.caps.clone());
+    let model = inv.map_or(DEFAULT_MODEL, |i| i.model.as_str()).to_owned();
+    let prices = match inv.and_then(|i| i.prices) {
+        Some(p) => p,
+        None => {
+            let models = source
+                .models()
+                .await
+                .map_err(|e| AppError::setup("model catalogue", e))?;
+            let m = models.iter().find(|m| m.id == model).ok_or_else(|| {
+                AppError::setup(
+                    format!("investigation.model {model} is not in the catalogue"),
+                    "set investigation.prices",
+                )
+            })?;
+            Prices::from_catalogue(m)
+        }
+    };
+    let replay =
+        backtest::replay_alerts(source, detector, from, to, window, policy, escalation).await?;
+    let preview = backtest::spend_preview(
+        &replay.alerts,
+        |a| wants.wants(a),
+        wants.max_per_hour,
+        &prices,
+        caps.max_usd_per_run,
+        caps.max_usd_per_day,
+    );
+    Ok(SpendReport {
+        alerts: replay.alerts,
+        preview,
+        model,
+        max_usd_per_run: caps.max_usd_per_run,
+        max_usd_per_day: caps.max_usd_per_day,
+        investigations: replay.investigations,
+        investigation_usd: replay.investigation_usd,
+    })
+}

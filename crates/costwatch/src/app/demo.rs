@@ -1,0 +1,253 @@
+//! The parts of `demo`: the real pipeline, alerting and investigation
+//! against the built-in gateway simulator and a scripted model.
+
+use super::{AppError, simulator_source};
+use crate::backtest::{self, Replay};
+use crate::clock::{Clock, FakeClock, SystemClock};
+use crate::config::{AlertsConfig, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
+use crate::daemon::{Daemon, DaemonSettings};
+use crate::detect::Detector;
+use crate::escalate::Escalation;
+use crate::investigate::budget::Prices;
+use crate::investigate::mcp::McpClient;
+use crate::investigate::model::ModelClient;
+use crate::investigate::run::RunOptions;
+use crate::notify::outbox::{Channel, RetryPolicy};
+use crate::notify::{Alert, Notifier, NotifyError};
+use crate::pipeline::{Pipeline, Schedule};
+use crate::secret::Secret;
+use crate::source::HttpLimits;
+use crate::store::SqlStore;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use costwatch_sim::SEED_WINDOW;
+use costwatch_sim::dataset::Dataset;
+use costwatch_sim::model::{Script, ScriptedModelServer};
+use costwatch_sim::scenario::{self, ScenarioParams};
+use costwatch_sim::server::{SimOptions, SimServer};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Session ids of each kind of waste, as the simulator labelled them.
+pub type Truth = BTreeMap<String, BTreeSet<String>>;
+
+/// The end of the seed window's hour plus the settle lag.
+const SEED_DAY_END: DateTime<Utc> = match DateTime::from_timestamp(1_791_720_300, 0) {
+    Some(t) => t,
+    None => DateTime::<Utc>::UNIX_EPOCH,
+};
+
+/// The seed window (26 sessions, one example of each kind of waste beside
+/// its fixed twin), served by a running simulator.
+pub struct SeedDemo {
+    /// The simulator serving it.
+    pub sim: SimServer,
+    /// First request.
+    pub from: DateTime<Utc>,
+    /// Last request.
+    pub to: DateTime<Utc>,
+    /// The labelled waste.
+    pub truth: Truth,
+}
+
+fn seed_dataset() -> Result<Dataset, AppError> {
+    Dataset::from_fixture_str(SEED_WINDOW).map_err(|e| AppError::failed("embedded seed window", e))
+}
+
+/// Serves `dataset` from the built-in gateway simulator on 127.0.0.1.
+pub async fn start_simulator(dataset: Arc<Dataset>) -> Result<SimServer, AppError> {
+    SimServer::start(dataset, SimOptions::default())
+        .await
+        .map_err(|e| AppError::failed("cannot start the simulator", e))
+}
+
+/// Starts the simulator on the seed window.
+pub async fn seed_demo() -> Result<SeedDemo, AppError> {
+    let seed = seed_dataset()?;
+    let (from, to) = seed.time_range().ok_or(AppError::EmptySeed)?;
+    let truth = seed.truth.by_kind.clone();
+    let sim = start_simulator(Arc::new(seed)).await?;
+    Ok(SeedDemo {
+        sim,
+        from,
+        to,
+        truth,
+    })
+}
+
+impl SeedDemo {
+    /// Replays the seed window in hour windows, then stops the simulator.
+    pub async fn replay(self, detector: Detector) -> Result<Replay, AppError> {
+        let replay = backtest::replay(
+            simulator_source(&self.sim)?,
+            detector,
+            "sqlite::memory:",
+            self.from,
+            self.to + ChronoDuration::hours(1),
+            Duration::from_secs(3600),
+            4,
+            Arc::new(SystemClock),
+            |_| {},
+        )
+        .await?;
+        let _ = self.sim.shutdown().await;
+        Ok(replay)
+    }
+}
+
+/// Days of labelled traffic with incidents and look-alikes.
+pub struct TrafficDemo {
+    /// How it was generated.
+    pub params: ScenarioParams,
+    /// The sessions and requests.
+    pub dataset: Arc<Dataset>,
+    /// The labelled waste.
+    pub truth: Truth,
+}
+
+/// Generates `days` of traffic from `seed`.
+pub fn traffic_demo(seed: u64, days: u32) -> TrafficDemo {
+    let params = ScenarioParams {
+        seed,
+        days,
+        ..ScenarioParams::default()
+    };
+    let dataset = Arc::new(scenario::generate(&params));
+    let truth = dataset.truth.by_kind.clone();
+    TrafficDemo {
+        params,
+        dataset,
+        truth,
+    }
+}
+
+impl TrafficDemo {
+    /// Serves the traffic from a simulator and replays it in 15-minute
+    /// windows: the replay and how long it took.
+    pub async fn replay(&self, detector: Detector) -> Result<(Replay, Duration), AppError> {
+        let sim = start_simulator(self.dataset.clone()).await?;
+        let from = self.params.start;
+        let to = from + ChronoDuration::days(i64::from(self.params.days));
+        let started = Instant::now();
+        let replay = backtest::replay(
+            simulator_source(&sim)?,
+            detector,
+            "sqlite::memory:",
+            from,
+            to,
+            Duration::from_secs(900),
+            4,
+            Arc::new(SystemClock),
+            |_| {},
+        )
+        .await?;
+        let _ = sim.shutdown().await;
+        Ok((replay, started.elapsed()))
+    }
+}
+
+/// A channel that keeps what it is sent (for the demo's printout).
+#[derive(Default)]
+struct Collect(Mutex<Vec<Alert>>);
+
+impl Notifier for Collect {
+    fn name(&self) -> &str {
+        "demo"
+    }
+
+    async fn send(&self, alert: &Alert) -> Result<(), NotifyError> {
+        if let Ok(mut v) = self.0.lock() {
+            v.push(alert.clone());
+        }
+        Ok(())
+    }
+}
+
+/// Alerts for the seed window through the real daemon tick, each escalated to
+/// an investigation: the simulator's MCP tools and its scripted model.
+pub async fn demo_investigation(detector: &Detector) -> Result<Vec<Alert>, AppError> {
+    let sim = start_simulator(Arc::new(seed_dataset()?)).await?;
+    let model = ScriptedModelServer::start(Script::Investigator)
+        .await
+        .map_err(|e| AppError::failed("cannot start the scripted model", e))?;
+    let limits = HttpLimits {
+        timeout: Duration::from_secs(30),
+        connect_timeout: Duration::from_secs(5),
+        max_retries: 2,
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_secs(5),
+        max_body_bytes: 4 << 20,
+    };
+    let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
+    let options = RunOptions::default();
+    let escalation = Escalation {
+        tools: McpClient::new(
+            url(sim.mcp_url())?,
+            &Secret::new(sim.admin_key()),
+            options.tools.clone(),
+            Duration::from_secs(10),
+        )
+        .map_err(|e| AppError::setup("mcp", e))?,
+        model: ModelClient::new(
+            url(model.base_url())?,
+            &Secret::new(model.inference_key()),
+            DEFAULT_MODEL,
+            limits,
+        )
+        .map_err(|e| AppError::setup("model", e))?,
+        caps: Caps::default(),
+        prices: Prices {
+            input_usd_per_mtok: 0.10,
+            cached_input_usd_per_mtok: 0.01,
+            output_usd_per_mtok: 0.40,
+        },
+        options,
+        policy: EscalateConfig {
+            min_severity: Severity::Info,
+            max_per_hour: 10,
+            ..EscalateConfig::default()
+        },
+    };
+    let collected = Arc::new(Collect::default());
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(SEED_DAY_END));
+    let store = SqlStore::open("sqlite::memory:")
+        .await
+        .map_err(|e| AppError::failed("state", e))?;
+    let schedule = Schedule {
+        job: "main".to_owned(),
+        size: Duration::from_secs(3600),
+        settle_lag: Duration::from_secs(120),
+        start: Some(SEED_DAY_END - ChronoDuration::minutes(65)),
+        max_backfill: Duration::from_secs(86_400),
+    };
+    let pipeline = Pipeline::new(
+        simulator_source(&sim)?,
+        store,
+        detector.clone(),
+        schedule,
+        4,
+        clock.clone(),
+    );
+    let settings = DaemonSettings {
+        policy: (&AlertsConfig::default()).into(),
+        max_catch_up_windows: 10,
+        max_backfill: Duration::from_secs(86_400),
+        delivery_deadline: Duration::from_secs(3600),
+        retry: RetryPolicy {
+            base: Duration::from_secs(1),
+            max: Duration::from_secs(10),
+        },
+        channels: vec![collected.clone() as Arc<dyn Channel>],
+        metrics: Arc::new(crate::ops::metrics::Metrics::new()),
+        replica: "demo".to_owned(),
+        lease_ttl: Duration::from_secs(60),
+        claim_ttl: Duration::from_secs(40),
+        escalation: Some(Arc::new(escalation)),
+    };
+    let daemon = Daemon::new(pipeline, settings, clock);
+    daemon.tick().await?;
+    let alerts = collected.0.lock().map(|v| v.clone()).unwrap_or_default();
+    let _ = model.shutdown().await;
+    let _ = sim.shutdown().await;
+    Ok(alerts)
+}

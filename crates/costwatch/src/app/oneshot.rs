@@ -1,0 +1,82 @@
+//! The parts of `once`, `test-alert` and `check --online`.
+
+use super::{AppError, channels, gateway, main_pipeline};
+use crate::clock::{Clock, SystemClock};
+use crate::config::Config;
+use crate::notify::NotifyError;
+use crate::pipeline::WindowReport;
+use crate::source::Source;
+use crate::store::SqlStore;
+use chrono::{DateTime, Utc};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Processes every window of the `main` job due at `at` (default now) and
+/// stores the results; `on_window` sees each window. Returns how many
+/// windows were processed.
+pub async fn once(
+    cfg: &Config,
+    at: Option<DateTime<Utc>>,
+    on_window: impl FnMut(&WindowReport),
+) -> Result<usize, AppError> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let now = at.unwrap_or_else(|| clock.now());
+    let pipeline = main_pipeline(cfg, clock).await?;
+    let reports = pipeline.run_due(now, on_window).await.map_err(|e| {
+        AppError::failed(
+            "stopped; the failed window stays due and is retried on the next run",
+            e,
+        )
+    })?;
+    Ok(reports.len())
+}
+
+/// Sends a sample alert through every configured channel: each channel's
+/// name and result, in order. Fails when no channel is configured.
+pub async fn test_alert(cfg: &Config) -> Result<Vec<(String, Result<(), NotifyError>)>, AppError> {
+    let channels = channels(cfg)?;
+    if channels.is_empty() {
+        return Err(AppError::NoChannel);
+    }
+    let alert = crate::notify::sample_alert(Utc::now());
+    let mut out = Vec::new();
+    for c in &channels {
+        out.push((c.name().to_owned(), c.send_boxed(&alert).await));
+    }
+    Ok(out)
+}
+
+/// Connects to the state database (`SELECT 1`, no migration): the backend (`Sqlite`, `Postgres`)
+/// that answered, or the file of a SQLite database that does not exist yet
+/// (it is created at the first start).
+pub async fn check_state(cfg: &Config) -> Result<Result<String, PathBuf>, AppError> {
+    if let Some(path) = sqlite_path(&cfg.state.url).filter(|p| !p.exists()) {
+        return Ok(Err(path));
+    }
+    let backend = SqlStore::ping(&cfg.state.url)
+        .await
+        .map_err(|e| AppError::setup("state.url", e))?;
+    Ok(Ok(format!("{backend:?}")))
+}
+
+/// Reads the gateway's catalogue (`GET /models`) when an admin key is set:
+/// how many models it lists.
+pub async fn check_gateway(cfg: &Config) -> Result<Option<usize>, AppError> {
+    if cfg.source.admin_key.is_none() {
+        return Ok(None);
+    }
+    let models = gateway(cfg)?
+        .models()
+        .await
+        .map_err(|e| AppError::setup("source.api_url", e))?;
+    Ok(Some(models.len()))
+}
+
+/// The file of a `sqlite:` URL (none for other schemes or in-memory databases).
+fn sqlite_path(url: &str) -> Option<PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let file = rest.split('?').next().unwrap_or(rest);
+    (!file.is_empty() && !file.contains(":memory:")).then(|| PathBuf::from(file))
+}

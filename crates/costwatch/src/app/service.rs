@@ -1,0 +1,182 @@
+//! `costwatch run`: ticks on the cron schedule, outbox delivery between
+//! ticks, SIGHUP reloads, readiness and watchdog for systemd, and the
+//! `/metrics` + `/healthz` endpoint, until SIGTERM.
+
+use super::{App, AppError, chain};
+use crate::config;
+use crate::daemon::TickReport;
+use crate::ops::http::{HealthFn, HealthReport};
+use crate::ops::systemd;
+use chrono::{DateTime, Utc};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::signal::unix::{Signal, SignalKind, signal};
+use tokio::sync::watch;
+
+/// How often the outbox is looked at between ticks.
+const DELIVERY_INTERVAL: Duration = Duration::from_secs(15);
+/// How long an in-flight tick may finish after SIGTERM before it is abandoned
+/// (a window is one transaction: abandoning it loses nothing).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// What `/healthz` reads: updated after every tick.
+#[derive(Debug, Default)]
+struct Health {
+    last_tick: Option<DateTime<Utc>>,
+    watermark: Option<DateTime<Utc>>,
+    source_error: Option<String>,
+}
+
+fn note_tick(health: &Mutex<Health>, at: DateTime<Utc>, r: &TickReport) {
+    if let Ok(mut h) = health.lock() {
+        h.last_tick = Some(at);
+        h.watermark = r.watermark;
+        h.source_error = r.source_error.clone();
+    }
+}
+
+fn watch_signal(kind: SignalKind, name: &str) -> Result<Signal, AppError> {
+    signal(kind).map_err(|e| AppError::failed(format!("cannot watch {name}"), e))
+}
+
+impl App {
+    /// The next scheduled tick after `after`.
+    fn next_tick(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.config.schedule.next_after(after)
+    }
+
+    /// Runs the service until SIGTERM or SIGINT; SIGHUP reloads the
+    /// configuration file it was built from.
+    pub async fn run_until_stopped(mut self) -> Result<(), AppError> {
+        let clock = self.shared.clock.clone();
+        let metrics = self.shared.metrics.clone();
+        let health = Arc::new(Mutex::new(Health::default()));
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let _endpoint = match self.config.server.listen {
+            Some(listen) => {
+                let h = health.clone();
+                let f: HealthFn = Arc::new(move || health_report(&h));
+                Some(
+                    crate::ops::http::serve(listen, metrics, f, stop_rx.clone())
+                        .await
+                        .map_err(|e| AppError::failed("cannot listen for /metrics", e))?,
+                )
+            }
+            None => None,
+        };
+        let mut sigterm = watch_signal(SignalKind::terminate(), "SIGTERM")?;
+        let mut sigint = watch_signal(SignalKind::interrupt(), "SIGINT")?;
+        let mut sighup = watch_signal(SignalKind::hangup(), "SIGHUP")?;
+        spawn_watchdog(stop_rx.clone());
+        let _ = systemd::notify_ready();
+        tracing::info!(config = %self.config.path.display(), schedule = %self.config.schedule.cron_text, "costwatch is running");
+
+        // The first tick runs at once, so a restart catches up without waiting.
+        let mut next = Some(clock.now());
+        loop {
+            let wait = next
+                .map(|t| (t - clock.now()).to_std().unwrap_or(Duration::ZERO))
+                .unwrap_or(Duration::MAX)
+                .min(DELIVERY_INTERVAL);
+            let due_now = next.is_some_and(|t| t <= clock.now());
+            if due_now {
+                let tick = self.daemon.tick();
+                tokio::pin!(tick);
+                let outcome = tokio::select! {
+                    r = &mut tick => Some(r),
+                    _ = sigterm.recv() => None,
+                    _ = sigint.recv() => None,
+                };
+                match outcome {
+                    Some(Ok(r)) => note_tick(&health, clock.now(), &r),
+                    Some(Err(e)) => {
+                        tracing::error!(error = %e, "tick failed: the state database is unavailable; retrying at the next tick")
+                    }
+                    None => {
+                        tracing::info!("stopping: letting the current tick finish");
+                        let _ = systemd::notify_stopping();
+                        let _ = tokio::time::timeout(SHUTDOWN_GRACE, &mut tick).await;
+                        break;
+                    }
+                }
+                next = self.next_tick(clock.now());
+                continue;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {
+                    if let Err(e) = self.daemon.deliver().await {
+                        tracing::error!(error = %e, "alert delivery could not read the outbox");
+                    }
+                }
+                _ = sighup.recv() => {
+                    let _ = systemd::notify_reloading();
+                    self = self.reload().await;
+                    next = self.next_tick(clock.now());
+                    let _ = systemd::notify_ready();
+                }
+                _ = sigterm.recv() => { let _ = systemd::notify_stopping(); break; }
+                _ = sigint.recv() => { let _ = systemd::notify_stopping(); break; }
+            }
+        }
+        let _ = stop_tx.send(true);
+        if let Err(e) = self.daemon.release().await {
+            tracing::warn!(error = %e, "could not release the job lease; another replica takes over when it expires");
+        }
+        tracing::info!("costwatch stopped");
+        Ok(())
+    }
+
+    /// Loads the configuration again; on any problem keeps the running one.
+    async fn reload(self) -> App {
+        let path = self.config.path.clone();
+        let cfg = match config::load(&path) {
+            Ok(cfg) => cfg,
+            Err(e) => {
+                tracing::error!(problems = %e, "reload refused: the new configuration is invalid; keeping the old one");
+                return self;
+            }
+        };
+        match App::build_with(&cfg, self.shared.clone()).await {
+            Ok(new) => {
+                tracing::info!(config = %path.display(), "configuration reloaded");
+                new
+            }
+            Err(e) => {
+                tracing::error!(error = %chain(&e), "reload refused; keeping the old configuration");
+                self
+            }
+        }
+    }
+}
+
+fn health_report(h: &Mutex<Health>) -> HealthReport {
+    let Ok(h) = h.lock() else {
+        return HealthReport {
+            healthy: false,
+            reason: Some("health state poisoned".into()),
+            ..HealthReport::default()
+        };
+    };
+    HealthReport {
+        healthy: h.source_error.is_none(),
+        reason: h.source_error.clone(),
+        watermark: h.watermark,
+        last_tick: h.last_tick,
+    }
+}
+
+/// Pings the systemd watchdog while the runtime is alive.
+fn spawn_watchdog(mut stop: watch::Receiver<bool>) {
+    let Some(every) = systemd::watchdog_interval() else {
+        return;
+    };
+    tokio::spawn(async move {
+        let mut interval = tokio::time::interval(every);
+        loop {
+            tokio::select! {
+                _ = interval.tick() => { let _ = systemd::notify_watchdog(); }
+                _ = stop.wait_for(|s| *s) => break,
+            }
+        }
+    });
+}

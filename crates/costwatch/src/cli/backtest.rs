@@ -1,0 +1,153 @@
+//! `costwatch backtest`.
+
+use super::output::Progress;
+use super::{BacktestArgs, Exit};
+use anyhow::anyhow;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use costwatch::app::{self, AppError};
+use costwatch::backtest;
+use costwatch::clock::SystemClock;
+use costwatch::config::{self, Config};
+use costwatch::detect::Detector;
+use costwatch::source::Source;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The detector of `--rules` with every other setting at its default.
+pub fn default_detector(rules: &Path) -> Result<Detector, Exit> {
+    Ok(app::default_detector(config::load_rules(&[
+        rules.to_path_buf()
+    ])?))
+}
+
+pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
+    let cfg = a.config.as_ref().map(|p| config::load(p)).transpose()?;
+    let (detector, window, concurrency) = match &cfg {
+        Some(c) => (
+            app::detector(c),
+            c.windows.size,
+            c.detection.drilldown_concurrency,
+        ),
+        None if a.simulate => (default_detector(&a.rules)?, Duration::from_secs(900), 4),
+        None => {
+            return Err(Exit::Failed(anyhow!(
+                "backtest needs --config FILE (or --simulate)"
+            )));
+        }
+    };
+    let mut progress = Progress::new(a.format);
+    if a.simulate {
+        let traffic = app::traffic_demo(a.seed, a.days);
+        let params = &traffic.params;
+        let from = a.from.unwrap_or(params.start);
+        let to =
+            a.to.unwrap_or(params.start + ChronoDuration::days(i64::from(params.days)));
+        let sim = app::start_simulator(traffic.dataset.clone()).await?;
+        let truth = &traffic.truth;
+        let source = app::simulator_source(&sim)?;
+        let replay = backtest::replay(
+            source,
+            detector,
+            &a.state,
+            from,
+            to,
+            window,
+            concurrency,
+            Arc::new(SystemClock),
+            |r| progress.window(r),
+        )
+        .await
+        .map_err(AppError::from)?;
+        progress.done(&replay);
+        let scores = backtest::score(&replay.findings, truth);
+        eprint!("\n{}", backtest::score_table(&scores));
+        if a.spend_preview {
+            let source = app::simulator_source(&sim)?;
+            let det = match &cfg {
+                Some(c) => app::detector(c),
+                None => default_detector(&a.rules)?,
+            };
+            spend(&a, cfg.as_ref(), source, det, from, to, window).await?;
+        }
+        let _ = sim.shutdown().await;
+        return Ok(());
+    }
+    let cfg = cfg.ok_or_else(|| anyhow!("backtest needs --config FILE"))?;
+    let (Some(from), Some(to)) = (a.from, a.to) else {
+        return Err(Exit::Failed(anyhow!("backtest needs --from and --to")));
+    };
+    let replay = backtest::replay(
+        app::gateway(&cfg)?,
+        detector,
+        &a.state,
+        from,
+        to,
+        window,
+        concurrency,
+        Arc::new(SystemClock),
+        |r| progress.window(r),
+    )
+    .await
+    .map_err(AppError::from)?;
+    progress.done(&replay);
+    if a.spend_preview || a.investigate {
+        spend(
+            &a,
+            Some(&cfg),
+            app::gateway(&cfg)?,
+            app::detector(&cfg),
+            from,
+            to,
+            cfg.windows.size,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// `--spend-preview` and `--investigate`: the range again through the
+/// daemon's tick, reporting escalations and what they cost (or would).
+async fn spend<S>(
+    a: &BacktestArgs,
+    cfg: Option<&Config>,
+    source: S,
+    det: Detector,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    window: Duration,
+) -> Result<(), Exit>
+where
+    S: Source + Clone + 'static,
+{
+    let r = app::replay_spend(cfg, a.investigate, source, det, from, to, window).await?;
+    let p = &r.preview;
+    eprintln!(
+        "\nalerts: {} over the range; {} would be investigated ({} more over escalate.max_per_hour)",
+        r.alerts.len(),
+        p.investigations,
+        p.over_hourly_limit
+    );
+    eprintln!(
+        "spend preview on {}: about ${:.4} expected (a typical run: {} prompt + {} completion tokens), ${:.4} at most (every run at its ${} cap, days capped at ${}); busiest day ${:.4}",
+        r.model,
+        p.typical_usd,
+        backtest::TYPICAL_RUN_TOKENS.0,
+        backtest::TYPICAL_RUN_TOKENS.1,
+        p.worst_usd,
+        r.max_usd_per_run,
+        r.max_usd_per_day,
+        p.busiest_day_usd
+    );
+    if a.investigate {
+        eprintln!(
+            "investigated: {} runs, ${:.6} spent",
+            r.investigations, r.investigation_usd
+        );
+        for al in r.alerts.iter().filter(|al| al.investigation.is_some()) {
+            let inv = al.investigation.as_ref().map(|i| i.summary.as_str());
+            println!("{}\t{}", al.title, inv.unwrap_or(""));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! `costwatch demo`.
+
+use super::backtest::default_detector;
+use super::output::indent;
+use super::{DemoArgs, Exit};
+use costwatch::app;
+use costwatch::backtest;
+use costwatch::detect::{Detector, Finding, Kind};
+
+pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
+    let detector = default_detector(&a.rules)?;
+    println!(
+        "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1\n"
+    );
+
+    // 1. The seed window: one example of each kind of waste beside its fixed twin.
+    let seed = app::seed_demo().await?;
+    println!(
+        "1. Seed window ({} .. {}), served at {}",
+        seed.from.format("%Y-%m-%d %H:%M"),
+        seed.to.format("%H:%M"),
+        seed.sim.base_url()
+    );
+    let seed_truth = seed.truth.clone();
+    let replay = seed.replay(detector.clone()).await?;
+    for f in &replay.findings {
+        println!(
+            "   {:<15} {:<30} +${:.5}  {}",
+            f.kind.as_str(),
+            f.session_id,
+            f.impact_usd,
+            f.explanation
+        );
+    }
+    print!(
+        "{}",
+        indent(&backtest::score_table(&backtest::score(
+            &replay.findings,
+            &seed_truth
+        )))
+    );
+    investigation(&detector).await?;
+
+    // 2. Days of labelled traffic with incidents and look-alikes.
+    let traffic = app::traffic_demo(a.seed, a.days);
+    println!(
+        "\n2. {} days of simulated traffic (seed {}): {} sessions, {} requests",
+        traffic.params.days,
+        traffic.params.seed,
+        traffic.dataset.sessions.len(),
+        traffic.dataset.request_count()
+    );
+    let (replay, elapsed) = traffic.replay(detector).await?;
+    println!(
+        "   {} windows of 15 minutes, {} session rows, {} request drill-downs, {:.1} s",
+        replay.windows,
+        replay.sessions,
+        replay.drilldowns,
+        elapsed.as_secs_f64()
+    );
+    for kind in Kind::ALL {
+        let of_kind: Vec<&Finding> = replay.findings.iter().filter(|f| f.kind == kind).collect();
+        let impact: f64 = of_kind.iter().map(|f| f.impact_usd).sum();
+        println!(
+            "\n   {kind}: {} sessions, ${impact:.4} above their peers",
+            of_kind.len()
+        );
+        let mut top = of_kind.clone();
+        top.sort_by(|a, b| b.impact_usd.total_cmp(&a.impact_usd));
+        for f in top.iter().take(3) {
+            println!(
+                "     {} {} +${:.5}\n       {}",
+                f.window.start.format("%m-%d %H:%M"),
+                f.session_id,
+                f.impact_usd,
+                f.explanation
+            );
+        }
+    }
+    println!("\n   Against the simulator's truth:");
+    print!(
+        "{}",
+        indent(&backtest::score_table(&backtest::score(
+            &replay.findings,
+            &traffic.truth
+        )))
+    );
+    Ok(())
+}
+
+/// Alerts for the seed window through the real daemon tick, each escalated to
+/// an investigation: the simulator's MCP tools and its scripted model.
+async fn investigation(detector: &Detector) -> Result<(), Exit> {
+    let alerts = app::demo_investigation(detector).await?;
+    println!(
+        "\n   Alerts, each escalated to an investigation (simulated MCP tools, scripted model):"
+    );
+    for a in alerts {
+        println!("   {}", a.title);
+        if let Some(inv) = &a.investigation {
+            println!(
+                "     investigation: {} rounds, {} tool calls, {} input + {} output tokens, ${:.6}, {}",
+                inv.rounds,
+                inv.tool_calls,
+                inv.input_tokens,
+                inv.output_tokens,
+                inv.cost_usd,
+                inv.stop_reason
+            );
+            println!("     answer: {}", inv.summary);
+        }
+    }
+    Ok(())
+}

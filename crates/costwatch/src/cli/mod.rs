@@ -1,0 +1,237 @@
+//! The command line: `check`, `run`, `once`, `test-alert`, `backtest`,
+//! `demo`, `schema`. It parses and prints; [`costwatch::app`] builds and runs
+//! the parts.
+
+mod backtest;
+mod check;
+mod demo;
+mod once;
+mod output;
+
+use chrono::{DateTime, Utc};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use costwatch::app::{App, AppError};
+use costwatch::config::{self, ConfigError};
+use std::path::PathBuf;
+
+/// Finds wasted LLM spend in an LLM gateway's logs.
+#[derive(Debug, Parser)]
+#[command(name = "costwatch", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "COSTWATCH_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    /// More log output (-v: debug, -vv: trace). `COSTWATCH_LOG` takes a full filter.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines (journald adds its own timestamps).
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Validate a configuration and its rules offline; exit 2 on any problem.
+    Check(CheckArgs),
+    /// Run as a service: the detection job on its cron schedule, alerts, delivery.
+    Run(RunArgs),
+    /// Process every window that is due, store the results, print new findings.
+    Once(OnceArgs),
+    /// Send a sample alert through every configured channel and report each result.
+    TestAlert(RunArgs),
+    /// Replay a historical range through the pipeline with throwaway state.
+    Backtest(BacktestArgs),
+    /// Run the whole pipeline against the built-in gateway simulator.
+    Demo(DemoArgs),
+    /// Print the JSON Schema of rule files.
+    Schema,
+}
+
+impl Command {
+    /// Commands that print their own results log only warnings unless asked.
+    pub fn quiet_by_default(&self) -> bool {
+        matches!(
+            self,
+            Command::Backtest(_) | Command::Demo(_) | Command::Check(_) | Command::Schema
+        )
+    }
+}
+
+/// `costwatch check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Configuration file (its rules are checked too).
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Rule files or directories to check on their own.
+    #[arg(long)]
+    pub rules: Vec<PathBuf>,
+    /// Also connect: to the state database (`SELECT 1`, no migration) and,
+    /// when an admin key is set, to the gateway (`GET /models`).
+    #[arg(long, requires = "config")]
+    pub online: bool,
+}
+
+/// `costwatch run` and `costwatch test-alert`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Configuration file.
+    #[arg(long, short)]
+    pub config: PathBuf,
+}
+
+/// `costwatch once`.
+#[derive(Debug, Args)]
+pub struct OnceArgs {
+    /// Configuration file.
+    #[arg(long, short)]
+    pub config: PathBuf,
+    /// Process windows due at this time (RFC 3339) instead of now.
+    #[arg(long)]
+    pub at: Option<DateTime<Utc>>,
+}
+
+/// Output format of findings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// An aligned table for people.
+    Table,
+    /// One JSON object per finding per line.
+    Jsonl,
+}
+
+/// `costwatch backtest`.
+#[derive(Debug, Args)]
+pub struct BacktestArgs {
+    /// Configuration file (gateway, windows, groups, rules). Optional with `--simulate`.
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Start of the range (RFC 3339); rounded down to a window boundary.
+    #[arg(long)]
+    pub from: Option<DateTime<Utc>>,
+    /// End of the range (RFC 3339, exclusive).
+    #[arg(long)]
+    pub to: Option<DateTime<Utc>>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// State database; default a throwaway in-memory one.
+    #[arg(long, default_value = "sqlite::memory:")]
+    pub state: String,
+    /// Replay the built-in simulator's labelled traffic instead of a gateway,
+    /// and score the findings against its truth.
+    #[arg(long)]
+    pub simulate: bool,
+    /// Simulation seed.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Simulated days.
+    #[arg(long, default_value_t = 4)]
+    pub days: u32,
+    /// Rules to use without a configuration file.
+    #[arg(long, default_value = "rules")]
+    pub rules: PathBuf,
+    /// Also replay the alerts and estimate what escalating them to
+    /// investigations would cost (`investigation` section), calling no model.
+    #[arg(long)]
+    pub spend_preview: bool,
+    /// Also replay the alerts and really investigate the escalated ones with
+    /// the configured MCP endpoint and model (paid, under the caps).
+    #[arg(long, requires = "config")]
+    pub investigate: bool,
+}
+
+/// `costwatch demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Simulation seed.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+    /// Simulated days.
+    #[arg(long, default_value_t = 4)]
+    pub days: u32,
+    /// Rules to use.
+    #[arg(long, default_value = "rules")]
+    pub rules: PathBuf,
+}
+
+/// How a command failed.
+#[derive(Debug)]
+pub enum Exit {
+    /// Bad configuration or rules (exit 2).
+    Config(ConfigError),
+    /// Anything else (exit 1).
+    Failed(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Exit {
+    fn from(e: anyhow::Error) -> Self {
+        Exit::Failed(e)
+    }
+}
+
+impl From<ConfigError> for Exit {
+    fn from(e: ConfigError) -> Self {
+        Exit::Config(e)
+    }
+}
+
+impl From<AppError> for Exit {
+    fn from(e: AppError) -> Self {
+        match e {
+            AppError::Config(c) => Exit::Config(c),
+            e => Exit::Failed(e.into()),
+        }
+    }
+}
+
+/// Sets up logging on stderr. `COSTWATCH_LOG` (a tracing filter) overrides `-v`.
+pub fn init_tracing(format: LogFormat, verbose: u8, quiet: bool) {
+    let default = match verbose {
+        0 if quiet => "warn",
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("COSTWATCH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+}
+
+/// Runs a parsed command line.
+pub async fn run(cli: Cli) -> Result<(), Exit> {
+    match cli.command {
+        Command::Check(a) => check::check(a).await,
+        Command::Run(a) => {
+            let cfg = config::load(&a.config)?;
+            App::build(&cfg).await?.run_until_stopped().await?;
+            Ok(())
+        }
+        Command::TestAlert(a) => check::test_alert(a).await,
+        Command::Once(a) => once::once(a).await,
+        Command::Backtest(a) => backtest::backtest(a).await,
+        Command::Demo(a) => demo::demo(a).await,
+        Command::Schema => {
+            let text = serde_json::to_string_pretty(&config::rules_schema())
+                .map_err(|e| anyhow::Error::new(e).context("cannot print the schema"))?;
+            println!("{text}");
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,90 @@
+//! How findings and progress are printed: an aligned table for people, or
+//! one JSON object per line.
+
+use super::Format;
+use costwatch::backtest::Replay;
+use costwatch::detect::Finding;
+use costwatch::pipeline::WindowReport;
+use std::io::Write;
+
+/// One finding as a JSON line with the documented fields.
+pub fn jsonl_row(f: &Finding) -> serde_json::Value {
+    serde_json::json!({
+        "kind": f.kind,
+        "session_id": f.session_id,
+        "window_start": f.window.start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "window_end": f.window.end.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "severity": f.severity,
+        "rule": f.rule,
+        "group": f.group,
+        "labels": f.labels,
+        "cost_usd": f.cost_usd,
+        "impact_usd": f.impact_usd,
+        "evidence": f.evidence,
+        "explanation": f.explanation,
+    })
+}
+
+/// One finding as a table row.
+pub fn table_row(f: &Finding) -> String {
+    format!(
+        "{}  {:<15} {:<8} {:<34} {:<26} +${:<9.5} {}",
+        f.window.start.format("%Y-%m-%d %H:%M"),
+        f.kind.as_str(),
+        f.severity.as_str(),
+        f.session_id,
+        f.group,
+        f.impact_usd,
+        f.explanation
+    )
+}
+
+/// `text` with every line indented by three spaces.
+pub fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("   {l}\n")).collect()
+}
+
+/// Prints findings as windows complete, and progress on stderr.
+pub struct Progress {
+    format: Format,
+    windows: usize,
+    findings: usize,
+}
+
+impl Progress {
+    pub fn new(format: Format) -> Self {
+        Progress {
+            format,
+            windows: 0,
+            findings: 0,
+        }
+    }
+
+    pub fn window(&mut self, r: &WindowReport) {
+        self.windows += 1;
+        self.findings += r.new_findings.len();
+        let mut out = std::io::stdout().lock();
+        for f in &r.new_findings {
+            let _ = match self.format {
+                Format::Jsonl => writeln!(out, "{}", jsonl_row(f)),
+                Format::Table => writeln!(out, "{}", table_row(f)),
+            };
+        }
+        if self.windows.is_multiple_of(96) {
+            eprintln!(
+                "backtest: {} windows up to {}, {} findings",
+                self.windows, r.window.end, self.findings
+            );
+        }
+    }
+
+    pub fn done(&self, r: &Replay) {
+        eprintln!(
+            "backtest: {} windows, {} session rows, {} drill-downs, {} findings",
+            r.windows,
+            r.sessions,
+            r.drilldowns,
+            r.findings.len()
+        );
+    }
+}

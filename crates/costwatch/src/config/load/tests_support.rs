@@ -1,0 +1,112 @@
+//! Helpers shared by the loader tests.
+
+use super::*;
+use crate::config::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Selector};
+use crate::config::{ConfigError, Severity};
+use std::collections::BTreeMap;
+use std::error::Error;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+pub(super) type TestResult = Result<(), Box<dyn Error>>;
+
+pub(super) fn root() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+}
+
+pub(super) fn fixtures() -> PathBuf {
+    root().join("tests/fixtures/config")
+}
+
+pub(super) fn env_of(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The problems as `Display` shows them, with `dir` cut off the paths.
+pub(super) fn shown(err: &ConfigError, dir: &Path) -> Vec<String> {
+    let prefix = format!("{}/", dir.display());
+    err.problems
+        .iter()
+        .map(|p| p.to_string().replace(&prefix, ""))
+        .collect()
+}
+
+pub(super) fn fixture_problems(
+    name: &str,
+    env: &[(&str, &str)],
+) -> Result<Vec<String>, Box<dyn Error>> {
+    let err = load_with_env(&fixtures().join(name), &env_of(env))
+        .err()
+        .ok_or_else(|| format!("{name} loaded without problems"))?;
+    Ok(shown(&err, &fixtures()))
+}
+
+pub(super) const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_by`, `state`, \
+    `detection`, `schedule`, `alerts`, `notify`, `server`, `investigation`, `rules`";
+
+pub(super) const SOURCE_KEYS: &str = "expected one of `api_url`, `admin_key_file`, `page_limit`, \
+    `timeout`, `connect_timeout`, `max_retries`, `retry_base`, `retry_max`, \
+    `max_body_bytes`, `labels`";
+
+/// The rules of `rules/`, with the parameter defaults of the spec.
+pub(super) fn default_rules(dir: &Path) -> Rules {
+    let meta = |name: &str, file: &str| RuleMeta {
+        name: name.to_owned(),
+        severity: Severity::Warning,
+        selector: Selector::default(),
+        enabled: true,
+        file: dir.join(file),
+    };
+    Rules {
+        no_cache: vec![NoCacheRule {
+            meta: meta("no-cache-conversation", "no_cache.yaml"),
+            min_requests: 3,
+            min_avg_input_tokens: 1024,
+            max_cached_share: 0.05,
+            min_peer_cached_share: 0.15,
+            min_peers: 5,
+            min_impact_usd: 0.0,
+        }],
+        oversized_model: vec![OversizedModelRule {
+            meta: meta("premium-model-on-tiny-calls", "oversized_model.yaml"),
+            premium_price_ratio: 5.0,
+            max_avg_input_tokens: 1000,
+            max_avg_output_tokens: 500,
+            min_premium_cost_share: 0.5,
+            min_peers: 2,
+            max_group_share: 0.5,
+            min_impact_usd: 0.0,
+        }],
+        retry_loop: vec![RetryLoopRule {
+            meta: meta("retry-loop", "retry_loop.yaml"),
+            min_requests: 6,
+            min_ratio_to_median: 2.5,
+            min_robust_z: 3.0,
+            min_peers: 20,
+            cold_start_min_requests: 8,
+            min_identical_run: 5,
+            input_tolerance_tokens: 32,
+            input_tolerance_ratio: 0.005,
+            min_error_burst: 4,
+        }],
+    }
+}
+
+/// Writes `text` as `costwatch.yaml` (with `source.api_url` and no
+/// rules prepended) and the `files` beside it in a new folder.
+pub(super) fn config_in_tempdir(
+    text: &str,
+    files: &[(&str, &str)],
+) -> Result<(tempfile::TempDir, PathBuf), Box<dyn Error>> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("costwatch.yaml");
+    let head = "source: {api_url: 'http://127.0.0.1:8080/v1'}\nrules: []\n";
+    fs::write(&path, format!("{head}{text}"))?;
+    for (name, content) in files {
+        fs::write(dir.path().join(name), content)?;
+    }
+    Ok((dir, path))
+}
