@@ -9,6 +9,7 @@
 pub mod clock;
 pub mod domain;
 pub mod secret;
+pub mod http;
 
 pub mod config;
 pub mod source;
