@@ -8,8 +8,8 @@
 
 pub mod clock;
 pub mod domain;
-pub mod secret;
 pub mod http;
+pub mod secret;
 
 pub mod config;
 pub mod source;

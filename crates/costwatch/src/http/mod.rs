@@ -32,6 +32,4 @@ mod tests;
 pub use body::{CappedBody, ERROR_BODY_LIMIT, SNIPPET_CHARS, error_text, snippet};
 pub use client::{ClientSettings, HttpClient, USER_AGENT, as_directory, bearer};
 pub use error::{HttpError, Target, chain, origin_only};
-pub use retry::{
-    Attempt, GaveUp, Resend, Retried, RetryPolicy, TransientStatuses, retry_after,
-};
+pub use retry::{Attempt, GaveUp, Resend, Retried, RetryPolicy, TransientStatuses, retry_after};

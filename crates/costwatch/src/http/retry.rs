@@ -73,7 +73,7 @@ impl RetryPolicy {
 
     /// One attempt only; [`RetryPolicy::is_transient`] still tells the
     /// caller whether a later delivery may succeed.
-    pub fn single(statuses: TransientStatuses) -> RetryPolicy {
+    pub const fn single(statuses: TransientStatuses) -> RetryPolicy {
         RetryPolicy {
             max_retries: 0,
             base: Duration::ZERO,
@@ -99,8 +99,9 @@ impl RetryPolicy {
     pub fn is_transient(&self, error: &HttpError) -> bool {
         match error {
             HttpError::Send { .. } | HttpError::CutOff { .. } => true,
-            HttpError::Status { status, .. } => StatusCode::from_u16(*status)
-                .is_ok_and(|s| self.statuses.contains(s)),
+            HttpError::Status { status, .. } => {
+                StatusCode::from_u16(*status).is_ok_and(|s| self.statuses.contains(s))
+            }
             HttpError::Setup { .. } | HttpError::TooLarge { .. } => false,
         }
     }
@@ -212,7 +213,11 @@ pub struct GaveUp<E> {
 impl<E: fmt::Display> fmt::Display for GaveUp<E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.attempts > 1 {
-            write!(f, "{} (gave up after {} attempts)", self.error, self.attempts)
+            write!(
+                f,
+                "{} (gave up after {} attempts)",
+                self.error, self.attempts
+            )
         } else {
             write!(f, "{}", self.error)
         }
@@ -257,11 +262,11 @@ mod tests {
     fn backoff_doubles_up_to_the_cap_and_retry_after_is_capped() {
         let p = RetryPolicy::exponential(5, Duration::from_millis(100), Duration::from_secs(1));
         let waits: Vec<_> = (0..5).map(|n| p.delay(n, None)).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1000].map(Duration::from_millis));
         assert_eq!(
-            waits,
-            [100, 200, 400, 800, 1000].map(Duration::from_millis)
+            p.delay(0, Some(Duration::from_secs(7))),
+            Duration::from_secs(1)
         );
-        assert_eq!(p.delay(0, Some(Duration::from_secs(7))), Duration::from_secs(1));
         assert_eq!(
             p.delay(3, Some(Duration::from_millis(5))),
             Duration::from_millis(5)

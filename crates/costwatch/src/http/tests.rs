@@ -44,12 +44,12 @@ impl Server {
 
 async fn answer(State(s): State<Server>) -> (StatusCode, HeaderMap, String) {
     *s.hits.lock().unwrap() += 1;
-    let (code, after, body) = s
-        .script
-        .lock()
-        .unwrap()
-        .pop_front()
-        .unwrap_or((200, None, "ok".into()));
+    let (code, after, body) =
+        s.script
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or((200, None, "ok".into()));
     let mut headers = HeaderMap::new();
     if let Some(after) = after {
         headers.insert("retry-after", after.parse().unwrap());
@@ -74,7 +74,10 @@ async fn get(
     addr: SocketAddr,
     policy: &RetryPolicy,
     cap: usize,
-) -> (Result<Retried<Vec<u8>>, GaveUp<HttpError>>, RecordingSleeper) {
+) -> (
+    Result<Retried<Vec<u8>>, GaveUp<HttpError>>,
+    RecordingSleeper,
+) {
     let http = client();
     let url = Url::parse(&format!("http://{addr}/v1/things?token=s3cret")).unwrap();
     let target = Target::path("GET", &url);
@@ -106,16 +109,19 @@ async fn retry_after_is_honoured_and_capped() {
 
 #[tokio::test]
 async fn server_errors_are_retried_then_given_up_with_the_attempt_count() {
-    let busy = || (503, None, r#"{"error": {"message": "upstream down"}}"#.to_owned());
+    let busy = || {
+        (
+            503,
+            None,
+            r#"{"error": {"message": "upstream down"}}"#.to_owned(),
+        )
+    };
     let (server, addr) = Server::start(vec![busy(), busy(), busy(), busy(), busy()]).await;
     let (out, sleeper) = get(addr, &policy(), 1 << 10).await;
     let gave_up = out.unwrap_err();
     assert_eq!(gave_up.attempts, 4);
     assert_eq!(server.hits(), 4);
-    assert_eq!(
-        sleeper.delays(),
-        [100, 200, 400].map(Duration::from_millis)
-    );
+    assert_eq!(sleeper.delays(), [100, 200, 400].map(Duration::from_millis));
     assert!(policy().is_transient(&gave_up.error));
     assert_eq!(
         gave_up.to_string(),
