@@ -10,6 +10,7 @@
 
 pub mod clock;
 pub mod domain;
+pub mod http;
 pub mod secret;
 
 pub mod config;

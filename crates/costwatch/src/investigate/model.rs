@@ -17,14 +17,13 @@
 
 use super::{InvestigateError, ToolSpec};
 use crate::clock::{Sleeper, TokioSleeper};
+use crate::http::{ClientSettings, HttpClient, HttpError, Resend, RetryPolicy, Target};
 use crate::secret::Secret;
 use crate::source::HttpLimits;
-use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
 use url::Url;
 
 /// The header carrying our id of a call, echoed in the step log.
@@ -262,11 +261,12 @@ impl From<ModelCallError> for InvestigateError {
 /// Client for one OpenAI-compatible model endpoint.
 #[derive(Clone)]
 pub struct ModelClient {
-    http: reqwest::Client,
+    http: HttpClient,
     url: Url,
     auth: HeaderValue,
     model: String,
-    limits: HttpLimits,
+    max_body_bytes: usize,
+    retry: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
 }
 
@@ -289,23 +289,15 @@ impl ModelClient {
         model: impl Into<String>,
         limits: HttpLimits,
     ) -> Result<ModelClient, InvestigateError> {
-        let http = reqwest::Client::builder()
-            .timeout(limits.timeout)
-            .connect_timeout(limits.connect_timeout)
-            .user_agent(concat!("costwatch/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| InvestigateError::Rejected(format!("cannot build http client: {e}")))?;
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", inference_key.expose()))
-            .map_err(|_| {
-                InvestigateError::Rejected("inference key is not a valid header value".into())
-            })?;
-        auth.set_sensitive(true);
-        let mut base = llm_url;
-        if !base.path().ends_with('/') {
-            let p = format!("{}/", base.path());
-            base.set_path(&p);
-        }
-        let url = base
+        let http = HttpClient::new(ClientSettings::with_timeouts(
+            limits.timeout,
+            limits.connect_timeout,
+        ))
+        .map_err(|e| InvestigateError::Rejected(e.to_string()))?;
+        let auth = crate::http::bearer(inference_key).ok_or_else(|| {
+            InvestigateError::Rejected("inference key is not a valid header value".into())
+        })?;
+        let url = crate::http::as_directory(llm_url)
             .join("chat/completions")
             .map_err(|e| InvestigateError::Rejected(format!("bad model url: {e}")))?;
         Ok(ModelClient {
@@ -313,7 +305,15 @@ impl ModelClient {
             url,
             auth,
             model: model.into(),
-            limits,
+            max_body_bytes: limits.max_body_bytes,
+            // A call is paid for: it is sent again only when the provider
+            // certainly did not run it (a connection never opened, 429, 5xx).
+            retry: RetryPolicy::exponential(
+                limits.max_retries,
+                limits.retry_base,
+                limits.retry_max,
+            )
+            .with_resend(Resend::OnlyUnprocessed),
             sleeper: Arc::new(TokioSleeper),
         })
     }
@@ -344,163 +344,60 @@ impl ModelClient {
         let body = request
             .body()
             .map_err(|e| ModelCallError::new(e, false, "EncodeError"))?;
-        let mut attempt: u32 = 0;
-        loop {
-            let (err, retry_after) = match self.send_once(&body, client_request_id).await {
-                Ok(mut c) => {
-                    c.retries = attempt;
-                    return Ok(c);
-                }
-                Err(Attempt::Fatal(e)) => return Err(e),
-                Err(Attempt::Retry(e, after)) => (e, after),
-            };
-            if attempt >= self.limits.max_retries {
-                return Err(err);
-            }
-            let backoff = self
-                .limits
-                .retry_base
-                .saturating_mul(2u32.saturating_pow(attempt))
-                .min(self.limits.retry_max);
-            let wait = retry_after.map_or(backoff, |a| a.min(self.limits.retry_max));
-            tracing::warn!(
-                path = self.url.path(),
-                attempt = attempt + 1,
-                wait_ms = wait.as_millis() as u64,
-                error = %err,
-                "model call failed without being billed; retrying"
-            );
-            attempt += 1;
-            self.sleeper.sleep(wait).await;
-        }
-    }
-
-    async fn send_once(&self, body: &[u8], client_request_id: &str) -> Result<Completion, Attempt> {
-        let resp = self
-            .http
-            .post(self.url.clone())
-            .header(AUTHORIZATION, self.auth.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .header(CLIENT_REQUEST_ID_HEADER, client_request_id)
-            .body(body.to_vec())
-            .send()
-            .await
-            .map_err(|e| {
-                // A connection never opened cannot have been billed; anything
-                // later (a timeout while waiting for the answer) may have been.
-                if e.is_connect() {
-                    Attempt::Retry(
-                        ModelCallError::new(
-                            InvestigateError::Transient(describe(&e)),
-                            false,
-                            "ConnectError",
-                        ),
-                        None,
-                    )
-                } else {
-                    let kind = if e.is_timeout() {
-                        "Timeout"
-                    } else {
-                        "RequestError"
-                    };
-                    Attempt::Fatal(ModelCallError::new(
-                        InvestigateError::Transient(describe(&e)),
-                        true,
-                        kind,
-                    ))
-                }
-            })?;
-        let status = resp.status();
-        if status.is_success() {
-            let body = self.read_body(resp).await.map_err(Attempt::Fatal)?;
-            return parse_completion(&body)
-                .map_err(|e| Attempt::Fatal(ModelCallError::new(e, true, "ProtocolError")));
-        }
-        let retry_after = resp
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let body = self.read_body(resp).await.unwrap_or_default();
-        let what = format!(
-            "{} {}: {}",
-            status.as_u16(),
-            self.url.path(),
-            error_message(&body)
-        );
-        if status == StatusCode::TOO_MANY_REQUESTS {
-            Err(Attempt::Retry(
-                ModelCallError::new(InvestigateError::Transient(what), false, "RateLimitError"),
-                retry_after,
-            ))
-        } else if status.is_server_error() {
-            Err(Attempt::Retry(
-                ModelCallError::new(InvestigateError::Transient(what), false, "ServerError"),
-                retry_after,
-            ))
-        } else {
-            let kind = match status.as_u16() {
-                401 | 403 => "AuthenticationError",
-                404 => "NotFoundError",
-                _ => "BadRequestError",
-            };
-            Err(Attempt::Fatal(ModelCallError::new(
-                InvestigateError::Rejected(what),
-                false,
-                kind,
-            )))
-        }
-    }
-
-    /// Reads a body chunk by chunk, refusing anything over the size cap.
-    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, ModelCallError> {
-        let cap = self.limits.max_body_bytes;
-        let too_large = || {
-            ModelCallError::new(
-                InvestigateError::Protocol(format!(
-                    "model answer is larger than max_body_bytes ({cap})"
-                )),
-                true,
-                "ProtocolError",
-            )
+        let target = Target::path("POST", &self.url);
+        let send = || {
+            self.http
+                .reqwest()
+                .post(self.url.clone())
+                .header(AUTHORIZATION, self.auth.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .header(CLIENT_REQUEST_ID_HEADER, client_request_id)
+                .body(body.clone())
         };
-        if resp.content_length().is_some_and(|n| n as usize > cap) {
-            return Err(too_large());
-        }
-        let mut body = Vec::new();
-        loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > cap {
-                        return Err(too_large());
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => return Ok(body),
-                Err(e) => {
-                    let kind = if e.is_timeout() {
-                        "Timeout"
-                    } else {
-                        "BodyError"
-                    };
-                    return Err(ModelCallError::new(
-                        InvestigateError::Transient(format!("answer cut off: {}", describe(&e))),
-                        true,
-                        kind,
-                    ));
-                }
-            }
-        }
+        let done = self
+            .http
+            .fetch_with_retries(
+                &self.retry,
+                self.sleeper.as_ref(),
+                &target,
+                self.max_body_bytes,
+                send,
+            )
+            .await
+            .map_err(|gave_up| self.call_error(gave_up.error))?;
+        // An answer that cannot be read may still have been billed.
+        let mut completion = parse_completion(&done.value)
+            .map_err(|e| ModelCallError::new(e, true, "ProtocolError"))?;
+        completion.retries = done.retries;
+        Ok(completion)
     }
-}
 
-/// How one attempt ended.
-enum Attempt {
-    /// Not billed: try again, after the server's `Retry-After` if it gave one.
-    Retry(ModelCallError, Option<Duration>),
-    /// Stop.
-    Fatal(ModelCallError),
+    /// A failed exchange as a model call error: whether it may have been
+    /// billed, and its short name for the step log.
+    fn call_error(&self, error: HttpError) -> ModelCallError {
+        let billed = error.maybe_processed();
+        let error_type = match &error {
+            HttpError::Send { connect: true, .. } => "ConnectError",
+            e if e.timed_out() => "Timeout",
+            HttpError::Send { .. } | HttpError::Setup { .. } => "RequestError",
+            HttpError::CutOff { .. } => "BodyError",
+            HttpError::TooLarge { .. } => "ProtocolError",
+            HttpError::Status { status: 429, .. } => "RateLimitError",
+            HttpError::Status { status: 500.., .. } => "ServerError",
+            HttpError::Status {
+                status: 401 | 403, ..
+            } => "AuthenticationError",
+            HttpError::Status { status: 404, .. } => "NotFoundError",
+            HttpError::Status { .. } => "BadRequestError",
+        };
+        let text = error.to_string();
+        let error = match &error {
+            HttpError::TooLarge { .. } => InvestigateError::Protocol(text),
+            e if self.retry.is_transient(e) => InvestigateError::Transient(text),
+            _ => InvestigateError::Rejected(text),
+        };
+        ModelCallError::new(error, billed, error_type)
+    }
 }
 
 #[derive(Deserialize)]
@@ -617,57 +514,11 @@ pub fn parse_completion(body: &[u8]) -> Result<Completion, InvestigateError> {
     })
 }
 
-/// The provider's `{"error": {"message": ...}}`, or a short prefix of the body.
-fn error_message(body: &[u8]) -> String {
-    #[derive(Deserialize)]
-    struct Envelope {
-        error: Inner,
-    }
-    #[derive(Deserialize)]
-    struct Inner {
-        #[serde(default)]
-        message: String,
-    }
-    match serde_json::from_slice::<Envelope>(body) {
-        Ok(e) => e.error.message,
-        Err(_) => {
-            let mut end = body.len().min(200);
-            while end > 0 && std::str::from_utf8(&body[..end]).is_err() {
-                end -= 1;
-            }
-            String::from_utf8_lossy(&body[..end]).into_owned()
-        }
-    }
-}
-
-/// A reqwest error without the URL.
-fn describe(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timeout"
-    } else if e.is_connect() {
-        "connect error"
-    } else if e.is_body() || e.is_decode() {
-        "body error"
-    } else {
-        "request error"
-    };
-    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(e);
-    let mut detail = String::new();
-    while let Some(s) = src {
-        detail = s.to_string();
-        src = s.source();
-    }
-    if detail.is_empty() {
-        kind.to_owned()
-    } else {
-        format!("{kind}: {detail}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::Duration;
 
     #[test]
     fn the_request_is_the_openai_shape() {

@@ -12,23 +12,24 @@
 
 use super::render::{WebhookShape, signature, webhook_body};
 use super::{Alert, Notifier, NotifyError};
+use crate::http::{ClientSettings, HttpClient, HttpError, RetryPolicy, Target, TransientStatuses};
 use crate::secret::Secret;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderValue};
-use std::time::Duration;
 use url::Url;
 
 /// The `User-Agent` of every request.
-pub const USER_AGENT: &str = concat!("costwatch/", env!("CARGO_PKG_VERSION"));
+pub const USER_AGENT: &str = crate::http::USER_AGENT;
+
+/// One attempt per delivery (the outbox retries later); 408 counts as
+/// transient because receivers answer it when they timed out reading.
+const POLICY: RetryPolicy = RetryPolicy::single(TransientStatuses::WithRequestTimeout);
 
 /// Header carrying the body's HMAC-SHA256 signature.
 pub const SIGNATURE_HEADER: &str = "X-Costwatch-Signature";
 
 /// Header carrying [`Alert::idempotency_key`].
 pub const IDEMPOTENCY_HEADER: &str = "X-Costwatch-Idempotency-Key";
-
-/// Most bytes of an error response quoted in the error message.
-const SNIPPET_MAX: usize = 200;
 
 /// Everything a webhook channel needs: one `notify.webhooks` entry.
 pub use crate::config::WebhookConfig as WebhookSettings;
@@ -58,19 +59,18 @@ pub enum WebhookSetupError {
 pub struct WebhookNotifier {
     name: String,
     url: Url,
-    /// The URL without path, query or credentials, for messages.
-    shown_url: String,
+    /// The call without path, query or credentials, for messages.
+    target: Target,
     shape: WebhookShape,
     secret: Option<Secret>,
-    timeout: Duration,
-    client: reqwest::Client,
+    client: HttpClient,
 }
 
 impl std::fmt::Debug for WebhookNotifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WebhookNotifier")
             .field("name", &self.name)
-            .field("url", &self.shown_url)
+            .field("url", &self.target.shown())
             .field("shape", &self.shape)
             .field("signed", &self.secret.is_some())
             .finish_non_exhaustive()
@@ -87,35 +87,36 @@ impl WebhookNotifier {
                 scheme: scheme.to_owned(),
             });
         }
-        let client = reqwest::Client::builder()
-            .user_agent(USER_AGENT)
-            .timeout(settings.timeout)
-            .connect_timeout(settings.timeout)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| WebhookSetupError::Client {
-                name: settings.name.clone(),
-                reason: error_chain(&e.without_url()),
-            })?;
+        let client = HttpClient::new(ClientSettings {
+            timeout: Some(settings.timeout),
+            connect_timeout: Some(settings.timeout),
+            follow_redirects: false,
+        })
+        .map_err(|e| WebhookSetupError::Client {
+            name: settings.name.clone(),
+            reason: match e {
+                HttpError::Setup { detail } => detail,
+                other => other.to_string(),
+            },
+        })?;
         Ok(WebhookNotifier {
-            shown_url: redacted_url(&settings.url),
+            target: Target::origin("POST", &settings.url),
             name: settings.name,
             url: settings.url,
             shape: settings.shape,
             secret: settings.secret,
-            timeout: settings.timeout,
             client,
         })
     }
 
     /// The prefix of every error message: `webhook NAME: POST scheme://host/…`.
     fn context(&self) -> String {
-        format!("webhook {}: POST {}", self.name, self.shown_url)
+        format!("webhook {}: {}", self.name, self.target)
     }
 
     /// Removes anything secret a message might have picked up.
     fn scrub(&self, text: &str) -> String {
-        let mut text = text.replace(self.url.as_str(), &self.shown_url);
+        let mut text = text.replace(self.url.as_str(), self.target.shown());
         let path_and_more = &self.url[url::Position::BeforePath..];
         if path_and_more.len() > 1 {
             text = text.replace(path_and_more, "/…");
@@ -128,16 +129,14 @@ impl WebhookNotifier {
         text
     }
 
-    fn request_error(&self, err: reqwest::Error) -> NotifyError {
-        let what = if err.is_timeout() {
-            format!(
-                "timed out after {}",
-                humantime::format_duration(self.timeout)
-            )
+    /// A failed delivery: transient or rejected, scrubbed of secrets.
+    fn delivery_error(&self, error: &HttpError) -> NotifyError {
+        let message = self.scrub(&format!("webhook {}: {error}", self.name));
+        if POLICY.is_transient(error) {
+            NotifyError::Transient(message)
         } else {
-            error_chain(&err.without_url())
-        };
-        NotifyError::Transient(self.scrub(&format!("{}: {what}", self.context())))
+            NotifyError::Rejected(message)
+        }
     }
 }
 
@@ -155,6 +154,7 @@ impl Notifier for WebhookNotifier {
         })?;
         let mut request = self
             .client
+            .reqwest()
             .post(self.url.clone())
             .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
             .header(IDEMPOTENCY_HEADER, header_value(&alert.idempotency_key()));
@@ -164,90 +164,24 @@ impl Notifier for WebhookNotifier {
                 header_value(&signature(secret.expose(), &body)),
             );
         }
-        let mut response = request
-            .body(body)
-            .send()
+        // A 2xx answer's body is not read: nothing in it matters.
+        self.client
+            .send(request.body(body), &self.target)
             .await
-            .map_err(|e| self.request_error(e))?;
-
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let snippet = read_snippet(&mut response).await;
-        let mut message = format!("{}: {}", self.context(), status_text(status));
-        if !snippet.is_empty() {
-            message.push_str(": ");
-            message.push_str(&snippet);
-        }
-        let message = self.scrub(&message);
-        if is_transient_status(status) {
-            Err(NotifyError::Transient(message))
-        } else {
-            Err(NotifyError::Rejected(message))
-        }
+            .map(drop)
+            .map_err(|e| self.delivery_error(&e))
     }
 }
 
 /// Whether an answer with `status` is worth retrying: 408, 429 and 5xx.
 pub fn is_transient_status(status: StatusCode) -> bool {
-    status == StatusCode::REQUEST_TIMEOUT
-        || status == StatusCode::TOO_MANY_REQUESTS
-        || status.is_server_error()
+    POLICY.statuses.contains(status)
 }
 
 /// `scheme://host[:port]/…`: the URL with its path, query, fragment and
 /// credentials left out.
 pub fn redacted_url(url: &Url) -> String {
-    let host = url.host_str().unwrap_or("");
-    match url.port() {
-        Some(port) => format!("{}://{host}:{port}/…", url.scheme()),
-        None => format!("{}://{host}/…", url.scheme()),
-    }
-}
-
-fn status_text(status: StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("status {} {}", status.as_u16(), reason.to_lowercase()),
-        None => format!("status {}", status.as_u16()),
-    }
-}
-
-/// The start of the response body on one line, for error messages.
-async fn read_snippet(response: &mut reqwest::Response) -> String {
-    let mut bytes = Vec::new();
-    while bytes.len() < SNIPPET_MAX {
-        match response.chunk().await {
-            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-            Ok(None) | Err(_) => break,
-        }
-    }
-    let text = String::from_utf8_lossy(&bytes);
-    let mut snippet: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(SNIPPET_MAX)
-        .collect();
-    snippet = snippet.trim().to_owned();
-    if text.chars().count() > SNIPPET_MAX {
-        snippet.push('…');
-    }
-    snippet
-}
-
-/// An error and its sources, joined with `: `.
-fn error_chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(e) = source {
-        let part = e.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = e.source();
-    }
-    text
+    crate::http::origin_only(url)
 }
 
 /// A header value from alert data: visible ASCII only.
@@ -277,6 +211,7 @@ mod tests {
     use std::collections::VecDeque;
     use std::net::SocketAddr;
     use std::sync::{Arc, Mutex};
+    use std::time::Duration;
 
     /// One request the receiver got.
     #[derive(Debug, Clone)]

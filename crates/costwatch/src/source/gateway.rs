@@ -12,23 +12,23 @@ use super::{
     Window,
 };
 use crate::clock::{Sleeper, TokioSleeper};
+use crate::http::{ClientSettings, HttpClient, HttpError, RetryPolicy, Target};
 use crate::secret::Secret;
 use chrono::SecondsFormat;
-use reqwest::StatusCode;
-use reqwest::header::{AUTHORIZATION, HeaderValue, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, HeaderValue};
 use std::sync::Arc;
-use std::time::Duration;
 use url::Url;
 
 /// Client for one gateway.
 #[derive(Clone)]
 pub struct GatewaySource {
-    http: reqwest::Client,
+    http: HttpClient,
     base: Url,
     auth: HeaderValue,
     page_limit: u32,
     labels: Labels,
-    limits: HttpLimits,
+    max_body_bytes: usize,
+    retry: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
 }
 
@@ -50,27 +50,27 @@ impl GatewaySource {
         labels: Labels,
         limits: HttpLimits,
     ) -> Result<Self, SourceError> {
-        let http = reqwest::Client::builder()
-            .timeout(limits.timeout)
-            .connect_timeout(limits.connect_timeout)
-            .user_agent(concat!("costwatch/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| SourceError::Rejected(format!("cannot build http client: {e}")))?;
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", admin_key.expose()))
-            .map_err(|_| SourceError::Rejected("admin key is not a valid header value".into()))?;
-        auth.set_sensitive(true);
-        let mut base = base;
-        if !base.path().ends_with('/') {
-            let p = format!("{}/", base.path());
-            base.set_path(&p);
-        }
+        let http = HttpClient::new(ClientSettings::with_timeouts(
+            limits.timeout,
+            limits.connect_timeout,
+        ))
+        .map_err(|e| SourceError::Rejected(e.to_string()))?;
+        let auth = crate::http::bearer(admin_key)
+            .ok_or_else(|| SourceError::Rejected("admin key is not a valid header value".into()))?;
         Ok(GatewaySource {
             http,
-            base,
+            base: crate::http::as_directory(base),
             auth,
             page_limit: page_limit.clamp(1, 50),
             labels,
-            limits,
+            max_body_bytes: limits.max_body_bytes,
+            // 429, 5xx, network failures and cut-off bodies: a read is
+            // harmless to repeat.
+            retry: RetryPolicy::exponential(
+                limits.max_retries,
+                limits.retry_base,
+                limits.retry_max,
+            ),
             sleeper: Arc::new(TokioSleeper),
         })
     }
@@ -100,94 +100,35 @@ impl GatewaySource {
 
     /// GETs one URL with retries; returns the whole body.
     async fn get(&self, url: Url, stats: &mut ReadStats) -> Result<Vec<u8>, SourceError> {
-        let mut attempt: u32 = 0;
-        loop {
-            let outcome = self.get_once(&url).await;
-            let (err, retry_after) = match outcome {
-                Ok(body) => return Ok(body),
-                Err(Attempt::Fatal(e)) => return Err(e),
-                Err(Attempt::Retry(e, after)) => (e, after),
-            };
-            if attempt >= self.limits.max_retries {
-                return Err(err);
-            }
-            let backoff = self
-                .limits
-                .retry_base
-                .saturating_mul(2u32.saturating_pow(attempt))
-                .min(self.limits.retry_max);
-            let wait = retry_after.map_or(backoff, |a| a.min(self.limits.retry_max));
-            tracing::warn!(
-                url = %redact_query(&url),
-                attempt = attempt + 1,
-                wait_ms = wait.as_millis() as u64,
-                error = %err,
-                "gateway call failed; retrying"
-            );
-            stats.retries += 1;
-            attempt += 1;
-            self.sleeper.sleep(wait).await;
-        }
-    }
-
-    async fn get_once(&self, url: &Url) -> Result<Vec<u8>, Attempt> {
-        let resp = self
+        // The query may carry label values: messages show the path only.
+        let target = Target::path("GET", &url);
+        let request = || {
+            self.http
+                .reqwest()
+                .get(url.clone())
+                .header(AUTHORIZATION, self.auth.clone())
+        };
+        let done = self
             .http
-            .get(url.clone())
-            .header(AUTHORIZATION, self.auth.clone())
-            .send()
+            .fetch_with_retries(
+                &self.retry,
+                self.sleeper.as_ref(),
+                &target,
+                self.max_body_bytes,
+                request,
+            )
             .await
-            .map_err(|e| Attempt::Retry(SourceError::Transient(describe(&e)), None))?;
-        let status = resp.status();
-        if status.is_success() {
-            return self.read_body(resp).await;
-        }
-        let retry_after = resp
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        let body = self.read_body(resp).await.unwrap_or_default();
-        let message = error_message(&body);
-        let what = format!("{} {}: {message}", status.as_u16(), url.path());
-        if status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
-            Err(Attempt::Retry(SourceError::Transient(what), retry_after))
-        } else {
-            Err(Attempt::Fatal(SourceError::Rejected(what)))
-        }
+            .map_err(|gave_up| self.source_error(gave_up.error))?;
+        stats.retries += u64::from(done.retries);
+        Ok(done.value)
     }
 
-    /// Reads a body chunk by chunk, refusing anything over the size cap.
-    async fn read_body(&self, mut resp: reqwest::Response) -> Result<Vec<u8>, Attempt> {
-        let cap = self.limits.max_body_bytes;
-        if resp.content_length().is_some_and(|n| n as usize > cap) {
-            return Err(Attempt::Fatal(SourceError::Invalid(format!(
-                "response body is larger than max_body_bytes ({cap})"
-            ))));
-        }
-        // Sized once from Content-Length (within the cap) rather than grown
-        // chunk by chunk.
-        let expected = resp.content_length().map_or(0, |n| n as usize);
-        let mut body = Vec::with_capacity(expected.min(cap));
-        loop {
-            match resp.chunk().await {
-                Ok(Some(chunk)) => {
-                    if body.len() + chunk.len() > cap {
-                        return Err(Attempt::Fatal(SourceError::Invalid(format!(
-                            "response body is larger than max_body_bytes ({cap})"
-                        ))));
-                    }
-                    body.extend_from_slice(&chunk);
-                }
-                Ok(None) => return Ok(body),
-                Err(e) => {
-                    return Err(Attempt::Retry(
-                        SourceError::Transient(format!("body cut off: {}", describe(&e))),
-                        None,
-                    ));
-                }
-            }
+    /// What a failed call means for the window.
+    fn source_error(&self, error: HttpError) -> SourceError {
+        match error {
+            HttpError::TooLarge { .. } => SourceError::Invalid(error.to_string()),
+            e if self.retry.is_transient(&e) => SourceError::Transient(e.to_string()),
+            e => SourceError::Rejected(e.to_string()),
         }
     }
 
@@ -243,65 +184,8 @@ fn with_query(mut url: Url, query: &[(String, String)]) -> Url {
     url
 }
 
-/// How one attempt ended.
-enum Attempt {
-    /// Try again, after the server's `Retry-After` if it gave one.
-    Retry(SourceError, Option<Duration>),
-    /// Stop.
-    Fatal(SourceError),
-}
-
 fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
-/// The gateway's `{"error": {"message": ...}}`, or a short prefix of the body.
-fn error_message(body: &[u8]) -> String {
-    #[derive(serde::Deserialize)]
-    struct Envelope {
-        error: Inner,
-    }
-    #[derive(serde::Deserialize)]
-    struct Inner {
-        #[serde(default)]
-        code: String,
-        #[serde(default)]
-        message: String,
-    }
-    match serde_json::from_slice::<Envelope>(body) {
-        Ok(e) => format!("{} {}", e.error.code, e.error.message)
-            .trim()
-            .to_owned(),
-        Err(_) => String::from_utf8_lossy(&body[..body.len().min(200)]).into_owned(),
-    }
-}
-
-/// A reqwest error without the URL (which may carry label values).
-fn describe(e: &reqwest::Error) -> String {
-    let kind = if e.is_timeout() {
-        "timeout"
-    } else if e.is_connect() {
-        "connect error"
-    } else if e.is_body() || e.is_decode() {
-        "body error"
-    } else {
-        "request error"
-    };
-    let mut src: Option<&dyn std::error::Error> = std::error::Error::source(e);
-    let mut detail = String::new();
-    while let Some(s) = src {
-        detail = s.to_string();
-        src = s.source();
-    }
-    if detail.is_empty() {
-        kind.to_owned()
-    } else {
-        format!("{kind}: {detail}")
-    }
-}
-
-fn redact_query(url: &Url) -> String {
-    url.path().to_owned()
 }
 
 impl Source for GatewaySource {

@@ -1,0 +1,346 @@
+//! The MCP client: the gateway's read-only log tools over MCP Streamable
+//! HTTP (gateway-api.md section 2), behind [`ToolProvider`].
+//!
+//! A small client on the shared [`crate::http`] plumbing rather than the
+//! `rmcp` SDK: it speaks the `initialize` era of the protocol (revisions
+//! 2025-06-18 and 2025-03-26) as a plain request/response exchange, so every
+//! wait goes through the injected [`Sleeper`], every failure maps onto
+//! [`InvestigateError`]'s retry semantics, and the response size is capped
+//! before anything is parsed.
+//!
+//! The parts: this file is the client's API; `session` opens and closes
+//! sessions and sets every message's headers; `transport` posts one
+//! message with retries and reads its answer (JSON or [`sse`]);
+//! `protocol` reads JSON-RPC envelopes, tool specs and tool results.
+//!
+//! The exchange:
+//! - `initialize` (protocol version 2025-06-18, client `costwatch`), then
+//!   `notifications/initialized`. The `Mcp-Session-Id` the server returns is
+//!   sent on every later message, with `MCP-Protocol-Version` (the version
+//!   the server chose).
+//! - Every message carries `Authorization: Bearer <admin key>` (a sensitive
+//!   header value, never logged), `Accept: application/json,
+//!   text/event-stream`, `Content-Type: application/json`,
+//!   `X-MCP-Readonly: true` and `X-MCP-Toolsets: logs`.
+//! - Answers come as `application/json` or as an event stream
+//!   ([`sse::SseParser`]); the JSON-RPC response whose id matches is taken,
+//!   other messages (notifications, priming events) are skipped.
+//! - `tools/list` follows `nextCursor`; `tools/call` returns the text
+//!   content joined with `\n`, and a failing tool is a result with
+//!   `is_error`, not an error.
+//!
+//! Failures: a JSON-RPC error object is [`InvestigateError::Rejected`]
+//! (a parse error, code -32700, is [`InvestigateError::Protocol`]); 429, 5xx,
+//! network errors, timeouts and streams cut off are retried up to
+//! [`McpLimits::max_retries`] times with exponential backoff (honouring
+//! `Retry-After`), then [`InvestigateError::Transient`]; a 404 on a session
+//! means it expired: the client initializes again, once per call. Other 4xx
+//! and oversized answers are `Rejected`, anything malformed is `Protocol`.
+//!
+//! **The allowlist is enforced here**: [`McpClient::list_tools`] returns
+//! only allowlisted tools, in allowlist order (a stable list a prompt cache
+//! can hold), and [`McpClient::call_tool`] refuses any other name without
+//! contacting the server, whatever the server lists.
+
+mod protocol;
+mod session;
+pub mod sse;
+mod transport;
+
+#[cfg(test)]
+mod tests;
+
+use super::{InvestigateError, ToolOutput, ToolProvider, ToolSpec};
+use crate::clock::{Sleeper, TokioSleeper};
+use crate::http::{ClientSettings, HttpClient, RetryPolicy};
+use crate::secret::Secret;
+use protocol::{protocol, rejected, rpc_result, tool_output, tool_spec};
+use reqwest::header::HeaderValue;
+use serde_json::{Value, json};
+use session::Session;
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use transport::{Failure, Reply};
+use url::Url;
+
+/// The protocol revision the client asks for in `initialize`.
+pub const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The revisions the client accepts from a server, newest first.
+pub const SUPPORTED_VERSIONS: [&str; 2] = ["2025-06-18", "2025-03-26"];
+
+/// Retry, size and paging limits of an [`McpClient`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpLimits {
+    /// Attempts after the first for one message (429, 5xx, timeouts,
+    /// network errors, streams cut off).
+    pub max_retries: u32,
+    /// First backoff delay; doubles per attempt.
+    pub retry_base: Duration,
+    /// Longest backoff (and longest `Retry-After` honoured).
+    pub retry_max: Duration,
+    /// Largest answer accepted (JSON body or whole event stream).
+    pub max_body_bytes: usize,
+    /// Most `tools/list` pages followed.
+    pub max_list_pages: usize,
+}
+
+impl Default for McpLimits {
+    /// Two retries from 250 ms, 4 MiB answers (a 1 MB tool result still
+    /// reaches the investigation, which truncates it), 20 pages.
+    fn default() -> Self {
+        McpLimits {
+            max_retries: 2,
+            retry_base: Duration::from_millis(250),
+            retry_max: Duration::from_secs(10),
+            max_body_bytes: 4 << 20,
+            max_list_pages: 20,
+        }
+    }
+}
+
+/// A client for one MCP endpoint, restricted to an allowlist of tools.
+///
+/// Calls may run concurrently; they share one session, opened on first use.
+pub struct McpClient {
+    http: HttpClient,
+    url: Url,
+    auth: HeaderValue,
+    allowlist: Vec<String>,
+    timeout: Duration,
+    limits: McpLimits,
+    sleeper: Arc<dyn Sleeper>,
+    session: tokio::sync::Mutex<Option<Session>>,
+    next_id: AtomicU64,
+}
+
+impl fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("McpClient")
+            .field("url", &self.url.path())
+            .field("allowlist", &self.allowlist)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl McpClient {
+    /// A client for the MCP endpoint at `url` (e.g.
+    /// `https://gateway.example/v1/mcp`) authenticating with the admin key,
+    /// allowed to use only the tools named in `allowlist`; every attempt of
+    /// every message must finish within `timeout`. Nothing is sent until the
+    /// first call.
+    pub fn new(
+        url: Url,
+        admin_key: &Secret,
+        allowlist: Vec<String>,
+        timeout: Duration,
+    ) -> Result<McpClient, InvestigateError> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(InvestigateError::Rejected(format!(
+                "mcp url: expected http or https, got `{}`",
+                url.scheme()
+            )));
+        }
+        // No client-wide timeout: each attempt is bounded by `timeout`,
+        // event stream included (see [`transport`]).
+        let http = HttpClient::new(ClientSettings {
+            timeout: None,
+            connect_timeout: None,
+            follow_redirects: true,
+        })
+        .map_err(|e| InvestigateError::Rejected(e.to_string()))?;
+        let auth = crate::http::bearer(admin_key).ok_or_else(|| {
+            InvestigateError::Rejected("admin key is not a valid header value".into())
+        })?;
+        let mut unique = HashSet::new();
+        let allowlist = allowlist
+            .into_iter()
+            .filter(|name| unique.insert(name.clone()))
+            .collect();
+        Ok(McpClient {
+            http,
+            url,
+            auth,
+            allowlist,
+            timeout,
+            limits: McpLimits::default(),
+            sleeper: Arc::new(TokioSleeper),
+            session: tokio::sync::Mutex::new(None),
+            next_id: AtomicU64::new(1),
+        })
+    }
+
+    /// Replaces the retry, size and paging limits.
+    pub fn with_limits(mut self, limits: McpLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Replaces how backoff waits (tests record instead of sleeping).
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.sleeper = sleeper;
+        self
+    }
+
+    /// How a message is retried: 429, 5xx, network errors, timeouts and
+    /// answers cut off, with exponential backoff honouring `Retry-After`.
+    fn retry(&self) -> RetryPolicy {
+        RetryPolicy::exponential(
+            self.limits.max_retries,
+            self.limits.retry_base,
+            self.limits.retry_max,
+        )
+    }
+
+    /// The tools this client may call, in order, without duplicates.
+    pub fn allowlist(&self) -> &[String] {
+        &self.allowlist
+    }
+
+    /// The endpoint.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The current session id, if a session is open and the server gave one.
+    pub async fn session_id(&self) -> Option<String> {
+        self.session
+            .lock()
+            .await
+            .as_ref()
+            .and_then(|s| s.id.clone())
+    }
+
+    /// The protocol version of the open session.
+    pub async fn protocol_version(&self) -> Option<String> {
+        self.session
+            .lock()
+            .await
+            .as_ref()
+            .map(|s| s.protocol_version.clone())
+    }
+
+    /// Opens the session now (it is otherwise opened by the first call).
+    pub async fn connect(&self) -> Result<(), InvestigateError> {
+        self.session().await.map(|_| ())
+    }
+
+    /// Every tool the server lists (all pages), allowlisted or not, in the
+    /// server's order.
+    pub async fn server_tools(&self) -> Result<Vec<ToolSpec>, InvestigateError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..self.limits.max_list_pages.max(1) {
+            let params = cursor
+                .as_ref()
+                .map_or_else(|| json!({}), |c| json!({ "cursor": c }));
+            let result = self.request("tools/list", params).await?;
+            let list = result
+                .get("tools")
+                .and_then(Value::as_array)
+                .ok_or_else(|| protocol("tools/list: the result has no `tools` array"))?;
+            for (i, tool) in list.iter().enumerate() {
+                tools.push(
+                    tool_spec(tool)
+                        .map_err(|e| protocol(format!("tools/list: tools[{i}]: {e}")))?,
+                );
+            }
+            match result.get("nextCursor") {
+                Some(Value::String(next)) if !next.is_empty() => {
+                    if !seen.insert(next.clone()) {
+                        return Err(protocol(
+                            "tools/list: the server returned the same cursor twice",
+                        ));
+                    }
+                    cursor = Some(next.clone());
+                }
+                None | Some(Value::Null) | Some(Value::String(_)) => return Ok(tools),
+                Some(_) => return Err(protocol("tools/list: nextCursor is not a string")),
+            }
+        }
+        Err(protocol(format!(
+            "tools/list: more than {} pages",
+            self.limits.max_list_pages.max(1)
+        )))
+    }
+
+    /// Sends one request in the open session and returns its `result`;
+    /// initializes again once if the session expired.
+    async fn request(&self, method: &str, params: Value) -> Result<Value, InvestigateError> {
+        let mut reinitialized = false;
+        loop {
+            let session = self.session().await?;
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            match self.post(&message, Some(&session), Some(id), method).await {
+                Ok(Reply::Message { message, .. }) => return rpc_result(method, message),
+                Ok(Reply::Accepted) => {
+                    return Err(protocol(format!(
+                        "{method}: the server answered without a response"
+                    )));
+                }
+                Err(Failure::SessionGone) if !reinitialized => {
+                    tracing::info!(method, "mcp session expired; initializing again");
+                    self.forget(&session).await;
+                    reinitialized = true;
+                }
+                Err(Failure::SessionGone) => {
+                    return Err(rejected(format!(
+                        "{method}: 404: the session expired again right after initialize"
+                    )));
+                }
+                Err(Failure::Error(e)) => return Err(e),
+            }
+        }
+    }
+}
+
+impl ToolProvider for McpClient {
+    /// The allowlisted tools the server lists, in allowlist order.
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, InvestigateError> {
+        let offered = self.server_tools().await?;
+        let mut tools = Vec::with_capacity(self.allowlist.len());
+        for name in &self.allowlist {
+            match offered.iter().find(|t| &t.name == name) {
+                Some(t) => tools.push(t.clone()),
+                None => {
+                    tracing::warn!(tool = %name, "an allowlisted tool is not offered by the mcp server")
+                }
+            }
+        }
+        Ok(tools)
+    }
+
+    /// Calls an allowlisted tool; any other name is refused without
+    /// contacting the server.
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<ToolOutput, InvestigateError> {
+        if !self.allowlist.iter().any(|allowed| allowed == name) {
+            tracing::warn!(tool = %name, "refused a tool outside the allowlist");
+            return Err(rejected(format!(
+                "tool `{name}` is not allowed; allowed tools: {}",
+                self.allowlist.join(", ")
+            )));
+        }
+        let arguments = match arguments {
+            Value::Null => json!({}),
+            Value::Object(map) => Value::Object(map),
+            _ => {
+                return Err(rejected(format!(
+                    "tool `{name}`: arguments must be a JSON object"
+                )));
+            }
+        };
+        let result = self
+            .request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await?;
+        tool_output(&result).map_err(|e| protocol(format!("tools/call {name}: {e}")))
+    }
+}
