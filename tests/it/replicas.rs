@@ -5,7 +5,8 @@
 use crate::pg::PgCluster;
 use crate::support::{costwatch_command, manifest_dir, start_sim};
 use axum::http::{HeaderMap, StatusCode};
-use chrono::{Duration as ChronoDuration, Utc};
+use chrono::Duration as ChronoDuration;
+use costwatch::clock::{Clock, SystemClock};
 use costwatch::store::{SqlStore, Store};
 use costwatch_sim::scenario::{ScenarioParams, generate};
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,7 +33,8 @@ fn spawn(config: &std::path::Path, sim: &str, state: &str, log: &std::path::Path
 async fn three_replicas_killed_at_random_process_each_window_once_and_deliver_every_alert() {
     let pg = PgCluster::start();
     // Two days of traffic ending now, so the replicas have ~200 windows to catch up.
-    let today = Utc::now()
+    let today = SystemClock
+        .now()
         .date_naive()
         .and_hms_opt(0, 0, 0)
         .unwrap()
@@ -96,7 +98,7 @@ async fn three_replicas_killed_at_random_process_each_window_once_and_deliver_ev
     // again, until the job has caught up and the outbox is empty.
     let store = SqlStore::open(&state).await.unwrap();
     let target =
-        today + ChronoDuration::minutes(15 * ((Utc::now() - today).num_minutes() / 15) - 15);
+        today + ChronoDuration::minutes(15 * ((SystemClock.now() - today).num_minutes() / 15) - 15);
     let started = Instant::now();
     let mut kills = 0;
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;

@@ -14,6 +14,7 @@ use super::measure::{self, TimeReport};
 use super::quality::{Target, median, render};
 use super::{BenchError, baseline};
 use costwatch::backtest::{self, ClassScore};
+use costwatch::clock::Clock;
 use costwatch::detect::{Finding, Kind};
 use costwatch::source::Window;
 use std::collections::{BTreeMap, BTreeSet};
@@ -522,7 +523,7 @@ fn idle(
     // Windows from the served hour to now: the first tick reads the big
     // window, then empty ones. The cron fires once a day at 03:17 UTC so
     // the sampled minute is between ticks.
-    let days = (chrono::Utc::now() - from).num_days() + 2;
+    let days = (costwatch::clock::SystemClock.now() - from).num_days() + 2;
     let extra = format!(
         "schedule:\n  cron: \"17 3 * * *\"\n  max_catch_up_windows: {}\nserver:\n  listen: 127.0.0.1:{port}\n",
         days * 24

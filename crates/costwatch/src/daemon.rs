@@ -8,12 +8,13 @@
 //! clean shutdown). Missed ticks are harmless: every tick processes every
 //! window due since the watermark.
 
+use crate::alerting::{self, DeliveryReport};
 use crate::clock::Clock;
 use crate::escalate::Escalation;
-use crate::incidents::{self, AlertPolicy, TickSpan};
+use crate::incidents::{AlertPolicy, TickSpan};
 use crate::investigate::BudgetLedger;
 use crate::notify::Alert;
-use crate::notify::outbox::{self, Channel, DeliveryReport, RetryPolicy};
+use crate::notify::outbox::{Channel, RetryPolicy};
 use crate::ops::metrics::Metrics;
 use crate::pipeline::{Pipeline, PipelineError};
 use crate::source::{Source, Window};
@@ -60,10 +61,7 @@ pub fn replica_name() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "host".to_owned());
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
+    let nanos = crate::clock::SystemClock.now().timestamp_subsec_nanos();
     format!("{host}-{}-{nanos:08x}", std::process::id())
 }
 
@@ -202,7 +200,7 @@ where
             let deadline = now
                 + ChronoDuration::from_std(self.settings.delivery_deadline)
                     .unwrap_or(ChronoDuration::days(1));
-            let mut plan = incidents::plan(
+            let mut plan = alerting::plan(
                 self.store(),
                 &self.settings.policy,
                 data_now,
@@ -253,7 +251,7 @@ where
 
     /// Delivers every alert due now.
     pub async fn deliver(&self) -> Result<DeliveryReport, StoreError> {
-        let r = outbox::deliver_due(
+        let r = alerting::deliver_due(
             self.store(),
             &self.settings.channels,
             self.settings.retry,

@@ -22,6 +22,7 @@ pub mod investigate;
 pub mod notify;
 pub mod store;
 
+pub mod alerting;
 pub mod app;
 pub mod backtest;
 pub mod daemon;

@@ -38,7 +38,7 @@ pub async fn test_alert(cfg: &Config) -> Result<Vec<(String, Result<(), NotifyEr
     if channels.is_empty() {
         return Err(AppError::NoChannel);
     }
-    let alert = crate::notify::sample_alert(Utc::now());
+    let alert = crate::notify::sample_alert(SystemClock.now());
     let mut out = Vec::new();
     for c in &channels {
         out.push((c.name().to_owned(), c.send_boxed(&alert).await));

@@ -15,6 +15,8 @@
 //! retried and the error says so ([`ModelCallError::maybe_billed`]): the run
 //! then counts the call at its worst case.
 
+pub use crate::domain::investigation::{ToolChoice, Usage};
+
 use super::{InvestigateError, ToolSpec};
 use crate::clock::{Sleeper, TokioSleeper};
 use crate::http::{ClientSettings, HttpClient, HttpError, Resend, RetryPolicy, Target};
@@ -121,26 +123,6 @@ impl ChatMessage {
     }
 }
 
-/// Whether the model may call tools in a round.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolChoice {
-    /// It may.
-    Auto,
-    /// It must answer (the last allowed round).
-    None,
-}
-
-impl ToolChoice {
-    /// The wire value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolChoice::Auto => "auto",
-            ToolChoice::None => "none",
-        }
-    }
-}
-
 /// A function tool as the chat API takes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FunctionTool {
@@ -199,17 +181,6 @@ impl ChatRequest {
         serde_json::to_vec(self)
             .map_err(|e| InvestigateError::Protocol(format!("cannot encode the request: {e}")))
     }
-}
-
-/// Token counts of one call, from the answer's `usage`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// `usage.prompt_tokens`: the whole prompt, cached tokens included.
-    pub prompt_tokens: u64,
-    /// `usage.prompt_tokens_details.cached_tokens` (0 when absent).
-    pub cached_tokens: u64,
-    /// `usage.completion_tokens`.
-    pub completion_tokens: u64,
 }
 
 /// What one call returned.

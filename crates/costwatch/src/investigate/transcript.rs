@@ -12,45 +12,12 @@
 //! - [`InvestigationReport`]: what an alert carries about its investigation
 //!   (the summary, the cost, the totals, the rounds and the text above).
 
-use super::model::Usage;
-use super::run::{Investigation, Round, StopCode, ToolCallStatus};
-use serde::{Deserialize, Serialize};
-use std::fmt::Write;
+pub use crate::domain::investigation::InvestigationReport;
 
-/// What an alert carries about its investigation (`Alert::investigation`):
-/// stored with the alert and sent to every channel, so its JSON shape is a
-/// contract. Fields are only ever added.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct InvestigationReport {
-    /// The answer, or what stopped the run before one.
-    pub summary: String,
-    /// What the run cost, in US dollars.
-    pub cost_usd: f64,
-    /// Why the run ended.
-    pub stop_reason: StopCode,
-    /// Which limit bound, and by how much, when a cap stopped it.
-    pub stop_detail: Option<String>,
-    /// The model.
-    pub model: String,
-    /// Unique id of the run.
-    pub run_id: String,
-    /// Prompt tokens, cached ones included.
-    pub input_tokens: u64,
-    /// Prompt tokens read from the cache.
-    pub cached_tokens: u64,
-    /// Completion tokens.
-    pub output_tokens: u64,
-    /// Tool calls counted against the cap.
-    pub tool_calls: u32,
-    /// Model calls.
-    pub rounds: u32,
-    /// Tools offered to the model, in order.
-    pub tools_offered: Vec<String>,
-    /// Every model call and its tool calls, in order.
-    pub transcript: Vec<Round>,
-    /// The whole transcript as plain text ([`render_text`]).
-    pub transcript_text: String,
-}
+use super::model::Usage;
+use super::run::{Investigation, ToolCallStatus};
+use serde::Serialize;
+use std::fmt::Write;
 
 impl InvestigationReport {
     /// The report of a finished run.
@@ -305,31 +272,6 @@ pub fn render_text(inv: &Investigation) -> String {
         }
     }
     out
-}
-
-/// A report with this summary, cost and transcript text, and no rounds.
-#[cfg(test)]
-pub(crate) fn sample_report(
-    summary: &str,
-    cost_usd: f64,
-    transcript_text: &str,
-) -> InvestigationReport {
-    InvestigationReport {
-        summary: summary.to_owned(),
-        cost_usd,
-        stop_reason: StopCode::Answered,
-        stop_detail: None,
-        model: "gpt-6-luna".to_owned(),
-        run_id: "inv-sample".to_owned(),
-        input_tokens: 1200,
-        cached_tokens: 0,
-        output_tokens: 80,
-        tool_calls: 1,
-        rounds: 2,
-        tools_offered: vec!["search_requests".to_owned()],
-        transcript: Vec::new(),
-        transcript_text: transcript_text.to_owned(),
-    }
 }
 
 fn indent(text: &str, prefix: &str) -> String {

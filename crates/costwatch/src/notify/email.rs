@@ -425,10 +425,10 @@ mod tests {
     #[test]
     fn an_investigation_travels_as_a_transcript_attachment() {
         let n = EmailNotifier::new(settings(25, SmtpSecurity::None)).unwrap();
-        let mut alert = crate::notify::sample_alert(chrono::Utc::now());
+        let mut alert = crate::notify::sample_alert(chrono::DateTime::UNIX_EPOCH);
         let plain = String::from_utf8(n.message(&alert).unwrap().formatted()).unwrap();
         assert!(!plain.contains("investigation-transcript.txt"));
-        alert.investigation = Some(crate::investigate::transcript::sample_report(
+        alert.investigation = Some(crate::domain::investigation::sample_report(
             "the loop drives the cost",
             0.0003,
             "round 1: tool call search_requests",

@@ -6,8 +6,8 @@ pub mod outbox;
 pub mod render;
 pub mod webhook;
 
+use crate::domain::investigation::InvestigationReport;
 use crate::domain::{Kind, Labels, Severity, Window};
-use crate::investigate::InvestigationReport;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::future::Future;
@@ -211,7 +211,7 @@ pub fn sample_alert(now: DateTime<Utc>) -> Alert {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::investigate::run::StopCode;
+    use crate::domain::investigation::StopCode;
 
     /// An alert as the outbox stored it before the investigation was typed
     /// (keys in the order `serde_json::Value` wrote them).

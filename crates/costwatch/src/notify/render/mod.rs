@@ -34,7 +34,7 @@
 //! | `window` | object | `{"start": RFC 3339, "end": RFC 3339}`, half-open |
 //! | `starts_at` | RFC 3339 string | when the incident started |
 //! | `ends_at` | RFC 3339 string or null | when it was resolved |
-//! | `investigation` | object or null | the investigation's result ([`InvestigationReport`](crate::investigate::InvestigationReport)): `summary`, `cost_usd`, `stop_reason`, `stop_detail`, `model`, `run_id`, token and call totals, `tools_offered`, `transcript` (the rounds) and `transcript_text` |
+//! | `investigation` | object or null | the investigation's result ([`InvestigationReport`](crate::domain::investigation::InvestigationReport)): `summary`, `cost_usd`, `stop_reason`, `stop_detail`, `model`, `run_id`, token and call totals, `tools_offered`, `transcript` (the rounds) and `transcript_text` |
 //! | `created_at` | RFC 3339 string | when this notification was made |
 //!
 //! Every webhook request also carries the headers `X-Costwatch-Idempotency-Key`

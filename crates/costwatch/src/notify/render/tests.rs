@@ -4,7 +4,7 @@ use super::signature::hmac_sha256;
 use super::slack::{SLACK_HEADER_MAX, SLACK_TEXT_MAX};
 use super::*;
 use crate::config::Severity;
-use crate::investigate::transcript::sample_report;
+use crate::domain::investigation::sample_report;
 use crate::notify::ALERT_SCHEMA_VERSION;
 use crate::notify::AlertSession;
 use crate::source::{Labels, Window};

@@ -3,6 +3,8 @@
 //! `source`, `detect` and `notify` can all speak them without depending on
 //! each other.
 
+pub mod investigation;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -1,0 +1,12 @@
+//! Alerting over the state database: evaluating incidents into stored
+//! notifications ([`evaluate`]) and delivering the outbox ([`deliver`]).
+//!
+//! `incidents` (the pure decisions) and `notify` (the alert model, its
+//! rendering and the channels) know nothing of the store; this module is
+//! where they meet it, so no two modules depend on each other.
+
+pub mod deliver;
+pub mod evaluate;
+
+pub use deliver::{DeliveryReport, deliver_due};
+pub use evaluate::{Plan, evaluate, plan};
