@@ -5,7 +5,7 @@
 //! a call that never returns, a JSON-RPC error, an HTTP error status.
 //!
 //! Queueing, persistence, counting and the release of hanging calls are the
-//! shared [`crate::faults`] machinery, as for the REST routes.
+//! shared `crate::faults` machinery, as for the REST routes.
 
 use super::wire::{INVALID_REQUEST, answer, rpc_error, rpc_result, tool_result, transport_error};
 use super::{HANG_FOR, McpMode};

@@ -1,5 +1,5 @@
 //! The gateway's read-only tools (gateway-api.md section 2): their list
-//! with input schemas (`tools/list`, paged with [`crate::cursor`] tokens as
+//! with input schemas (`tools/list`, paged with `crate::cursor` tokens as
 //! `nextCursor`) and the tools themselves (`tools/call`), which answer with
 //! the rows of the REST contract (section 1) as compact JSON text for a
 //! model to read. Bad arguments give a result with `isError: true` and a

@@ -4,7 +4,7 @@
 //! `{"error": {"message", "type", "code"}}`), the record of each request,
 //! and the faults served instead of an answer.
 //!
-//! Queued faults use the shared [`crate::faults`] queue; each is served to
+//! Queued faults use the shared `crate::faults` queue; each is served to
 //! the next request, whatever it asks.
 
 use super::script::{decide, offered};

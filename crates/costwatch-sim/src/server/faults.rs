@@ -5,7 +5,7 @@
 //! `Retry-After`, 5xx, bodies cut off or malformed, rows missing a
 //! required field).
 //!
-//! Queueing, persistence and counting are the shared [`crate::faults`]
+//! Queueing, persistence and counting are the shared `crate::faults`
 //! machinery; a fault matches a route through [`FaultPath::matches`].
 
 use super::routes::ApiError;

@@ -9,7 +9,7 @@
 //!
 //! Cursors are opaque: base64 of a position plus a fingerprint of the query
 //! they belong to, so a cursor replayed against another query is a 400
-//! ([`crate::cursor`]).
+//! (`crate::cursor`).
 //!
 //! Layout: this file holds the server and its state; `routes` the
 //! handlers and the error body, `query` the query strings, `faults` the

@@ -1,5 +1,5 @@
 //! Alerting over the state database: evaluating incidents into stored
-//! notifications ([`evaluate`]) and delivering the outbox ([`deliver`]).
+//! notifications ([`evaluate()`]) and delivering the outbox ([`deliver_due`]).
 //!
 //! `incidents` (the pure decisions) and `notify` (the alert model, its
 //! rendering and the channels) know nothing of the store; this module is

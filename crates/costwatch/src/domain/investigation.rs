@@ -39,7 +39,7 @@ pub struct InvestigationReport {
     pub tools_offered: Vec<String>,
     /// Every model call and its tool calls, in order.
     pub transcript: Vec<Round>,
-    /// The whole transcript as plain text ([`render_text`]).
+    /// The whole transcript as plain text (`investigate::transcript::render_text`).
     pub transcript_text: String,
 }
 
