@@ -327,3 +327,84 @@ async fn once_without_an_admin_key_names_the_variable() {
     assert!(text(&out.stdout).is_empty());
     assert!(sim.stats().hits.is_empty(), "the gateway was never called");
 }
+
+#[test]
+fn demo_runs_outside_the_repository_on_the_built_in_rules() {
+    let dir = TempDir::new().unwrap();
+    let out = costwatch(&["demo", "--days", "1"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for session in SEED_WASTE {
+        assert!(
+            stdout.contains(session),
+            "{session} not found in:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn the_readme_first_steps_work_from_a_copied_example_config() {
+    // `cp config/costwatch.example.yaml costwatch.yaml && costwatch check`,
+    // in a folder with no rules of its own.
+    let dir = TempDir::new().unwrap();
+    let copy = dir.path().join("costwatch.yaml");
+    std::fs::copy(manifest_dir().join("config/costwatch.example.yaml"), &copy).unwrap();
+    let out = costwatch(&["check", "--config", copy.to_str().unwrap()])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("built in"), "{stdout}");
+}
+
+#[test]
+fn printed_default_rules_are_a_valid_starting_point() {
+    let out = costwatch(&["rules", "--print-defaults"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let printed = text(&out.stdout);
+    // Split the output back into its files and check them as rules.
+    let dir = TempDir::new().unwrap();
+    let mut files = 0;
+    for part in printed.split("# file: ").filter(|p| !p.is_empty()) {
+        let (name, body) = part.split_once('\n').unwrap();
+        assert_eq!(
+            body,
+            std::fs::read_to_string(manifest_dir().join("rules").join(name)).unwrap(),
+            "{name} is printed as shipped"
+        );
+        std::fs::write(dir.path().join(name), body).unwrap();
+        files += 1;
+    }
+    assert_eq!(files, 3, "{printed}");
+    let out = costwatch(&["check", "--rules", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_missing_rule_folder_names_the_config_line_and_the_resolved_path() {
+    let dir = TempDir::new().unwrap();
+    let cfg = dir.path().join("costwatch.yaml");
+    let yaml = "source:\n  api_url: http://127.0.0.1:9/v1\nrules: [../rules]\n";
+    std::fs::write(&cfg, yaml).unwrap();
+    let out = costwatch(&["check", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let resolved = dir.path().join("../rules");
+    let want = format!(
+        "{} cannot read {}",
+        located(&cfg, yaml, "../rules]", "rules[0]"),
+        resolved.display()
+    );
+    assert!(
+        text(&out.stderr).contains(&want),
+        "{}\nwant: {want}",
+        text(&out.stderr)
+    );
+}

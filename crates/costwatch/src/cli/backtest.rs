@@ -14,11 +14,14 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The detector of `--rules` with every other setting at its default.
-pub fn default_detector(rules: &Path) -> Result<Detector, Exit> {
-    Ok(app::default_detector(config::load_rules(&[
-        rules.to_path_buf()
-    ])?))
+/// The detector of `--rules` (the built-in rules when not given) with every
+/// other setting at its default.
+pub fn default_detector(rules: Option<&Path>) -> Result<Detector, Exit> {
+    let rules = match rules {
+        Some(path) => config::load_rules(&[path.to_path_buf()])?,
+        None => config::builtin_rules()?,
+    };
+    Ok(app::default_detector(rules))
 }
 
 pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
@@ -29,7 +32,11 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
             c.windows.size,
             c.detection.drilldown_concurrency,
         ),
-        None if a.simulate => (default_detector(&a.rules)?, Duration::from_secs(900), 4),
+        None if a.simulate => (
+            default_detector(a.rules.as_deref())?,
+            Duration::from_secs(900),
+            4,
+        ),
         None => {
             return Err(Exit::Failed(anyhow!(
                 "backtest needs --config FILE (or --simulate)"
@@ -66,7 +73,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
             let source = app::simulator_source(&sim)?;
             let det = match &cfg {
                 Some(c) => app::detector(c),
-                None => default_detector(&a.rules)?,
+                None => default_detector(a.rules.as_deref())?,
             };
             spend(&a, cfg.as_ref(), source, det, from, to, window).await?;
         }

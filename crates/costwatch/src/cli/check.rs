@@ -1,6 +1,6 @@
-//! `costwatch check` and `costwatch test-alert`.
+//! `costwatch check`, `costwatch rules` and `costwatch test-alert`.
 
-use super::{CheckArgs, Exit, RunArgs};
+use super::{CheckArgs, Exit, RulesArgs, RunArgs};
 use anyhow::anyhow;
 use costwatch::app;
 use costwatch::config::{self, Config, Rules};
@@ -13,7 +13,16 @@ pub async fn check(a: CheckArgs) -> Result<(), Exit> {
     }
     if let Some(path) = &a.config {
         let cfg = config::load(path)?;
-        println!("{}: ok ({})", path.display(), rules_summary(&cfg.rules));
+        let origin = if cfg.rule_paths.is_empty() {
+            ", built in"
+        } else {
+            ""
+        };
+        println!(
+            "{}: ok ({}{origin})",
+            path.display(),
+            rules_summary(&cfg.rules)
+        );
         if cfg.source.admin_key.is_none() {
             println!(
                 "note: no admin key is set (COSTWATCH_ADMIN_KEY or source.admin_key_file); commands that read the gateway will refuse to start"
@@ -26,6 +35,26 @@ pub async fn check(a: CheckArgs) -> Result<(), Exit> {
     if !a.rules.is_empty() {
         let rules = config::load_rules(&a.rules)?;
         println!("rules: ok ({})", rules_summary(&rules));
+    }
+    Ok(())
+}
+
+/// `costwatch rules`: the built-in rules, checked, then printed on request.
+pub fn rules(a: RulesArgs) -> Result<(), Exit> {
+    let rules = config::builtin_rules()?;
+    if a.print_defaults {
+        for (name, text) in config::BUILTIN_RULES {
+            println!("# file: {name}");
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+        }
+    } else {
+        println!(
+            "built-in rules: {} (print them with --print-defaults)",
+            rules_summary(&rules)
+        );
     }
     Ok(())
 }

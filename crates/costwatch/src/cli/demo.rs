@@ -8,7 +8,7 @@ use costwatch::backtest;
 use costwatch::detect::{Detector, Finding, Kind};
 
 pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
-    let detector = default_detector(&a.rules)?;
+    let detector = default_detector(a.rules.as_deref())?;
     println!(
         "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1\n"
     );

@@ -55,6 +55,17 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the JSON Schema of rule files.
     Schema,
+    /// Show the rules built into the binary.
+    Rules(RulesArgs),
+}
+
+/// `costwatch rules`.
+#[derive(Debug, Args)]
+pub struct RulesArgs {
+    /// Print the built-in rule files, each after a `# file: NAME` line: the
+    /// starting point for rules of your own.
+    #[arg(long)]
+    pub print_defaults: bool,
 }
 
 impl Command {
@@ -62,7 +73,11 @@ impl Command {
     pub fn quiet_by_default(&self) -> bool {
         matches!(
             self,
-            Command::Backtest(_) | Command::Demo(_) | Command::Check(_) | Command::Schema
+            Command::Backtest(_)
+                | Command::Demo(_)
+                | Command::Check(_)
+                | Command::Schema
+                | Command::Rules(_)
         )
     }
 }
@@ -138,9 +153,10 @@ pub struct BacktestArgs {
     /// Simulated days.
     #[arg(long, default_value_t = 4)]
     pub days: u32,
-    /// Rules to use without a configuration file.
-    #[arg(long, default_value = "rules")]
-    pub rules: PathBuf,
+    /// Rules to use without a configuration file (a file or folder); the
+    /// built-in rules when left out.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
     /// Also replay the alerts and estimate what escalating them to
     /// investigations would cost (`investigation` section), calling no model.
     #[arg(long)]
@@ -160,9 +176,9 @@ pub struct DemoArgs {
     /// Simulated days.
     #[arg(long, default_value_t = 4)]
     pub days: u32,
-    /// Rules to use.
-    #[arg(long, default_value = "rules")]
-    pub rules: PathBuf,
+    /// Rules to use (a file or folder); the built-in rules when left out.
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
 }
 
 /// How a command failed.
@@ -233,5 +249,6 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
             println!("{text}");
             Ok(())
         }
+        Command::Rules(a) => check::rules(a),
     }
 }

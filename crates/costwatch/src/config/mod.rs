@@ -13,7 +13,7 @@ pub mod rules;
 mod schedule;
 
 pub use error::{ConfigError, Problem};
-pub use load::{load, load_rules, load_with_env, rules_schema};
+pub use load::{BUILTIN_RULES, builtin_rules, load, load_rules, load_with_env, rules_schema};
 pub use raw::{DEFAULT_MODEL, default_group_by};
 pub use rules::{
     NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector, Severity,
@@ -42,9 +42,10 @@ pub struct Config {
     pub state: StateConfig,
     /// Detector tuning not tied to one rule.
     pub detection: DetectionConfig,
-    /// Rule files and directories, resolved against the config file's folder.
+    /// Rule files and directories, resolved against the config file's
+    /// folder; empty when the built-in rules are used.
     pub rule_paths: Vec<PathBuf>,
-    /// The rules loaded from `rule_paths`.
+    /// The rules loaded from `rule_paths`, or the built-in ones.
     pub rules: Rules,
     /// When the detection job runs (`costwatch run`).
     pub schedule: ScheduleConfig,

@@ -81,18 +81,15 @@ pub(crate) struct RawConfig {
     /// Escalation of flagged incidents to an LLM investigation.
     #[serde(default)]
     pub investigation: RawInvestigation,
-    /// Rule files and directories, relative to the configuration file's folder.
-    #[serde(default = "default_rules")]
+    /// Rule files and directories, relative to the configuration file's
+    /// folder; none (the default) means the rules built into the binary.
+    #[serde(default)]
     pub rules: Vec<String>,
 }
 
 /// Labels whose values form a session's peer group when `group_by` is not set.
 pub fn default_group_by() -> Vec<String> {
     vec!["feature".to_owned()]
-}
-
-fn default_rules() -> Vec<String> {
-    vec!["rules".to_owned()]
 }
 
 /// The `source` section; a key left out keeps its default.

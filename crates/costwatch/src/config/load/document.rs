@@ -94,7 +94,12 @@ impl Doc {
     pub(super) fn read(file: &Path) -> Result<Doc, Problem> {
         let text = fs::read_to_string(file)
             .map_err(|e| file_problem(file, format!("cannot read: {}", io_message(&e))))?;
-        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        Doc::parse(file, &text)
+    }
+
+    /// Parses `text` as if read from `file` (which names it in problems).
+    pub(super) fn parse(file: &Path, text: &str) -> Result<Doc, Problem> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let value: Value = serde_saphyr::from_str(text).map_err(|e| {
             let pos = e.location().filter(|l| l.line() > 0);
             Problem {

@@ -13,6 +13,8 @@ mod fields;
 mod investigation;
 mod notify;
 mod rules;
+
+pub use rules::BUILTIN_RULES;
 mod service;
 mod source;
 mod windows;
@@ -74,7 +76,14 @@ pub fn load_with_env(path: &Path, env: &BTreeMap<String, String>) -> Result<Conf
 
     let mut problems = doc.into_problems();
     problems.append(&mut env_problems);
-    let rules = rule_paths.map(|paths| (rules::load_rules_into(&paths, &mut problems), paths));
+    let rules = rule_paths.map(|paths| {
+        let loaded = if paths.is_empty() {
+            rules::load_builtin_into(&mut problems)
+        } else {
+            rules::load_rules_into(&paths, &mut problems)
+        };
+        (loaded, paths)
+    });
     match (config, rules) {
         (Some(mut config), Some((rules, paths))) if problems.is_empty() => {
             config.rules = rules;
@@ -91,6 +100,17 @@ pub fn load_with_env(path: &Path, env: &BTreeMap<String, String>) -> Result<Conf
 pub fn load_rules(paths: &[PathBuf]) -> Result<Rules, ConfigError> {
     let mut problems = Vec::new();
     let rules = rules::load_rules_into(paths, &mut problems);
+    if problems.is_empty() {
+        Ok(rules)
+    } else {
+        Err(ConfigError { problems })
+    }
+}
+
+/// The rules built into the binary (the shipped `rules/*.yaml`).
+pub fn builtin_rules() -> Result<Rules, ConfigError> {
+    let mut problems = Vec::new();
+    let rules = rules::load_builtin_into(&mut problems);
     if problems.is_empty() {
         Ok(rules)
     } else {
@@ -163,19 +183,37 @@ fn folder_of(file: &Path) -> &Path {
     file.parent().unwrap_or(Path::new(""))
 }
 
-/// The rule paths, resolved; `None` when they are not usable.
+/// The rule paths, resolved against the configuration's folder; empty for
+/// the built-in rules; `None` when they are not usable. A path that cannot
+/// be read is reported at its place in the configuration, with the path it
+/// resolved to, and left out so the others are still checked.
 fn rule_paths(doc: &mut Doc, raw: &[String]) -> Option<Vec<PathBuf>> {
     if doc.is_tainted("rules") {
         return None;
     }
     let folder = folder_of(&doc.file).to_path_buf();
     let mut ok = true;
+    let mut paths = Vec::new();
     for (i, p) in raw.iter().enumerate() {
-        ok &= doc.check(!p.is_empty(), &item("rules", i), || {
+        if !doc.check(!p.is_empty(), &item("rules", i), || {
             "must not be empty".to_owned()
-        });
+        }) {
+            ok = false;
+            continue;
+        }
+        let resolved = folder.join(p);
+        match std::fs::metadata(&resolved) {
+            Ok(_) => paths.push(resolved),
+            Err(e) => {
+                doc.check(false, &item("rules", i), || {
+                    format!("cannot read {}: {}", resolved.display(), io_message(&e))
+                });
+                ok = false;
+            }
+        }
     }
-    ok.then(|| raw.iter().map(|p| folder.join(p)).collect())
+    // Only unreadable paths went missing: load the others for their problems.
+    (ok || !paths.is_empty()).then_some(paths)
 }
 
 /// Checks the raw configuration and builds it, without its rules.

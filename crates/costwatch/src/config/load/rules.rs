@@ -28,6 +28,42 @@ pub(super) struct RuleLists {
     retry_loop: Vec<Value>,
 }
 
+/// The shipped rules (`rules/*.yaml`), built into the binary: used when the
+/// configuration names no rules, and by `demo` and `backtest --simulate`.
+pub const BUILTIN_RULES: [(&str, &str); 3] = [
+    (
+        "no_cache.yaml",
+        include_str!("../../../../../rules/no_cache.yaml"),
+    ),
+    (
+        "oversized_model.yaml",
+        include_str!("../../../../../rules/oversized_model.yaml"),
+    ),
+    (
+        "retry_loop.yaml",
+        include_str!("../../../../../rules/retry_loop.yaml"),
+    ),
+];
+
+/// The folder problems in the built-in rules are reported under.
+pub const BUILTIN_FOLDER: &str = "<built-in rules>";
+
+/// Loads [`BUILTIN_RULES`], adding any problem to `problems`.
+pub(super) fn load_builtin_into(problems: &mut Vec<Problem>) -> Rules {
+    let mut rules = Rules::default();
+    let mut names = Names::default();
+    for (name, text) in BUILTIN_RULES {
+        match Doc::parse(&Path::new(BUILTIN_FOLDER).join(name), text) {
+            Ok(mut doc) => {
+                load_rule_file(&mut doc, &mut rules, &mut names);
+                problems.append(&mut doc.into_problems());
+            }
+            Err(p) => problems.push(p),
+        }
+    }
+    rules
+}
+
 /// Loads every rule file under `paths`, adding their problems to `problems`
 /// in the order of the paths.
 pub(super) fn load_rules_into(paths: &[PathBuf], problems: &mut Vec<Problem>) -> Rules {

@@ -53,8 +53,13 @@ fn shipped_example_config_and_rules_load_with_the_defaults() -> TestResult {
         ),
         (512, 10_000, 4)
     );
-    assert_eq!(config.rule_paths, [root().join("config/../rules")]);
-    assert_eq!(config.rules, default_rules(&root().join("config/../rules")));
+    // No `rules:` in the example: the rules built into the binary, which are
+    // the repository's rules/ folder.
+    assert!(config.rule_paths.is_empty());
+    assert_eq!(
+        config.rules,
+        default_rules(Path::new(super::rules::BUILTIN_FOLDER))
+    );
     assert_default_sections(&config)?;
     assert_eq!(
         config.server.listen,
@@ -152,7 +157,11 @@ fn config_problems_have_file_line_column_path_and_message() -> TestResult {
         ),
         (
             "missing_rules.yaml",
-            &["no_such_rules: cannot read: no such file or directory (os error 2)"],
+            // The line of the configuration and the path it resolved to; the
+            // readable rule file beside it is still checked (and loads).
+            &[
+                "missing_rules.yaml:3:9: rules[0]: cannot read no_such_rules: no such file or directory (os error 2)",
+            ],
         ),
         (
             "no_such_config.yaml",
@@ -264,7 +273,7 @@ fn bad_env_overrides_are_reported_against_the_variable() -> TestResult {
         (
             "COSTWATCH_RULES",
             "no_such_rules",
-            "no_such_rules: cannot read: no such file or directory (os error 2)",
+            "env COSTWATCH_RULES: rules[0]: cannot read no_such_rules: no such file or directory (os error 2)",
         ),
     ];
     for (var, value, want) in cases {
@@ -293,8 +302,74 @@ fn api_url_is_required_from_the_file_or_the_environment() -> TestResult {
     let env = env_of(&[("COSTWATCH_SOURCE__API_URL", "https://gateway.example/v1")]);
     let config = load_with_env(&path, &env)?;
     assert_eq!(config.source.api_url.as_str(), "https://gateway.example/v1");
-    // The default rule folder is `rules` next to the file.
-    assert_eq!(config.rule_paths, [dir.path().join("rules")]);
+    // A `rules` folder next to the file is not picked up by itself: with no
+    // `rules:` the built-in rules apply.
+    assert!(config.rule_paths.is_empty());
+    assert_eq!(config.rules, crate::config::builtin_rules()?);
+    Ok(())
+}
+
+#[test]
+fn rule_paths_are_relative_to_the_configuration_not_the_working_directory() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let sub = dir.path().join("etc");
+    fs::create_dir_all(sub.join("my-rules"))?;
+    fs::write(
+        sub.join("my-rules/cache.yaml"),
+        "no_cache:\n  - name: strict\n    max_cached_share: 0.01\n",
+    )?;
+    let path = sub.join("costwatch.yaml");
+    fs::write(
+        &path,
+        "source:\n  api_url: https://gateway.example/v1\nrules: [my-rules, missing]\n",
+    )?;
+    let err = load_with_env(&path, &BTreeMap::new())
+        .err()
+        .ok_or("loaded with a missing rule path")?;
+    assert_eq!(
+        shown(&err, dir.path()),
+        [
+            "etc/costwatch.yaml:3:19: rules[1]: cannot read etc/missing: no such file or directory (os error 2)"
+        ]
+    );
+    fs::write(
+        &path,
+        "source:\n  api_url: https://gateway.example/v1\nrules: [my-rules]\n",
+    )?;
+    let config = load_with_env(&path, &BTreeMap::new())?;
+    assert_eq!(config.rule_paths, [sub.join("my-rules")]);
+    assert_eq!(config.rules.no_cache.len(), 1);
+    assert!(config.rules.retry_loop.is_empty(), "only the named rules");
+    Ok(())
+}
+
+#[test]
+fn the_built_in_rules_are_the_shipped_rules_folder() -> TestResult {
+    let built_in = crate::config::builtin_rules()?;
+    assert_eq!(
+        built_in,
+        default_rules(Path::new(super::rules::BUILTIN_FOLDER))
+    );
+    // And exactly the rules of the folder, but for the file each names.
+    let mut folder = crate::config::load_rules(&[root().join("rules")])?;
+    let builtin = Path::new(super::rules::BUILTIN_FOLDER);
+    let rename = |f: &mut std::path::PathBuf| {
+        *f = builtin.join(f.file_name().unwrap_or_default());
+    };
+    folder
+        .no_cache
+        .iter_mut()
+        .for_each(|r| rename(&mut r.meta.file));
+    folder
+        .oversized_model
+        .iter_mut()
+        .for_each(|r| rename(&mut r.meta.file));
+    folder
+        .retry_loop
+        .iter_mut()
+        .for_each(|r| rename(&mut r.meta.file));
+    assert_eq!(built_in, folder);
+    assert!(!built_in.no_cache.is_empty() && !built_in.retry_loop.is_empty());
     Ok(())
 }
 
