@@ -408,3 +408,55 @@ fn a_missing_rule_folder_names_the_config_line_and_the_resolved_path() {
         text(&out.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_at_a_future_time_commits_no_window_that_has_not_happened() {
+    use costwatch::clock::{Clock, SystemClock};
+    use costwatch::store::{SqlStore, Store};
+    let sim = start_sim(seed_dataset()).await;
+    let dir = TempDir::new().unwrap();
+    let now = SystemClock.now();
+    let start = (now - chrono::Duration::days(2)).format("%Y-%m-%dT00:00:00Z");
+    let config = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "source:\n  api_url: http://127.0.0.1:9/v1\n\
+             windows:\n  size: 6h\n  settle_lag: 1m\n  start: {start}\n"
+        ),
+    )
+    .unwrap();
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let tomorrow = (now + chrono::Duration::days(1)).to_rfc3339();
+    let mut cmd = costwatch(&[
+        "once",
+        "--config",
+        config.to_str().unwrap(),
+        "--at",
+        &tomorrow,
+    ]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+        .env("COSTWATCH_STATE__URL", &state);
+    let out = run(cmd).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+
+    let store = SqlStore::open(&state).await.unwrap();
+    let windows = store.windows("main").await.unwrap();
+    assert!(
+        windows.len() >= 8,
+        "the two past days were read: {windows:?}"
+    );
+    let watermark = store.watermark("main").await.unwrap().unwrap();
+    assert!(
+        watermark + chrono::Duration::minutes(1) <= SystemClock.now(),
+        "the watermark {watermark} passed the present"
+    );
+    assert!(
+        windows
+            .iter()
+            .all(|w| w.window.end + chrono::Duration::minutes(1) <= SystemClock.now()),
+        "{windows:?}"
+    );
+    store.close().await;
+}

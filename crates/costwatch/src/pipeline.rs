@@ -178,8 +178,9 @@ where
             .await
     }
 
-    /// Processes every window due at `now`, in order, calling `on_window`
-    /// after each. Stops at the first window that fails (it stays due).
+    /// Processes every window due at `now` (never later than the clock's
+    /// current time), in order, calling `on_window` after each. Stops at the
+    /// first window that fails (it stays due).
     pub async fn run_due<F>(
         &self,
         now: DateTime<Utc>,
@@ -202,6 +203,19 @@ where
     where
         F: FnMut(&WindowReport),
     {
+        // A window is read only once it has happened: whatever `now` a caller
+        // asks for (`once --at`, a replay's end), nothing is committed whose
+        // end plus `settle_lag` is after the clock's real now. Committing a
+        // future window would move the watermark past data not yet written.
+        let real_now = self.clock.now();
+        if now > real_now {
+            tracing::warn!(
+                asked = %now,
+                now = %real_now,
+                "windows after the current time are not due yet; processing up to now"
+            );
+        }
+        let now = now.min(real_now);
         let watermark = self.watermark(now).await?;
         let due: Vec<Window> = self
             .schedule
