@@ -460,3 +460,39 @@ async fn once_at_a_future_time_commits_no_window_that_has_not_happened() {
     );
     store.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_state_file_follows_the_configuration_not_the_working_directory() {
+    let sim = start_sim(seed_dataset()).await;
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let elsewhere = TempDir::new().unwrap();
+    let once = |cwd: &Path| {
+        let mut cmd = costwatch(&[
+            "once",
+            "--config",
+            config.to_str().unwrap(),
+            "--at",
+            "2026-10-11T13:00:00Z",
+        ]);
+        cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+            .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+            .current_dir(cwd);
+        cmd
+    };
+    let out = run(once(dir.path())).await;
+    assert!(
+        text(&out.stderr).contains("1 windows processed, 3 new findings"),
+        "{}",
+        text(&out.stderr)
+    );
+    // From another folder, the same state: nothing is processed twice.
+    let out = run(once(elsewhere.path())).await;
+    assert!(
+        text(&out.stderr).contains("0 windows processed, 0 new findings"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(dir.path().join("costwatch.db").exists());
+    assert!(!elsewhere.path().join("costwatch.db").exists());
+}

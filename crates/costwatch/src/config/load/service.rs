@@ -28,8 +28,9 @@ pub(super) fn state_config(doc: &mut Doc, raw: RawState) -> StateConfig {
     );
     doc.between_u64("state.max_connections", raw.max_connections, 1, 100);
     doc.positive_duration("state.lease_ttl", raw.lease_ttl.0);
+    let folder = doc.file.parent().unwrap_or(std::path::Path::new(""));
     StateConfig {
-        url: raw.url,
+        url: sqlite_url_from(folder, &raw.url),
         max_connections: to_usize(raw.max_connections).max(1) as u32,
         lease_ttl: raw.lease_ttl.0,
     }
@@ -83,4 +84,68 @@ pub(super) fn server_config(doc: &mut Doc, raw: RawServer) -> Option<ServerConfi
         },
     };
     Some(ServerConfig { listen })
+}
+
+/// A SQLite URL with a relative path made relative to `folder` (the
+/// configuration's), like every other path in the configuration, so the
+/// state does not depend on the working directory. Other URLs, absolute
+/// paths and in-memory databases are returned as they are.
+pub(super) fn sqlite_url_from(folder: &std::path::Path, url: &str) -> String {
+    let Some(rest) = url.strip_prefix("sqlite:") else {
+        return url.to_owned();
+    };
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    let (path, query) = match rest.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (rest, None),
+    };
+    if path.is_empty() || path == ":memory:" || path.starts_with('/') {
+        return url.to_owned();
+    }
+    let joined = folder.join(path);
+    let absolute = if joined.is_absolute() {
+        joined
+    } else {
+        std::env::current_dir()
+            .map(|d| d.join(&joined))
+            .unwrap_or(joined)
+    };
+    match query {
+        Some(q) => format!("sqlite://{}?{q}", absolute.display()),
+        None => format!("sqlite://{}", absolute.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sqlite_url_from;
+    use std::path::Path;
+
+    #[test]
+    fn relative_sqlite_paths_follow_the_configuration_folder() {
+        let etc = Path::new("/etc/costwatch");
+        let cases = [
+            (
+                "sqlite://costwatch.db",
+                "sqlite:///etc/costwatch/costwatch.db",
+            ),
+            (
+                "sqlite:costwatch.db",
+                "sqlite:///etc/costwatch/costwatch.db",
+            ),
+            (
+                "sqlite://state/cw.db?mode=rwc",
+                "sqlite:///etc/costwatch/state/cw.db?mode=rwc",
+            ),
+            (
+                "sqlite:///var/lib/costwatch/cw.db",
+                "sqlite:///var/lib/costwatch/cw.db",
+            ),
+            ("sqlite::memory:", "sqlite::memory:"),
+            ("postgres://cw@db/costwatch", "postgres://cw@db/costwatch"),
+        ];
+        for (given, want) in cases {
+            assert_eq!(sqlite_url_from(etc, given), want, "{given}");
+        }
+    }
 }

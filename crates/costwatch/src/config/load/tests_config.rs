@@ -43,7 +43,14 @@ fn shipped_example_config_and_rules_load_with_the_defaults() -> TestResult {
     );
     assert_eq!(w.start, None);
     assert_eq!(config.group_by, ["feature"]);
-    assert_eq!(config.state.url, "sqlite://costwatch.db");
+    // Relative to the configuration's folder, not the working directory.
+    assert_eq!(
+        config.state.url,
+        format!(
+            "sqlite://{}",
+            root().join("config").join("costwatch.db").display()
+        )
+    );
     let d = &config.detection;
     assert_eq!(
         (
@@ -107,7 +114,18 @@ fn a_config_that_sets_nothing_optional_equals_the_example() -> TestResult {
         &root().join("config/costwatch.example.yaml"),
         &BTreeMap::new(),
     )?;
+    // The state file sits next to each configuration.
+    let state = |c: &Config, dir: &Path| {
+        assert_eq!(
+            c.state.url,
+            format!("sqlite://{}", dir.join("costwatch.db").display())
+        );
+    };
+    state(&minimal, &fixtures());
+    state(&example, &root().join("config"));
     let parts = |c: &Config| {
+        let mut c = c.clone();
+        c.state.url = String::new();
         format!(
             "{:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
             c.source,
