@@ -496,3 +496,64 @@ async fn the_state_file_follows_the_configuration_not_the_working_directory() {
     assert!(dir.path().join("costwatch.db").exists());
     assert!(!elsewhere.path().join("costwatch.db").exists());
 }
+
+/// Runs `once` over the seed window with stderr on a pipe of our own, and
+/// `JOURNAL_STREAM` naming that pipe when `journal` is set; returns stderr.
+async fn once_logs(journal: bool) -> String {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let sim = start_sim(seed_dataset()).await;
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let (mut reader, writer) = std::io::pipe().unwrap();
+    let meta = std::fs::metadata(format!("/proc/self/fd/{}", writer.as_raw_fd())).unwrap();
+    let mut cmd = costwatch(&[
+        "once",
+        "--config",
+        config.to_str().unwrap(),
+        "--at",
+        "2026-10-11T13:00:00Z",
+    ]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+        .env_remove("JOURNAL_STREAM")
+        .stdout(std::process::Stdio::null())
+        .stderr(writer);
+    if journal {
+        cmd.env("JOURNAL_STREAM", format!("{}:{}", meta.dev(), meta.ino()));
+    }
+    let status = tokio::task::spawn_blocking(move || {
+        let status = cmd.status().unwrap();
+        drop(cmd);
+        status
+    })
+    .await
+    .unwrap();
+    assert!(status.success());
+    let mut out = String::new();
+    reader.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_carry_no_escape_codes_off_a_terminal_and_no_timestamp_in_the_journal() {
+    let piped = once_logs(false).await;
+    let line = piped
+        .lines()
+        .find(|l| l.contains("window processed"))
+        .unwrap_or_else(|| panic!("no log line in:\n{piped}"));
+    assert!(!piped.contains('\u{1b}'), "escape codes in:\n{piped}");
+    assert!(line.starts_with("20"), "a timestamp first: {line}");
+
+    let journal = once_logs(true).await;
+    let line = journal
+        .lines()
+        .find(|l| l.contains("window processed"))
+        .unwrap_or_else(|| panic!("no log line in:\n{journal}"));
+    assert!(!journal.contains('\u{1b}'), "escape codes in:\n{journal}");
+    assert!(
+        line.trim_start().starts_with("INFO"),
+        "the journal stamps lines itself: {line}"
+    );
+}

@@ -221,13 +221,55 @@ pub fn init_tracing(format: LogFormat, verbose: u8, quiet: bool) {
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("COSTWATCH_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let sink = LogSink::detect();
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        .with_writer(std::io::stderr)
+        .with_ansi(sink == LogSink::Terminal);
+    let _ = match (format, sink) {
+        // The journal stamps every line itself.
+        (LogFormat::Text, LogSink::Journal) => builder.without_time().try_init(),
+        (LogFormat::Text, _) => builder.try_init(),
+        (LogFormat::Json, _) => builder.json().flatten_event(true).try_init(),
     };
+}
+
+/// Where stderr goes, which decides colours and timestamps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LogSink {
+    /// A person's terminal: colours.
+    Terminal,
+    /// systemd's journal (`JOURNAL_STREAM` names stderr): plain text, no
+    /// timestamp of our own.
+    Journal,
+    /// A file or a pipe: plain text with timestamps.
+    Plain,
+}
+
+impl LogSink {
+    fn detect() -> LogSink {
+        use std::io::IsTerminal;
+        if journal_is_stderr(std::env::var("JOURNAL_STREAM").ok().as_deref()) {
+            LogSink::Journal
+        } else if std::io::stderr().is_terminal() {
+            LogSink::Terminal
+        } else {
+            LogSink::Plain
+        }
+    }
+}
+
+/// Whether `JOURNAL_STREAM` (`device:inode`, set by systemd) names this
+/// process's stderr, as sd_journal_stream_fd(3) advises checking.
+fn journal_is_stderr(journal_stream: Option<&str>) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Some((dev, ino)) = journal_stream.and_then(|v| v.split_once(':')) else {
+        return false;
+    };
+    let Ok(meta) = std::fs::metadata("/proc/self/fd/2") else {
+        return false;
+    };
+    dev.parse::<u64>().ok() == Some(meta.dev()) && ino.parse::<u64>().ok() == Some(meta.ino())
 }
 
 /// Runs a parsed command line.
