@@ -1,7 +1,7 @@
 //! `costwatch run` as a process: signals, reloads and durable delivery across
 //! a crash, against the simulator and a real HTTP receiver on loopback.
 
-use crate::support::{costwatch_command, manifest_dir, seed_dataset, start_sim};
+use crate::support::{costwatch_command, free_port, manifest_dir, metric, seed_dataset, start_sim};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
@@ -331,8 +331,24 @@ async fn sighup_with_broken_rules_keeps_the_old_rules() {
     let rules = copy_rules(&dir);
     let cfg = config(&dir, &rules, &url);
     let state = format!("sqlite://{}", dir.path().join("state.db").display());
-    let mut d = Daemon::start(&cfg, &sim.base_url(), &state);
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut d = Daemon::start_with(
+        &cfg,
+        &sim.base_url(),
+        &state,
+        &[("COSTWATCH_SERVER__LISTEN", &listen)],
+    );
     d.wait_for_log("tick done", 1).await;
+    let reload_ok = || async {
+        let page = reqwest::get(format!("http://{listen}/metrics"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        metric(&page, "costwatch_config_last_reload_successful")
+    };
+    assert_eq!(reload_ok().await, Some(1.0));
 
     let good = std::fs::read_to_string(rules.join("no_cache.yaml")).unwrap();
     std::fs::write(
@@ -354,10 +370,12 @@ async fn sighup_with_broken_rules_keeps_the_old_rules() {
     d.wait_for_log("tick done", ticks + 1).await;
     assert!(d.alive(), "still running on the old rules");
     assert_eq!(d.count("configuration reloaded"), 0);
+    assert_eq!(reload_ok().await, Some(0.0), "a refused reload is visible");
 
     std::fs::write(rules.join("no_cache.yaml"), good).unwrap();
     d.signal("-HUP");
     d.wait_for_log("configuration reloaded", 1).await;
+    assert_eq!(reload_ok().await, Some(1.0));
     d.signal("-TERM");
     let (code, _) = d.wait_exit(Duration::from_secs(15)).await;
     assert_eq!(code, Some(0));

@@ -128,3 +128,18 @@ pub fn costwatch_command(args: &[&str]) -> std::process::Command {
     }
     cmd
 }
+
+/// A loopback port that was free a moment ago.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The value of an unlabelled sample in a Prometheus text page.
+pub fn metric(page: &str, name: &str) -> Option<f64> {
+    page.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}

@@ -122,6 +122,18 @@ pub fn traffic_demo(seed: u64, days: u32) -> TrafficDemo {
 }
 
 impl TrafficDemo {
+    /// Serves the traffic from a simulator bound to `bind` (REST under
+    /// `/v1`, MCP at `/v1/mcp`) until the returned server is dropped.
+    pub async fn serve(&self, bind: std::net::SocketAddr) -> Result<SimServer, AppError> {
+        let opts = SimOptions {
+            bind,
+            ..SimOptions::default()
+        };
+        SimServer::start(self.dataset.clone(), opts)
+            .await
+            .map_err(|e| AppError::failed(format!("cannot serve the simulator on {bind}"), e))
+    }
+
     /// Serves the traffic from a simulator and replays it in 15-minute
     /// windows: the replay and how long it took.
     pub async fn replay(&self, detector: Detector) -> Result<(Replay, Duration), AppError> {

@@ -67,6 +67,7 @@ impl App {
         let mut sigterm = watch_signal(SignalKind::terminate(), "SIGTERM")?;
         let mut sigint = watch_signal(SignalKind::interrupt(), "SIGINT")?;
         let mut sighup = watch_signal(SignalKind::hangup(), "SIGHUP")?;
+        self.shared.metrics.config_load(true, clock.now());
         spawn_watchdog(stop_rx.clone());
         let _ = systemd::notify_ready();
         tracing::info!(config = %self.config.path.display(), schedule = %self.config.schedule.cron_text, "costwatch is running");
@@ -126,22 +127,28 @@ impl App {
         Ok(())
     }
 
-    /// Loads the configuration again; on any problem keeps the running one.
+    /// Loads the configuration again; on any problem keeps the running one
+    /// and says so in the log and in `costwatch_config_last_reload_successful`.
     async fn reload(self) -> App {
         let path = self.config.path.clone();
+        let metrics = self.shared.metrics.clone();
+        let now = self.shared.clock.now();
         let cfg = match config::load(&path) {
             Ok(cfg) => cfg,
             Err(e) => {
+                metrics.config_load(false, now);
                 tracing::error!(problems = %e, "reload refused: the new configuration is invalid; keeping the old one");
                 return self;
             }
         };
         match App::build_with(&cfg, self.shared.clone()).await {
             Ok(new) => {
+                metrics.config_load(true, now);
                 tracing::info!(config = %path.display(), "configuration reloaded");
                 new
             }
             Err(e) => {
+                metrics.config_load(false, now);
                 tracing::error!(error = %chain(&e), "reload refused; keeping the old configuration");
                 self
             }

@@ -8,6 +8,9 @@ use costwatch::backtest;
 use costwatch::detect::{Detector, Finding, Kind};
 
 pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
+    if let Some(bind) = a.serve {
+        return serve(a.seed, a.days, bind).await;
+    }
     let detector = default_detector(a.rules.as_deref())?;
     println!(
         "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1\n"
@@ -110,5 +113,32 @@ async fn investigation(detector: &Detector) -> Result<(), Exit> {
             println!("     answer: {}", inv.summary);
         }
     }
+    Ok(())
+}
+
+/// `demo --serve`: the simulated traffic's gateway on `bind` until SIGINT or
+/// SIGTERM, with what `costwatch run` needs to read it.
+async fn serve(seed: u64, days: u32, bind: std::net::SocketAddr) -> Result<(), Exit> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let traffic = app::traffic_demo(seed, days);
+    let sim = traffic.serve(bind).await?;
+    let start = traffic.params.start;
+    println!(
+        "costwatch demo: serving {} days of simulated traffic (seed {seed}, {} sessions) until stopped\n\n\
+         COSTWATCH_SOURCE__API_URL={}\n\
+         COSTWATCH_ADMIN_KEY={}\n\
+         COSTWATCH_WINDOWS__START={}\n",
+        days,
+        traffic.dataset.sessions.len(),
+        sim.base_url(),
+        sim.admin_key(),
+        start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    );
+    let mut term = signal(SignalKind::terminate()).map_err(|e| Exit::Failed(e.into()))?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r.map_err(|e| Exit::Failed(e.into()))?,
+        _ = term.recv() => {}
+    }
+    drop(sim);
     Ok(())
 }

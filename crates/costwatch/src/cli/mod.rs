@@ -179,6 +179,10 @@ pub struct DemoArgs {
     /// Rules to use (a file or folder); the built-in rules when left out.
     #[arg(long)]
     pub rules: Option<PathBuf>,
+    /// Only serve the simulated traffic's gateway (REST and MCP) on this
+    /// address until stopped, for `costwatch run` to read.
+    #[arg(long, value_name = "ADDR", conflicts_with = "rules")]
+    pub serve: Option<std::net::SocketAddr>,
 }
 
 /// How a command failed.

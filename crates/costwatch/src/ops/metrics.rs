@@ -44,6 +44,10 @@ struct State {
     gateway_errors: BTreeMap<String, u64>,
     investigation_spend_usd: f64,
     last_tick: Option<(DateTime<Utc>, bool)>,
+    /// Whether the last load of the configuration (at start or on SIGHUP)
+    /// succeeded, and when one last did.
+    config_ok: bool,
+    config_loaded_at: Option<DateTime<Utc>>,
 }
 
 impl Default for Metrics {
@@ -65,6 +69,7 @@ impl Metrics {
             sessions_read: AtomicU64::new(0),
             state: Mutex::new(State {
                 gateway_errors,
+                config_ok: true,
                 ..State::default()
             }),
         }
@@ -133,6 +138,16 @@ impl Metrics {
     /// Records a scheduler tick at `at` and whether it succeeded.
     pub fn tick(&self, ok: bool, at: DateTime<Utc>) {
         self.lock().last_tick = Some((at, ok));
+    }
+
+    /// Records a load of the configuration at `at` (at start or on SIGHUP)
+    /// and whether it was taken; a refused reload leaves the running one.
+    pub fn config_load(&self, ok: bool, at: DateTime<Utc>) {
+        let mut state = self.lock();
+        state.config_ok = ok;
+        if ok {
+            state.config_loaded_at = Some(at);
+        }
     }
 
     /// The metrics in the Prometheus text format 0.0.4.
@@ -271,6 +286,30 @@ impl Metrics {
         );
         let up = state.last_tick.is_none_or(|(_, ok)| ok);
         sample(&mut out, "costwatch_up", &[], if up { 1.0 } else { 0.0 });
+
+        // Named like Prometheus's own `prometheus_config_last_reload_*`.
+        family(
+            &mut out,
+            "costwatch_config_last_reload_successful",
+            "gauge",
+            "0 when the last configuration reload was refused (the previous configuration still runs).",
+        );
+        let ok = if state.config_ok { 1.0 } else { 0.0 };
+        sample(&mut out, "costwatch_config_last_reload_successful", &[], ok);
+        family(
+            &mut out,
+            "costwatch_config_last_reload_success_timestamp_seconds",
+            "gauge",
+            "Unix time the running configuration was loaded.",
+        );
+        if let Some(at) = state.config_loaded_at {
+            sample(
+                &mut out,
+                "costwatch_config_last_reload_success_timestamp_seconds",
+                &[],
+                at.timestamp_millis() as f64 / 1000.0,
+            );
+        }
 
         out
     }
@@ -490,7 +529,7 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 11, 2, h, m, s).unwrap()
     }
 
-    const FAMILIES: [(&str, &str); 11] = [
+    const FAMILIES: [(&str, &str); 13] = [
         ("costwatch_windows_processed_total", "counter"),
         ("costwatch_window_failures_total", "counter"),
         ("costwatch_sessions_read_total", "counter"),
@@ -502,6 +541,11 @@ mod tests {
         ("costwatch_investigation_spend_usd_total", "counter"),
         ("costwatch_last_tick_timestamp_seconds", "gauge"),
         ("costwatch_up", "gauge"),
+        ("costwatch_config_last_reload_successful", "gauge"),
+        (
+            "costwatch_config_last_reload_success_timestamp_seconds",
+            "gauge",
+        ),
     ];
 
     #[test]
@@ -621,6 +665,45 @@ mod tests {
         assert_eq!(
             value(&s, "costwatch_last_tick_timestamp_seconds", &[]),
             Some(at(12, 5, 0).timestamp() as f64)
+        );
+    }
+
+    #[test]
+    fn a_refused_reload_shows_until_one_is_taken_and_keeps_the_last_good_time() {
+        let m = Metrics::new();
+        let (s, _) = parse(&m.render());
+        assert_eq!(
+            value(&s, "costwatch_config_last_reload_successful", &[]),
+            Some(1.0)
+        );
+        m.config_load(true, at(12, 0, 0));
+        m.config_load(false, at(12, 5, 0));
+        let (s, _) = parse(&m.render());
+        assert_eq!(
+            value(&s, "costwatch_config_last_reload_successful", &[]),
+            Some(0.0)
+        );
+        assert_eq!(
+            value(
+                &s,
+                "costwatch_config_last_reload_success_timestamp_seconds",
+                &[]
+            ),
+            Some(at(12, 0, 0).timestamp() as f64)
+        );
+        m.config_load(true, at(12, 9, 0));
+        let (s, _) = parse(&m.render());
+        assert_eq!(
+            value(&s, "costwatch_config_last_reload_successful", &[]),
+            Some(1.0)
+        );
+        assert_eq!(
+            value(
+                &s,
+                "costwatch_config_last_reload_success_timestamp_seconds",
+                &[]
+            ),
+            Some(at(12, 9, 0).timestamp() as f64)
         );
     }
 
