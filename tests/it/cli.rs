@@ -291,6 +291,10 @@ async fn once_against_the_simulator_stores_its_progress() {
         stderr.contains("1 windows processed, 3 new findings"),
         "{stderr}"
     );
+    assert!(
+        !stderr.contains("window processed"),
+        "a line per window only with -v: {stderr}"
+    );
     let hits = sim.stats();
     assert!(hits.hits("/v1/sessions") >= 3, "26 sessions in pages of 10");
 

@@ -74,6 +74,7 @@ impl Command {
         matches!(
             self,
             Command::Backtest(_)
+                | Command::Once(_)
                 | Command::Demo(_)
                 | Command::Check(_)
                 | Command::Schema
