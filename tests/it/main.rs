@@ -5,6 +5,7 @@
 
 mod cli;
 mod daemon;
+mod delivery;
 mod email;
 mod investigation;
 mod mcp;

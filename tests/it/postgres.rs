@@ -10,6 +10,7 @@ use costwatch::clock::{Clock, FakeClock};
 use costwatch::daemon::Daemon;
 use costwatch::detect::Finding;
 use costwatch::investigate::BudgetLedger;
+use costwatch::notify::AlertStatus;
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::source::Window;
@@ -110,6 +111,40 @@ async fn store_contract(store: &SqlStore) {
         "sent rows stay sent"
     );
 
+    // Order: a later notification of the same incident and channel waits
+    // while an earlier one is claimed, even by another replica.
+    let firing = crate::delivery::notification("fp-order", AlertStatus::Firing, 1, t(0));
+    let resolved = crate::delivery::notification("fp-order", AlertStatus::Resolved, 2, t(0));
+    store
+        .enqueue(&[], &[firing, resolved], &["hook".into()], t(4), t(10))
+        .await
+        .unwrap();
+    let a = store.claim_deliveries("a", t(4), t(5), 10).await.unwrap();
+    assert_eq!(keys_of(&a), ["fp-order:firing:1"]);
+    assert!(
+        store
+            .claim_deliveries("b", t(4), t(5), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the resolution waits while its firing notification is claimed"
+    );
+    store.retry_later(a[0].id, t(6), "down").await.unwrap();
+    assert!(
+        store
+            .claim_deliveries("b", t(5), t(6), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "and while it waits in backoff"
+    );
+    let a = store.claim_deliveries("a", t(6), t(7), 10).await.unwrap();
+    assert_eq!(keys_of(&a), ["fp-order:firing:1"]);
+    store.delivered(a[0].id, t(6)).await.unwrap();
+    let b = store.claim_deliveries("b", t(6), t(7), 10).await.unwrap();
+    assert_eq!(keys_of(&b), ["fp-order:resolved:2"], "then it goes");
+    store.delivered(b[0].id, t(6)).await.unwrap();
+
     // Budget: never over the cap.
     let day = NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
     assert!(store.reserve(day, 0.6, 1.0).await.unwrap());
@@ -117,6 +152,13 @@ async fn store_contract(store: &SqlStore) {
     store.settle(day, 0.6, 0.25).await.unwrap();
     assert!(store.reserve(day, 0.6, 1.0).await.unwrap());
     assert!((store.spent(day).await.unwrap() - 0.85).abs() < 1e-9);
+}
+
+fn keys_of(deliveries: &[costwatch::store::Delivery]) -> Vec<String> {
+    deliveries
+        .iter()
+        .map(|d| d.alert.idempotency_key())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

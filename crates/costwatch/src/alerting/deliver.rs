@@ -28,10 +28,18 @@ pub struct DeliveryReport {
     pub by_channel: BTreeMap<String, (usize, usize)>,
 }
 
+/// Most claim-and-send rounds in one pass. A round sends at most one
+/// notification per incident and channel (the next waits for it), so a
+/// notification whose predecessor went out goes out in the next round.
+const MAX_ROUNDS: usize = 8;
+
 /// Claims and sends every delivery due at `now`, each channel on its own task.
 /// `holder` names this replica; rows claimed by a live replica are left
 /// alone. A claim lasts `claim_ttl`, which must exceed every channel's
 /// timeout, so a replica that dies mid-send is taken over after it.
+///
+/// Per incident and channel, notifications go out in order: one waiting in
+/// backoff holds back the later ones (see [`Store::claim_deliveries`]).
 pub async fn deliver_due<St>(
     store: &St,
     channels: &[Arc<dyn Channel>],
@@ -44,7 +52,41 @@ where
     St: Store + Clone + 'static,
 {
     let until = now + ChronoDuration::from_std(claim_ttl).unwrap_or(ChronoDuration::minutes(2));
-    let due = store.claim_deliveries(holder, now, until, 1000).await?;
+    let mut report = DeliveryReport::default();
+    for _ in 0..MAX_ROUNDS {
+        let due = store.claim_deliveries(holder, now, until, 1000).await?;
+        if due.is_empty() {
+            break;
+        }
+        report.add(deliver_round(store, channels, retry, due, now).await?);
+    }
+    Ok(report)
+}
+
+impl DeliveryReport {
+    fn add(&mut self, r: DeliveryReport) {
+        self.sent += r.sent;
+        self.retrying += r.retrying;
+        self.failed += r.failed;
+        for (k, (s, f)) in r.by_channel {
+            let e = self.by_channel.entry(k).or_default();
+            e.0 += s;
+            e.1 += f;
+        }
+    }
+}
+
+/// Sends claimed deliveries, each channel on its own task.
+async fn deliver_round<St>(
+    store: &St,
+    channels: &[Arc<dyn Channel>],
+    retry: RetryPolicy,
+    due: Vec<Delivery>,
+    now: DateTime<Utc>,
+) -> Result<DeliveryReport, StoreError>
+where
+    St: Store + Clone + 'static,
+{
     let mut by_channel: BTreeMap<String, Vec<Delivery>> = BTreeMap::new();
     for d in due {
         by_channel.entry(d.channel.clone()).or_default().push(d);
@@ -69,14 +111,7 @@ where
     while let Some(joined) = tasks.join_next().await {
         let r =
             joined.map_err(|e| StoreError::Unavailable(format!("delivery task failed: {e}")))??;
-        report.sent += r.sent;
-        report.retrying += r.retrying;
-        report.failed += r.failed;
-        for (k, (s, f)) in r.by_channel {
-            let e = report.by_channel.entry(k).or_default();
-            e.0 += s;
-            e.1 += f;
-        }
+        report.add(r);
     }
     Ok(report)
 }

@@ -221,7 +221,9 @@ pub trait Store: Send + Sync {
 
     /// Claims up to `limit` deliveries due at `now` for `holder` until
     /// `claim_until` (rows claimed by another replica whose claim has not
-    /// expired are skipped), oldest first.
+    /// expired are skipped), oldest first. A row waits while an earlier row
+    /// of the same incident (fingerprint) and channel is pending or claimed,
+    /// so a channel gets an incident's notifications in their order.
     fn claim_deliveries(
         &self,
         holder: &str,

@@ -49,6 +49,26 @@ pub(super) async fn enqueue(
     tx.commit().await.map_err(unavailable)
 }
 
+/// Key of the PostgreSQL advisory lock that serializes claims across replicas.
+const CLAIM_LOCK: i64 = 0x636f_7374_7761_7463;
+
+/// A transaction for one claim. On PostgreSQL it holds a transaction-level
+/// advisory lock, so claims by different replicas run one after the other:
+/// each sees every claim committed before it, which the delivery order needs
+/// (a row is held back while an earlier row of its incident is claimed).
+/// SQLite has one writer at a time anyway.
+async fn claim_tx(store: &SqlStore) -> Result<sqlx::Transaction<'static, sqlx::Any>, StoreError> {
+    let mut tx = store.pool.begin().await.map_err(unavailable)?;
+    if store.backend == Backend::Postgres {
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(CLAIM_LOCK)
+            .execute(&mut *tx)
+            .await
+            .map_err(unavailable)?;
+    }
+    Ok(tx)
+}
+
 pub(super) async fn claim_deliveries(
     store: &SqlStore,
     holder: &str,
@@ -62,21 +82,35 @@ pub(super) async fn claim_deliveries(
         Backend::Postgres => " FOR UPDATE SKIP LOCKED",
         Backend::Sqlite => "",
     };
+    // A row waits while an earlier row of the same incident and channel is
+    // pending (perhaps in backoff) or claimed (perhaps being re-posted), so
+    // each channel gets an incident's notifications in their order.
     let sql = format!(
         "UPDATE outbox SET claimed_by = $1, claim_until_ms = $2 WHERE id IN (\
-         SELECT id FROM outbox WHERE status = 'pending' AND next_attempt_ms <= $3 \
-         AND (claim_until_ms IS NULL OR claim_until_ms < $3) ORDER BY id LIMIT $4{lock}) \
+         SELECT o.id FROM outbox o WHERE o.status = 'pending' AND o.next_attempt_ms <= $3 \
+         AND (o.claim_until_ms IS NULL OR o.claim_until_ms < $3) \
+         AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.fingerprint = o.fingerprint \
+         AND e.channel = o.channel AND e.id < o.id \
+         AND (e.status = 'pending' OR e.claim_until_ms >= $3)) \
+         ORDER BY o.id LIMIT $4{lock}) \
          RETURNING id, channel, alert, attempts, deadline_ms"
     );
+    let mut tx = claim_tx(store).await?;
     // Only a fixed lock clause is formatted in; the values are bound.
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(holder)
         .bind(ms(claim_until))
         .bind(ms(now))
         .bind(limit as i64)
-        .fetch_all(&store.pool)
+        .fetch_all(&mut *tx)
         .await
         .map_err(unavailable)?;
+    tx.commit().await.map_err(unavailable)?;
+    deliveries(&rows)
+}
+
+/// Claimed rows as deliveries, oldest first.
+fn deliveries(rows: &[AnyRow]) -> Result<Vec<Delivery>, StoreError> {
     let mut out: Vec<Delivery> = rows
         .iter()
         .map(|r| {
