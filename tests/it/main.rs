@@ -13,6 +13,7 @@ mod pg;
 mod pipeline;
 mod postgres;
 mod replicas;
+mod reposts;
 mod seed;
 mod service;
 mod source;

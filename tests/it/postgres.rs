@@ -110,6 +110,14 @@ async fn store_contract(store: &SqlStore) {
             .is_empty(),
         "sent rows stay sent"
     );
+    assert!(
+        store
+            .claim_reposts("c", "hook", t(9), t(9), t(10), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "an alert of no incident is never posted again"
+    );
 
     // Order: a later notification of the same incident and channel waits
     // while an earlier one is claimed, even by another replica.

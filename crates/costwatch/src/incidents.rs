@@ -218,6 +218,7 @@ pub fn build_alert(
         },
         starts_at: i.started,
         ends_at: (status == AlertStatus::Resolved).then_some(now),
+        valid_until: None,
         investigation: None,
         created_at,
     }
@@ -289,6 +290,7 @@ pub fn summary_alert(
         window: span,
         starts_at: span.start,
         ends_at: None,
+        valid_until: None,
         investigation: None,
         created_at,
     }

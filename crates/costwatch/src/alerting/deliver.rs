@@ -5,15 +5,38 @@
 //! alert again on restart, with the same idempotency key, so receivers can
 //! drop the duplicate. Each channel is delivered on its own task, so a dead
 //! webhook never holds up email.
+//!
+//! Receivers that forget a firing alert unless told again (Alertmanager,
+//! [`Channel::repost_interval`]) get every firing alert posted again until
+//! its incident resolves, the way Prometheus re-sends active alerts: every
+//! `resend_delay` (default 1m), each post carrying `endsAt` = now + 4 ×
+//! max(evaluation interval, resend delay), "to allow for two Eval or
+//! Alertmanager send failures" (prometheus/prometheus `rules/alerting.go`,
+//! `AlertingRule.sendAlerts`; `rules/manager.go` sends `ValidUntil` as
+//! `EndsAt`). Here the interval is the channel's, and the evaluation
+//! interval is [`DELIVERY_INTERVAL`], the longest time between two passes.
+//! What is due is read from the outbox, so re-posts go on across restarts
+//! and replicas share them through claims.
 
-use crate::notify::NotifyError;
 use crate::notify::outbox::{Channel, RetryPolicy};
+use crate::notify::{AlertStatus, NotifyError};
 use crate::store::{Delivery, Store, StoreError};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
+
+/// How often a running service looks at the outbox between ticks: the
+/// longest time between two delivery passes.
+pub const DELIVERY_INTERVAL: Duration = Duration::from_secs(15);
+
+/// How long a firing alert posted now holds at a receiver that gets it
+/// again every `interval`: 4 × max([`DELIVERY_INTERVAL`], `interval`), as
+/// Prometheus's `ValidUntil`.
+pub fn valid_for(interval: Duration) -> Duration {
+    interval.max(DELIVERY_INTERVAL).saturating_mul(4)
+}
 
 /// What one delivery pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,6 +47,8 @@ pub struct DeliveryReport {
     pub retrying: usize,
     /// Deliveries given up (rejected, past the deadline, or channel gone).
     pub failed: usize,
+    /// Firing alerts posted again (to receivers that forget them otherwise).
+    pub reposted: usize,
     /// Per channel: (sent, failed) in this pass.
     pub by_channel: BTreeMap<String, (usize, usize)>,
 }
@@ -54,7 +79,19 @@ where
     let until = now + ChronoDuration::from_std(claim_ttl).unwrap_or(ChronoDuration::minutes(2));
     let mut report = DeliveryReport::default();
     for _ in 0..MAX_ROUNDS {
-        let due = store.claim_deliveries(holder, now, until, 1000).await?;
+        let mut due = store.claim_deliveries(holder, now, until, 1000).await?;
+        for c in channels {
+            if let Some(every) = c.repost_interval() {
+                let before = ChronoDuration::from_std(every)
+                    .ok()
+                    .and_then(|every| now.checked_sub_signed(every))
+                    .unwrap_or(DateTime::<Utc>::MIN_UTC);
+                let again = store
+                    .claim_reposts(holder, c.name(), before, now, until, 1000)
+                    .await?;
+                due.extend(again);
+            }
+        }
         if due.is_empty() {
             break;
         }
@@ -68,6 +105,7 @@ impl DeliveryReport {
         self.sent += r.sent;
         self.retrying += r.retrying;
         self.failed += r.failed;
+        self.reposted += r.reposted;
         for (k, (s, f)) in r.by_channel {
             let e = self.by_channel.entry(k).or_default();
             e.0 += s;
@@ -125,8 +163,29 @@ async fn deliver_channel<St: Store>(
 ) -> Result<DeliveryReport, StoreError> {
     let mut report = DeliveryReport::default();
     let name = channel.name().to_owned();
-    for d in deliveries {
+    let valid_until = channel.repost_interval().map(|every| {
+        ChronoDuration::from_std(valid_for(every))
+            .ok()
+            .and_then(|hold| now.checked_add_signed(hold))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    });
+    for mut d in deliveries {
+        if d.alert.status == AlertStatus::Firing {
+            d.alert.valid_until = valid_until;
+        }
         let outcome = channel.send_boxed(&d.alert).await;
+        if d.repost {
+            // A failed re-post is not retried early: the next one is an
+            // interval away, well inside the time the last post holds.
+            match &outcome {
+                Ok(()) => report.reposted += 1,
+                Err(e) => {
+                    tracing::warn!(channel = %name, fingerprint = %d.alert.fingerprint, error = %e, "firing alert could not be posted again");
+                }
+            }
+            store.reposted(d.id, now).await?;
+            continue;
+        }
         let entry = report.by_channel.entry(name.clone()).or_default();
         match outcome {
             Ok(()) => {

@@ -96,6 +96,9 @@ pub struct Delivery {
     pub attempts: u32,
     /// When to give up.
     pub deadline: DateTime<Utc>,
+    /// Whether this posts again a firing alert that was already delivered
+    /// (see [`Store::claim_reposts`]) rather than a first delivery.
+    pub repost: bool,
 }
 
 /// An outbox row, for inspection.
@@ -231,6 +234,32 @@ pub trait Store: Send + Sync {
         claim_until: DateTime<Utc>,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Claims up to `limit` firing alerts delivered to `channel` that are due
+    /// to be posted again, for `holder` until `claim_until`: the latest
+    /// firing notification sent to the channel in each firing incident's
+    /// current episode, last posted before `posted_before`. None is claimed
+    /// while a later notification of its incident and channel was sent, is a
+    /// resolution, or is claimed; nor while another replica's claim on it
+    /// runs.
+    fn claim_reposts(
+        &self,
+        holder: &str,
+        channel: &str,
+        posted_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Records that a claimed re-post was attempted at `at` (whether it got
+    /// through or not: the next one is due an interval later) and releases
+    /// the claim.
+    fn reposted(
+        &self,
+        id: i64,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Takes or renews the lease `name` for `holder` until `until`; returns
     /// whether `holder` holds it (false while another holder's lease runs).

@@ -311,6 +311,31 @@ impl Store for SqlStore {
         outbox::claim_deliveries(self, holder, now, claim_until, limit).await
     }
 
+    async fn claim_reposts(
+        &self,
+        holder: &str,
+        channel: &str,
+        posted_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        outbox::claim_reposts(
+            self,
+            holder,
+            channel,
+            posted_before,
+            now,
+            claim_until,
+            limit,
+        )
+        .await
+    }
+
+    async fn reposted(&self, id: i64, at: DateTime<Utc>) -> Result<(), StoreError> {
+        outbox::reposted(self, id, at).await
+    }
+
     async fn try_lease(
         &self,
         name: &str,
