@@ -40,7 +40,8 @@ pub struct DaemonSettings {
     pub channels: Vec<Arc<dyn Channel>>,
     /// Counters for `/metrics`.
     pub metrics: Arc<Metrics>,
-    /// This replica's name in leases and outbox claims (unique per process).
+    /// This replica's name in leases and outbox claims: never shared by two
+    /// live processes, kept across restarts where it can be (`app::Replica`).
     pub replica: String,
     /// How long the job lease lasts without renewal; another replica takes
     /// the job over when the holder dies.
