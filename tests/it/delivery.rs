@@ -93,7 +93,7 @@ async fn an_incident_reaches_each_channel_in_order(store: &SqlStore) {
     // backoff for 30 s; the steady one has it at once.
     let firing = notification("incident-a", AlertStatus::Firing, 1, t0);
     store
-        .enqueue(&[], &[firing], &names, t0, deadline)
+        .enqueue(None, &[], &[firing], &names, t0, deadline)
         .await
         .unwrap();
     let r = deliver(t0).await.unwrap();
@@ -103,7 +103,7 @@ async fn an_incident_reaches_each_channel_in_order(store: &SqlStore) {
     let resolved = notification("incident-a", AlertStatus::Resolved, 2, at(10));
     let other = notification("incident-b", AlertStatus::Firing, 1, at(10));
     store
-        .enqueue(&[], &[resolved, other], &names, at(10), deadline)
+        .enqueue(None, &[], &[resolved, other], &names, at(10), deadline)
         .await
         .unwrap();
     deliver(at(10)).await.unwrap();

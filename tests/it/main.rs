@@ -7,6 +7,7 @@ mod cli;
 mod daemon;
 mod delivery;
 mod email;
+mod evaluation;
 mod investigation;
 mod mcp;
 mod pg;

@@ -49,6 +49,22 @@ async fn store_contract(store: &SqlStore) {
     ));
     assert_eq!(store.watermark("job").await.unwrap(), Some(t(1)));
 
+    // Evaluations: the next one covers the windows committed since the last
+    // one, which is recorded with its alerts and never moves back.
+    let span = store.evaluation_span("job").await.unwrap();
+    assert_eq!((span.windows, span.span), (1, Some(w)));
+    let evaluated = |to| Some(costwatch::store::Evaluated { job: "job", to });
+    store
+        .enqueue(evaluated(t(1)), &[], &[], &[], t(1), t(2))
+        .await
+        .unwrap();
+    assert_eq!(store.evaluation_span("job").await.unwrap().windows, 0);
+    store
+        .enqueue(evaluated(t(0)), &[], &[], &[], t(1), t(2))
+        .await
+        .unwrap();
+    assert_eq!(store.evaluation_span("job").await.unwrap().windows, 0);
+
     // Leases: one holder at a time; an expired lease is taken over.
     assert!(store.try_lease("job:x", "a", t(0), t(1)).await.unwrap());
     assert!(!store.try_lease("job:x", "b", t(0), t(1)).await.unwrap());
@@ -71,6 +87,7 @@ async fn store_contract(store: &SqlStore) {
     let alert = costwatch::notify::sample_alert(t(0));
     store
         .enqueue(
+            None,
             &[],
             std::slice::from_ref(&alert),
             &["hook".into()],
@@ -80,7 +97,7 @@ async fn store_contract(store: &SqlStore) {
         .await
         .unwrap();
     store
-        .enqueue(&[], &[alert], &["hook".into()], t(0), t(10))
+        .enqueue(None, &[], &[alert], &["hook".into()], t(0), t(10))
         .await
         .unwrap();
     let a = store.claim_deliveries("a", t(0), t(1), 10).await.unwrap();
@@ -124,7 +141,14 @@ async fn store_contract(store: &SqlStore) {
     let firing = crate::delivery::notification("fp-order", AlertStatus::Firing, 1, t(0));
     let resolved = crate::delivery::notification("fp-order", AlertStatus::Resolved, 2, t(0));
     store
-        .enqueue(&[], &[firing, resolved], &["hook".into()], t(4), t(10))
+        .enqueue(
+            None,
+            &[],
+            &[firing, resolved],
+            &["hook".into()],
+            t(4),
+            t(10),
+        )
         .await
         .unwrap();
     let a = store.claim_deliveries("a", t(4), t(5), 10).await.unwrap();

@@ -11,7 +11,7 @@
 use crate::alerting::{self, DeliveryReport};
 use crate::clock::Clock;
 use crate::escalate::Escalation;
-use crate::incidents::{AlertPolicy, TickSpan};
+use crate::incidents::AlertPolicy;
 use crate::investigate::BudgetLedger;
 use crate::notify::Alert;
 use crate::notify::outbox::{Channel, RetryPolicy};
@@ -176,7 +176,6 @@ where
             }
         }
         report.windows = windows.len();
-        let span = span_of(windows.iter().copied());
         let healthy = match failure {
             None => true,
             Some(PipelineError::Store(e)) => return Err(e),
@@ -203,13 +202,10 @@ where
                     .unwrap_or(ChronoDuration::days(1));
             let mut plan = alerting::plan(
                 self.store(),
+                &job,
                 &self.settings.policy,
                 data_now,
                 healthy,
-                TickSpan {
-                    windows: report.windows,
-                    span,
-                },
                 now,
             )
             .await?;
@@ -320,16 +316,4 @@ fn source_kind(e: &crate::source::SourceError) -> &'static str {
         crate::source::SourceError::Rejected(_) => "rejected",
         crate::source::SourceError::Invalid(_) => "invalid",
     }
-}
-
-fn span_of(windows: impl Iterator<Item = Window>) -> Option<Window> {
-    windows.fold(None, |acc: Option<Window>, w| {
-        Some(match acc {
-            None => w,
-            Some(a) => Window {
-                start: a.start.min(w.start),
-                end: a.end.max(w.end),
-            },
-        })
-    })
 }

@@ -9,7 +9,7 @@ mod sql;
 pub use sql::SqlStore;
 
 use crate::detect::{Finding, GroupBaseline};
-use crate::incidents::Incident;
+use crate::incidents::{Incident, TickSpan};
 use crate::investigate::InvestigationReport;
 use crate::notify::Alert;
 use crate::source::Window;
@@ -81,6 +81,18 @@ pub struct IncidentUpdate {
     pub notified_sessions: u64,
     /// Notifications enqueued so far.
     pub sequence: u32,
+}
+
+/// How far an incident evaluation went: the watermark of `job` it saw.
+/// Stored with the evaluation's alerts, it bounds the next evaluation's
+/// span, so windows committed but not yet evaluated (a crash came between)
+/// are evaluated next time as if nothing had happened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Evaluated<'a> {
+    /// The job.
+    pub job: &'a str,
+    /// Its watermark when the incidents were read.
+    pub to: DateTime<Utc>,
 }
 
 /// An alert waiting for one channel.
@@ -210,11 +222,20 @@ pub trait Store: Send + Sync {
         at: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// The windows of `job` committed since its last incident evaluation
+    /// (see [`Evaluated`]): what the next evaluation covers.
+    fn evaluation_span(
+        &self,
+        job: &str,
+    ) -> impl Future<Output = Result<TickSpan, StoreError>> + Send;
+
     /// Stores alerts in the outbox (one row per channel) and the incidents'
-    /// new notification state, in one transaction. An alert already in the
-    /// outbox for a channel (same idempotency key) is not added again.
+    /// new notification state, in one transaction, together with how far
+    /// the evaluation that decided them went (`evaluated`). An alert already
+    /// in the outbox for a channel (same idempotency key) is not added again.
     fn enqueue(
         &self,
+        evaluated: Option<Evaluated<'_>>,
         updates: &[IncidentUpdate],
         alerts: &[Alert],
         channels: &[String],

@@ -6,6 +6,7 @@ use crate::notify::AlertStatus;
 
 pub(super) async fn enqueue(
     store: &SqlStore,
+    evaluated: Option<Evaluated<'_>>,
     updates: &[IncidentUpdate],
     alerts: &[Alert],
     channels: &[String],
@@ -13,6 +14,19 @@ pub(super) async fn enqueue(
     deadline: DateTime<Utc>,
 ) -> Result<(), StoreError> {
     let mut tx = store.pool.begin().await.map_err(unavailable)?;
+    if let Some(e) = evaluated {
+        // Never backwards: an evaluation that saw an older watermark (a
+        // replica that lost the lease) does not shrink the next span.
+        sqlx::query(
+            "UPDATE jobs SET evaluated_ms = CASE WHEN evaluated_ms IS NULL OR evaluated_ms < $1 \
+             THEN $1 ELSE evaluated_ms END WHERE job = $2",
+        )
+        .bind(ms(e.to))
+        .bind(e.job)
+        .execute(&mut *tx)
+        .await
+        .map_err(unavailable)?;
+    }
     for u in updates {
         sqlx::query(
             "UPDATE incidents SET status = $1, notified_ms = $2, notified_sessions = $3, sequence = $4, \
