@@ -393,6 +393,7 @@ async fn a_webhook_down_for_a_while_gets_each_alert_once_and_other_channels_are_
         shape: WebhookShape::Generic,
         secret: None,
         timeout: Duration::from_secs(5),
+        repost_interval: Duration::from_secs(60),
     })
     .unwrap();
     let mut r = rig(

@@ -5,13 +5,16 @@
 
 mod cli;
 mod daemon;
+mod delivery;
 mod email;
+mod evaluation;
 mod investigation;
 mod mcp;
 mod pg;
 mod pipeline;
 mod postgres;
 mod replicas;
+mod reposts;
 mod seed;
 mod service;
 mod source;

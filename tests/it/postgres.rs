@@ -10,6 +10,7 @@ use costwatch::clock::{Clock, FakeClock};
 use costwatch::daemon::Daemon;
 use costwatch::detect::Finding;
 use costwatch::investigate::BudgetLedger;
+use costwatch::notify::AlertStatus;
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::source::Window;
@@ -48,6 +49,22 @@ async fn store_contract(store: &SqlStore) {
     ));
     assert_eq!(store.watermark("job").await.unwrap(), Some(t(1)));
 
+    // Evaluations: the next one covers the windows committed since the last
+    // one, which is recorded with its alerts and never moves back.
+    let span = store.evaluation_span("job").await.unwrap();
+    assert_eq!((span.windows, span.span), (1, Some(w)));
+    let evaluated = |to| Some(costwatch::store::Evaluated { job: "job", to });
+    store
+        .enqueue(evaluated(t(1)), &[], &[], &[], t(1), t(2))
+        .await
+        .unwrap();
+    assert_eq!(store.evaluation_span("job").await.unwrap().windows, 0);
+    store
+        .enqueue(evaluated(t(0)), &[], &[], &[], t(1), t(2))
+        .await
+        .unwrap();
+    assert_eq!(store.evaluation_span("job").await.unwrap().windows, 0);
+
     // Leases: one holder at a time; an expired lease is taken over.
     assert!(store.try_lease("job:x", "a", t(0), t(1)).await.unwrap());
     assert!(!store.try_lease("job:x", "b", t(0), t(1)).await.unwrap());
@@ -70,6 +87,7 @@ async fn store_contract(store: &SqlStore) {
     let alert = costwatch::notify::sample_alert(t(0));
     store
         .enqueue(
+            None,
             &[],
             std::slice::from_ref(&alert),
             &["hook".into()],
@@ -79,7 +97,7 @@ async fn store_contract(store: &SqlStore) {
         .await
         .unwrap();
     store
-        .enqueue(&[], &[alert], &["hook".into()], t(0), t(10))
+        .enqueue(None, &[], &[alert], &["hook".into()], t(0), t(10))
         .await
         .unwrap();
     let a = store.claim_deliveries("a", t(0), t(1), 10).await.unwrap();
@@ -109,6 +127,55 @@ async fn store_contract(store: &SqlStore) {
             .is_empty(),
         "sent rows stay sent"
     );
+    assert!(
+        store
+            .claim_reposts("c", "hook", t(9), t(9), t(10), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "an alert of no incident is never posted again"
+    );
+
+    // Order: a later notification of the same incident and channel waits
+    // while an earlier one is claimed, even by another replica.
+    let firing = crate::delivery::notification("fp-order", AlertStatus::Firing, 1, t(0));
+    let resolved = crate::delivery::notification("fp-order", AlertStatus::Resolved, 2, t(0));
+    store
+        .enqueue(
+            None,
+            &[],
+            &[firing, resolved],
+            &["hook".into()],
+            t(4),
+            t(10),
+        )
+        .await
+        .unwrap();
+    let a = store.claim_deliveries("a", t(4), t(5), 10).await.unwrap();
+    assert_eq!(keys_of(&a), ["fp-order:firing:1"]);
+    assert!(
+        store
+            .claim_deliveries("b", t(4), t(5), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the resolution waits while its firing notification is claimed"
+    );
+    store.retry_later(a[0].id, t(6), "down").await.unwrap();
+    assert!(
+        store
+            .claim_deliveries("b", t(5), t(6), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "and while it waits in backoff"
+    );
+    let a = store.claim_deliveries("a", t(6), t(7), 10).await.unwrap();
+    assert_eq!(keys_of(&a), ["fp-order:firing:1"]);
+    store.delivered(a[0].id, t(6)).await.unwrap();
+    let b = store.claim_deliveries("b", t(6), t(7), 10).await.unwrap();
+    assert_eq!(keys_of(&b), ["fp-order:resolved:2"], "then it goes");
+    store.delivered(b[0].id, t(6)).await.unwrap();
 
     // Budget: never over the cap.
     let day = NaiveDate::from_ymd_opt(2026, 11, 2).unwrap();
@@ -117,6 +184,13 @@ async fn store_contract(store: &SqlStore) {
     store.settle(day, 0.6, 0.25).await.unwrap();
     assert!(store.reserve(day, 0.6, 1.0).await.unwrap());
     assert!((store.spent(day).await.unwrap() - 0.85).abs() < 1e-9);
+}
+
+fn keys_of(deliveries: &[costwatch::store::Delivery]) -> Vec<String> {
+    deliveries
+        .iter()
+        .map(|d| d.alert.idempotency_key())
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -424,3 +424,83 @@ async fn test_alert_reports_each_channel() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("receiver: FAILED"), "{stdout}");
 }
+
+/// The value of `key=` on the first log line containing `message`.
+fn logged(d: &Daemon, message: &str, key: &str) -> Option<String> {
+    let log = d.log.lock().unwrap();
+    let line = log.iter().find(|l| l.contains(message))?;
+    let prefix = format!("{key}=");
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(&prefix))
+        .map(str::to_owned)
+}
+
+async fn watermark(state: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let store = SqlStore::open(state).await.unwrap();
+    let w = store.watermark("main").await.unwrap();
+    store.close().await;
+    w
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_after_sigkill_takes_its_own_lease_over_at_once() {
+    let sim = start_sim(seed_dataset()).await;
+    let (_receiver, url) = start_receiver().await;
+    let dir = TempDir::new().unwrap();
+    // One window per tick, a tick every second, and a job lease that would
+    // keep a stranger waiting for an hour.
+    let cfg = config(&dir, &manifest_dir().join("rules"), &url);
+    let yaml = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("*/2 * * * * *", "* * * * * *")
+        .replace("max_catch_up_windows: 5000", "max_catch_up_windows: 1")
+        + "state:\n  lease_ttl: 1h\n";
+    std::fs::write(&cfg, yaml).unwrap();
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let start = chrono::DateTime::parse_from_rfc3339("2026-10-11T00:00:00Z")
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let held = "replica name held for this instance";
+    let own = "another live process holds this instance's replica name";
+
+    let mut first = Daemon::start(&cfg, &sim.base_url(), &state);
+    first.wait_for_log("costwatch is running", 1).await;
+    let name = logged(&first, held, "replica").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while watermark(&state).await < Some(start + chrono::Duration::days(2)) {
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            first.log.lock().unwrap().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // A second process on the same database while the first lives never
+    // shares its name (it would believe it holds the job too).
+    let second = Daemon::start(&cfg, &sim.base_url(), &state);
+    second.wait_for_log(own, 1).await;
+    let other = logged(&second, own, "replica").unwrap();
+    assert_ne!(other, name);
+
+    // SIGKILL: the lease stays in the database, held by the dead process.
+    first.signal("-KILL");
+    first.wait_exit(Duration::from_secs(10)).await;
+    let at_kill = watermark(&state).await.unwrap();
+
+    // The restarted instance runs under the same name, so the lease is its
+    // own: it commits the next window without waiting out the hour.
+    let third = Daemon::start(&cfg, &sim.base_url(), &state);
+    third.wait_for_log(held, 1).await;
+    assert_eq!(logged(&third, held, "replica").unwrap(), name);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while watermark(&state).await <= Some(at_kill) {
+        assert!(
+            Instant::now() < deadline,
+            "the restart waited for the lease:\n{}",
+            third.log.lock().unwrap().join("\n")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop(second);
+}

@@ -15,8 +15,10 @@
 //! generated traffic is made); `server` (the REST contract) and `mcp` (the
 //! MCP tools, section 2), which page with the shared `cursor` tokens and
 //! inject faults through the shared `faults` queue; `model` (a scripted
-//! OpenAI-compatible model, section 3); `http` (the loopback listener and
-//! bearer keys all three servers use); `rng` (the seeded random source).
+//! OpenAI-compatible model, section 3); `alertmanager` (Alertmanager's
+//! `POST /api/v2/alerts` and the way it keeps alerts, on a supplied clock);
+//! `http` (the loopback listener and bearer keys the servers use); `rng`
+//! (the seeded random source).
 
 pub mod dataset;
 pub mod scenario;
@@ -26,6 +28,7 @@ mod faults;
 pub mod mcp;
 pub mod server;
 
+pub mod alertmanager;
 mod http;
 pub mod model;
 pub mod rng;

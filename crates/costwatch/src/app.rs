@@ -5,6 +5,7 @@
 mod backtest;
 mod demo;
 mod oneshot;
+mod replica;
 mod service;
 
 pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source};
@@ -12,6 +13,7 @@ pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
 };
 pub use oneshot::{check_gateway, check_state, once, test_alert};
+pub use replica::Replica;
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, ConfigError, DetectionConfig, Rules, default_group_by};
@@ -127,7 +129,7 @@ pub struct App {
 struct Shared {
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
-    replica: String,
+    replica: Arc<Replica>,
 }
 
 impl App {
@@ -137,7 +139,7 @@ impl App {
         let shared = Shared {
             metrics: Arc::new(Metrics::new()),
             clock: Arc::new(SystemClock),
-            replica: crate::daemon::replica_name(),
+            replica: Arc::new(Replica::for_state(&cfg.state.url)),
         };
         App::build_with(cfg, shared).await
     }
@@ -157,7 +159,7 @@ impl App {
             cfg,
             channels(cfg)?,
             shared.metrics.clone(),
-            shared.replica.clone(),
+            shared.replica.name().to_owned(),
             escalation,
         );
         Ok(App {

@@ -11,7 +11,7 @@
 use crate::alerting::{self, DeliveryReport};
 use crate::clock::Clock;
 use crate::escalate::Escalation;
-use crate::incidents::{AlertPolicy, TickSpan};
+use crate::incidents::AlertPolicy;
 use crate::investigate::BudgetLedger;
 use crate::notify::Alert;
 use crate::notify::outbox::{Channel, RetryPolicy};
@@ -40,7 +40,8 @@ pub struct DaemonSettings {
     pub channels: Vec<Arc<dyn Channel>>,
     /// Counters for `/metrics`.
     pub metrics: Arc<Metrics>,
-    /// This replica's name in leases and outbox claims (unique per process).
+    /// This replica's name in leases and outbox claims: never shared by two
+    /// live processes, kept across restarts where it can be (`app::Replica`).
     pub replica: String,
     /// How long the job lease lasts without renewal; another replica takes
     /// the job over when the holder dies.
@@ -175,7 +176,6 @@ where
             }
         }
         report.windows = windows.len();
-        let span = span_of(windows.iter().copied());
         let healthy = match failure {
             None => true,
             Some(PipelineError::Store(e)) => return Err(e),
@@ -202,13 +202,10 @@ where
                     .unwrap_or(ChronoDuration::days(1));
             let mut plan = alerting::plan(
                 self.store(),
+                &job,
                 &self.settings.policy,
                 data_now,
                 healthy,
-                TickSpan {
-                    windows: report.windows,
-                    span,
-                },
                 now,
             )
             .await?;
@@ -319,16 +316,4 @@ fn source_kind(e: &crate::source::SourceError) -> &'static str {
         crate::source::SourceError::Rejected(_) => "rejected",
         crate::source::SourceError::Invalid(_) => "invalid",
     }
-}
-
-fn span_of(windows: impl Iterator<Item = Window>) -> Option<Window> {
-    windows.fold(None, |acc: Option<Window>, w| {
-        Some(match acc {
-            None => w,
-            Some(a) => Window {
-                start: a.start.min(w.start),
-                end: a.end.max(w.end),
-            },
-        })
-    })
 }

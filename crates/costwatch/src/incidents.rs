@@ -218,6 +218,7 @@ pub fn build_alert(
         },
         starts_at: i.started,
         ends_at: (status == AlertStatus::Resolved).then_some(now),
+        valid_until: None,
         investigation: None,
         created_at,
     }
@@ -289,15 +290,18 @@ pub fn summary_alert(
         window: span,
         starts_at: span.start,
         ends_at: None,
+        valid_until: None,
         investigation: None,
         created_at,
     }
 }
 
-/// What one tick processed, for the catch-up summary.
-#[derive(Debug, Clone, Copy)]
+/// The windows one evaluation of the incidents covers: those committed
+/// since the previous evaluation, whichever ticks committed them. Over more
+/// than `summary_after_windows` it is a catch-up, told in one summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TickSpan {
-    /// Windows processed.
+    /// Windows committed since the previous evaluation.
     pub windows: usize,
     /// From the first window's start to the last window's end.
     pub span: Option<Window>,

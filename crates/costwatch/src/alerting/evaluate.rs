@@ -1,13 +1,20 @@
 //! Incident evaluation over the state: which open incidents need a
-//! notification at this tick, and storing those alerts in the outbox together
-//! with the incidents' new state.
+//! notification now, and storing those alerts in the outbox together with
+//! the incidents' new state and how far the evaluation went.
+//!
+//! Windows are committed in their own transactions, before the evaluation
+//! that covers them. The evaluation reads only stored state, and records the
+//! watermark it reached in the transaction that stores its alerts, so a
+//! crash anywhere between a window's commit and that transaction leaves the
+//! windows to the next evaluation, which decides what the lost one would
+//! have.
 
 use crate::incidents::{
     AlertPolicy, Decision, SOURCE_UNHEALTHY, TickSpan, alert_session, build_alert, decide,
     summary_alert,
 };
 use crate::notify::Alert;
-use crate::store::{IncidentUpdate, Store, StoreError};
+use crate::store::{Evaluated, IncidentUpdate, Store, StoreError};
 use chrono::{DateTime, Utc};
 
 /// The notifications an evaluation decided on, not yet stored.
@@ -17,11 +24,20 @@ pub struct Plan {
     pub updates: Vec<IncidentUpdate>,
     /// The alerts to send.
     pub alerts: Vec<Alert>,
+    /// The job whose windows were evaluated.
+    pub job: String,
+    /// Its watermark: the data time the incidents were evaluated at.
+    pub data_now: DateTime<Utc>,
+    /// The windows the evaluation covered.
+    pub span: TickSpan,
 }
 
 impl Plan {
     /// Stores the alerts in the outbox (one row per channel) together with
-    /// the incidents' new state, in one transaction.
+    /// the incidents' new state and how far the evaluation went, in one
+    /// transaction. Until then, the windows it covered stay unevaluated: a
+    /// crash before it leaves them to the next evaluation, which decides
+    /// the same.
     pub async fn enqueue<St: Store>(
         &self,
         store: &St,
@@ -29,11 +45,22 @@ impl Plan {
         now: DateTime<Utc>,
         deadline: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        if self.updates.is_empty() {
+        if self.updates.is_empty() && self.span.windows == 0 {
             return Ok(());
         }
+        let evaluated = Evaluated {
+            job: &self.job,
+            to: self.data_now,
+        };
         store
-            .enqueue(&self.updates, &self.alerts, channels, now, deadline)
+            .enqueue(
+                Some(evaluated),
+                &self.updates,
+                &self.alerts,
+                channels,
+                now,
+                deadline,
+            )
             .await
     }
 }
@@ -43,30 +70,39 @@ impl Plan {
 #[allow(clippy::too_many_arguments)]
 pub async fn evaluate<St: Store>(
     store: &St,
+    job: &str,
     policy: &AlertPolicy,
     data_now: DateTime<Utc>,
     source_healthy: bool,
-    tick: TickSpan,
     channels: &[String],
     now: DateTime<Utc>,
     deadline: DateTime<Utc>,
 ) -> Result<Vec<Alert>, StoreError> {
-    let p = plan(store, policy, data_now, source_healthy, tick, now).await?;
+    let p = plan(store, job, policy, data_now, source_healthy, now).await?;
     p.enqueue(store, channels, now, deadline).await?;
     Ok(p.alerts)
 }
 
 /// Decides the notifications the incidents need at data time `data_now`
-/// (the watermark); `source_healthy` says whether the last read of the
-/// gateway succeeded. Nothing is stored.
+/// (the watermark of `job`); `source_healthy` says whether the last read of
+/// the gateway succeeded. Nothing is stored.
+///
+/// Everything it decides on is stored state: the incidents, and the windows
+/// of `job` committed since the last evaluation ([`Store::evaluation_span`])
+/// rather than what this process happened to commit. A crash between a
+/// window's commit and the evaluation's [`Plan::enqueue`] therefore changes
+/// nothing: the next evaluation sees the same span and decides the same.
+/// And an incident nobody was told of is told when it ends rather than
+/// resolved in silence (in the summary after a catch-up).
 pub async fn plan<St: Store>(
     store: &St,
+    job: &str,
     policy: &AlertPolicy,
     data_now: DateTime<Utc>,
     source_healthy: bool,
-    tick: TickSpan,
     now: DateTime<Utc>,
 ) -> Result<Plan, StoreError> {
+    let tick = store.evaluation_span(job).await?;
     let catch_up = tick.windows > policy.summary_after_windows;
     let mut updates = Vec::new();
     let mut source_alerts = Vec::new();
@@ -86,12 +122,14 @@ pub async fn plan<St: Store>(
         let Some(mut decision) = decision else {
             continue;
         };
-        // An incident that began and ended inside a catch-up was never told:
-        // it goes into the summary rather than vanishing.
-        if catch_up
-            && i.kind != SOURCE_UNHEALTHY
-            && decision == (Decision::Resolve { notify: false })
-        {
+        // An incident that ended before anyone was told of it (it began and
+        // ended inside a catch-up, or between evaluations a crash delayed)
+        // is told now rather than vanishing: in the summary after a
+        // catch-up, on its own otherwise. A catch-up's summary also lists
+        // the incidents that ended in it.
+        let untold = i.notified.is_none();
+        let listed = catch_up && i.kind != SOURCE_UNHEALTHY;
+        if decision == (Decision::Resolve { notify: false }) && (untold || listed) {
             decision = Decision::Resolve { notify: true };
         }
         let notify = !matches!(decision, Decision::Resolve { notify: false });
@@ -139,5 +177,11 @@ pub async fn plan<St: Store>(
         }
         _ => alerts.extend(finding_alerts),
     }
-    Ok(Plan { updates, alerts })
+    Ok(Plan {
+        updates,
+        alerts,
+        job: job.to_owned(),
+        data_now,
+        span: tick,
+    })
 }

@@ -8,5 +8,5 @@
 pub mod deliver;
 pub mod evaluate;
 
-pub use deliver::{DeliveryReport, deliver_due};
+pub use deliver::{DELIVERY_INTERVAL, DeliveryReport, deliver_due, valid_for};
 pub use evaluate::{Plan, evaluate, plan};

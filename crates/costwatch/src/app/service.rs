@@ -3,6 +3,7 @@
 //! `/metrics` + `/healthz` endpoint, until SIGTERM.
 
 use super::{App, AppError, chain};
+use crate::alerting::DELIVERY_INTERVAL;
 use crate::config;
 use crate::daemon::TickReport;
 use crate::ops::http::{HealthFn, HealthReport};
@@ -13,8 +14,6 @@ use std::time::Duration;
 use tokio::signal::unix::{Signal, SignalKind, signal};
 use tokio::sync::watch;
 
-/// How often the outbox is looked at between ticks.
-const DELIVERY_INTERVAL: Duration = Duration::from_secs(15);
 /// How long an in-flight tick may finish after SIGTERM before it is abandoned
 /// (a window is one transaction: abandoning it loses nothing).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);

@@ -236,6 +236,10 @@ pub struct WebhookConfig {
     pub secret: Option<Secret>,
     /// Timeout of one delivery.
     pub timeout: Duration,
+    /// How often a firing alert is posted again to an Alertmanager webhook,
+    /// so Alertmanager keeps it firing until it is resolved; unused by the
+    /// other shapes.
+    pub repost_interval: Duration,
 }
 
 /// The local HTTP endpoint.
@@ -326,6 +330,7 @@ impl std::fmt::Debug for WebhookConfig {
             .field("shape", &self.shape)
             .field("secret", &self.secret)
             .field("timeout", &self.timeout)
+            .field("repost_interval", &self.repost_interval)
             .finish()
     }
 }

@@ -337,7 +337,15 @@ pub(crate) struct RawWebhook {
     /// Timeout of one delivery.
     #[serde(default = "webhook_timeout")]
     pub timeout: HumanDuration,
+    /// How often a firing alert is posted again (Alertmanager only);
+    /// [`REPOST_INTERVAL`] when left out.
+    #[serde(default)]
+    pub repost_interval: Option<HumanDuration>,
 }
+
+/// How often an Alertmanager webhook gets a firing alert again: Prometheus's
+/// default `--rules.alert.resend-delay`.
+pub(crate) const REPOST_INTERVAL: HumanDuration = HumanDuration::secs(60);
 
 fn default_webhook_shape() -> WebhookShape {
     WebhookShape::Generic

@@ -125,6 +125,11 @@ pub struct Alert {
     pub starts_at: DateTime<Utc>,
     /// When it was resolved.
     pub ends_at: Option<DateTime<Utc>>,
+    /// Until when a receiver that forgets firing alerts (Alertmanager) is
+    /// to hold this one firing: set by the delivery pass at each post of a
+    /// firing alert to such a receiver, never stored or sent elsewhere.
+    #[serde(skip)]
+    pub valid_until: Option<DateTime<Utc>>,
     /// Filled by the investigation: summary, transcript, cost.
     pub investigation: Option<InvestigationReport>,
     /// When this notification was made.
@@ -161,6 +166,13 @@ pub trait Notifier: Send + Sync {
 
     /// Sends one alert.
     fn send(&self, alert: &Alert) -> impl Future<Output = Result<(), NotifyError>> + Send;
+
+    /// How often a firing alert is posted again, for a receiver that
+    /// forgets a firing alert it is not told about again (Alertmanager);
+    /// `None` for receivers that keep what they were told.
+    fn repost_interval(&self) -> Option<std::time::Duration> {
+        None
+    }
 }
 
 /// The sample alert `costwatch test-alert` sends.
@@ -203,6 +215,7 @@ pub fn sample_alert(now: DateTime<Utc>) -> Alert {
         },
         starts_at: now,
         ends_at: None,
+        valid_until: None,
         investigation: None,
         created_at: now,
     }

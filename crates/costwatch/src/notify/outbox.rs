@@ -16,6 +16,8 @@ pub trait Channel: Send + Sync {
         &'a self,
         alert: &'a Alert,
     ) -> Pin<Box<dyn Future<Output = Result<(), NotifyError>> + Send + 'a>>;
+    /// How often a firing alert is posted again ([`Notifier::repost_interval`]).
+    fn repost_interval(&self) -> Option<Duration>;
 }
 
 impl<T: Notifier> Channel for T {
@@ -28,6 +30,10 @@ impl<T: Notifier> Channel for T {
         alert: &'a Alert,
     ) -> Pin<Box<dyn Future<Output = Result<(), NotifyError>> + Send + 'a>> {
         Box::pin(self.send(alert))
+    }
+
+    fn repost_interval(&self) -> Option<Duration> {
+        Notifier::repost_interval(self)
     }
 }
 

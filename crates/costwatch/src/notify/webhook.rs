@@ -64,6 +64,7 @@ pub struct WebhookNotifier {
     shape: WebhookShape,
     secret: Option<Secret>,
     client: HttpClient,
+    repost_interval: std::time::Duration,
 }
 
 impl std::fmt::Debug for WebhookNotifier {
@@ -106,6 +107,7 @@ impl WebhookNotifier {
             shape: settings.shape,
             secret: settings.secret,
             client,
+            repost_interval: settings.repost_interval,
         })
     }
 
@@ -170,6 +172,12 @@ impl Notifier for WebhookNotifier {
             .await
             .map(drop)
             .map_err(|e| self.delivery_error(&e))
+    }
+
+    /// Alertmanager resolves a firing alert it is not told about again
+    /// before its `endsAt`; the other shapes keep what they were told.
+    fn repost_interval(&self) -> Option<std::time::Duration> {
+        (self.shape == WebhookShape::Alertmanager).then_some(self.repost_interval)
     }
 }
 
@@ -299,6 +307,7 @@ mod tests {
             shape,
             secret: secret.map(Secret::new),
             timeout: Duration::from_secs(10),
+            repost_interval: Duration::from_secs(60),
         }
     }
 
@@ -539,6 +548,7 @@ mod tests {
             shape: WebhookShape::Generic,
             secret: None,
             timeout: Duration::from_secs(1),
+            repost_interval: Duration::from_secs(60),
         };
         let err = WebhookNotifier::new(s).unwrap_err();
         assert_eq!(
@@ -555,6 +565,7 @@ mod tests {
             shape: WebhookShape::Slack,
             secret: Some(Secret::new("hook-secret")),
             timeout: Duration::from_secs(1),
+            repost_interval: Duration::from_secs(60),
         };
         let notifier = WebhookNotifier::new(s).unwrap();
         let debug = format!("{notifier:?}");

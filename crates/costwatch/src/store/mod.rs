@@ -9,7 +9,7 @@ mod sql;
 pub use sql::SqlStore;
 
 use crate::detect::{Finding, GroupBaseline};
-use crate::incidents::Incident;
+use crate::incidents::{Incident, TickSpan};
 use crate::investigate::InvestigationReport;
 use crate::notify::Alert;
 use crate::source::Window;
@@ -83,6 +83,18 @@ pub struct IncidentUpdate {
     pub sequence: u32,
 }
 
+/// How far an incident evaluation went: the watermark of `job` it saw.
+/// Stored with the evaluation's alerts, it bounds the next evaluation's
+/// span, so windows committed but not yet evaluated (a crash came between)
+/// are evaluated next time as if nothing had happened.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Evaluated<'a> {
+    /// The job.
+    pub job: &'a str,
+    /// Its watermark when the incidents were read.
+    pub to: DateTime<Utc>,
+}
+
 /// An alert waiting for one channel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delivery {
@@ -96,6 +108,9 @@ pub struct Delivery {
     pub attempts: u32,
     /// When to give up.
     pub deadline: DateTime<Utc>,
+    /// Whether this posts again a firing alert that was already delivered
+    /// (see [`Store::claim_reposts`]) rather than a first delivery.
+    pub repost: bool,
 }
 
 /// An outbox row, for inspection.
@@ -207,11 +222,20 @@ pub trait Store: Send + Sync {
         at: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// The windows of `job` committed since its last incident evaluation
+    /// (see [`Evaluated`]): what the next evaluation covers.
+    fn evaluation_span(
+        &self,
+        job: &str,
+    ) -> impl Future<Output = Result<TickSpan, StoreError>> + Send;
+
     /// Stores alerts in the outbox (one row per channel) and the incidents'
-    /// new notification state, in one transaction. An alert already in the
-    /// outbox for a channel (same idempotency key) is not added again.
+    /// new notification state, in one transaction, together with how far
+    /// the evaluation that decided them went (`evaluated`). An alert already
+    /// in the outbox for a channel (same idempotency key) is not added again.
     fn enqueue(
         &self,
+        evaluated: Option<Evaluated<'_>>,
         updates: &[IncidentUpdate],
         alerts: &[Alert],
         channels: &[String],
@@ -221,7 +245,9 @@ pub trait Store: Send + Sync {
 
     /// Claims up to `limit` deliveries due at `now` for `holder` until
     /// `claim_until` (rows claimed by another replica whose claim has not
-    /// expired are skipped), oldest first.
+    /// expired are skipped), oldest first. A row waits while an earlier row
+    /// of the same incident (fingerprint) and channel is pending or claimed,
+    /// so a channel gets an incident's notifications in their order.
     fn claim_deliveries(
         &self,
         holder: &str,
@@ -229,6 +255,32 @@ pub trait Store: Send + Sync {
         claim_until: DateTime<Utc>,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Claims up to `limit` firing alerts delivered to `channel` that are due
+    /// to be posted again, for `holder` until `claim_until`: the latest
+    /// firing notification sent to the channel in each firing incident's
+    /// current episode, last posted before `posted_before`. None is claimed
+    /// while a later notification of its incident and channel was sent, is a
+    /// resolution, or is claimed; nor while another replica's claim on it
+    /// runs.
+    fn claim_reposts(
+        &self,
+        holder: &str,
+        channel: &str,
+        posted_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<Delivery>, StoreError>> + Send;
+
+    /// Records that a claimed re-post was attempted at `at` (whether it got
+    /// through or not: the next one is due an interval later) and releases
+    /// the claim.
+    fn reposted(
+        &self,
+        id: i64,
+        at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Takes or renews the lease `name` for `holder` until `until`; returns
     /// whether `holder` holds it (false while another holder's lease runs).

@@ -4,8 +4,8 @@ use super::document::{Doc, value_at};
 use super::fields::{existing_file, http_url, secret};
 use crate::config::env::{SMTP_PASSWORD_VAR, webhook_secret_var};
 use crate::config::locate::{Seg, child, item, path_string};
-use crate::config::raw::{RawEmail, RawNotify, RawWebhook};
-use crate::config::{EmailConfig, NotifyConfig, SmtpSecurity, WebhookConfig};
+use crate::config::raw::{REPOST_INTERVAL, RawEmail, RawNotify, RawWebhook};
+use crate::config::{EmailConfig, NotifyConfig, SmtpSecurity, WebhookConfig, WebhookShape};
 use std::collections::{BTreeMap, HashMap};
 
 pub(super) fn notify_config(
@@ -192,13 +192,24 @@ pub(super) fn webhook_configs(
             &child(&path, "secret_file"),
         );
         let timeout_ok = doc.positive_duration(&child(&path, "timeout"), raw.timeout.0);
+        let repost_path = child(&path, "repost_interval");
+        let repost_ok = match raw.repost_interval {
+            None => true,
+            Some(_) if raw.shape != WebhookShape::Alertmanager => {
+                doc.check(false, &repost_path, || {
+                    "only an alertmanager webhook re-posts firing alerts; remove it or set shape: alertmanager".to_owned()
+                })
+            }
+            Some(every) => doc.positive_duration(&repost_path, every.0),
+        };
         match url {
-            Some(url) if name_ok && timeout_ok => webhooks.push(WebhookConfig {
+            Some(url) if name_ok && timeout_ok && repost_ok => webhooks.push(WebhookConfig {
                 name: raw.name,
                 url,
                 shape: raw.shape,
                 secret,
                 timeout: raw.timeout.0,
+                repost_interval: raw.repost_interval.unwrap_or(REPOST_INTERVAL).0,
             }),
             _ => ok = false,
         }

@@ -60,6 +60,8 @@ fn problems_of_the_alerting_sections_have_positions() -> TestResult {
                 "webhook_errors.yaml:18:13: notify.webhooks[5].name: webhooks `pager-1` and `pager_1` would share the secret variable COSTWATCH_WEBHOOK_PAGER_1_SECRET; rename one (first defined at webhook_errors.yaml:16:13)",
                 "webhook_errors.yaml:20:7: notify.webhooks[6]: invalid type: string \"not a mapping\", expected a mapping",
                 "webhook_errors.yaml:21:7: notify.webhooks[7]: missing field `url`",
+                "webhook_errors.yaml:24:24: notify.webhooks[8].repost_interval: only an alertmanager webhook re-posts firing alerts; remove it or set shape: alertmanager",
+                "webhook_errors.yaml:28:24: notify.webhooks[9].repost_interval: must be greater than 0",
             ],
         ),
     ];
@@ -200,6 +202,16 @@ fn every_channel_loads_with_its_settings() -> TestResult {
         ]
     );
     assert!(config.notify.webhooks[1].secret.is_none());
+    // Alertmanager gets firing alerts again at its repost_interval; 1m
+    // (Prometheus's resend delay) when it is left out.
+    assert_eq!(
+        config.notify.webhooks[1].repost_interval,
+        Duration::from_secs(30)
+    );
+    assert_eq!(
+        config.notify.webhooks[0].repost_interval,
+        Duration::from_secs(60)
+    );
     assert_eq!(
         config.alerts.gateway_ui_url.as_ref().map(Url::as_str),
         Some("https://gateway.example/ui/")

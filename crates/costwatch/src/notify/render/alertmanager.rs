@@ -40,8 +40,15 @@ pub(super) fn alertmanager_body(alert: &Alert) -> Value {
         }),
     );
     object.insert("startsAt".into(), Value::String(rfc3339(alert.starts_at)));
-    if alert.status == AlertStatus::Resolved {
-        let ends = alert.ends_at.unwrap_or(alert.created_at);
+    // A resolved alert ends when it was resolved. A firing one holds until
+    // `valid_until`, the time the delivery pass gives it at each (re-)post,
+    // as Prometheus sends `endsAt`; without it Alertmanager would resolve it
+    // after its `resolve_timeout`.
+    let ends = match alert.status {
+        AlertStatus::Resolved => Some(alert.ends_at.unwrap_or(alert.created_at)),
+        AlertStatus::Firing => alert.valid_until,
+    };
+    if let Some(ends) = ends {
         object.insert("endsAt".into(), Value::String(rfc3339(ends)));
     }
     if let Some(link) = alert

@@ -99,7 +99,8 @@ pub fn title_for(
 /// - [`WebhookShape::Slack`]: `{"text": title, "blocks": [...]}` for an
 ///   incoming webhook; texts are escaped for Slack and cut to its limits.
 /// - [`WebhookShape::Alertmanager`]: a one-element array for
-///   `POST /api/v2/alerts`. `endsAt` is set only when resolved;
+///   `POST /api/v2/alerts`. `endsAt` is the resolution time when resolved,
+///   and [`Alert::valid_until`] when firing (the delivery pass sets it);
 ///   `generatorURL` is the top session's link when it is an http(s) URL.
 pub fn webhook_body(alert: &Alert, shape: WebhookShape) -> Value {
     match shape {

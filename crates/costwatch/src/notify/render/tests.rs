@@ -63,6 +63,7 @@ pub(crate) fn sample_alert() -> Alert {
         },
         starts_at: t(10),
         ends_at: None,
+        valid_until: None,
         investigation: Some(sample_report(
             "The agent rebuilds its prompt every turn.",
             0.0375,
@@ -287,6 +288,18 @@ fn alertmanager_body_resolved_has_ends_at() {
     let body = webhook_body(&alert, WebhookShape::Alertmanager);
     assert_eq!(body[0]["endsAt"], "2026-03-04T15:00:00Z");
     assert!(body[0].get("generatorURL").is_none());
+}
+
+#[test]
+fn alertmanager_body_firing_holds_until_valid_until() {
+    let mut alert = sample_alert();
+    alert.valid_until = Some(Utc.with_ymd_and_hms(2026, 3, 4, 11, 4, 0).unwrap());
+    let body = webhook_body(&alert, WebhookShape::Alertmanager);
+    assert_eq!(body[0]["endsAt"], "2026-03-04T11:04:00Z");
+    // The generic shape never carries it: it is the delivery's, not the alert's.
+    let generic = webhook_body(&alert, WebhookShape::Generic);
+    assert!(generic.get("valid_until").is_none(), "{generic}");
+    assert_eq!(generic["ends_at"], serde_json::Value::Null);
 }
 
 #[test]

@@ -12,10 +12,12 @@ mod leases;
 mod outbox;
 mod windows;
 
-use super::{Delivery, IncidentUpdate, OutboxRow, Store, StoreError, WindowCommit, WindowRow};
+use super::{
+    Delivery, Evaluated, IncidentUpdate, OutboxRow, Store, StoreError, WindowCommit, WindowRow,
+};
 use crate::config::Severity;
 use crate::detect::{Finding, GroupBaseline, Kind};
-use crate::incidents::Incident;
+use crate::incidents::{Incident, TickSpan};
 use crate::investigate::{InvestigationReport, LedgerError};
 use crate::notify::Alert;
 use crate::source::Window;
@@ -290,15 +292,20 @@ impl Store for SqlStore {
         incidents::source_failed(self, job, error, at).await
     }
 
+    async fn evaluation_span(&self, job: &str) -> Result<TickSpan, StoreError> {
+        windows::evaluation_span(self, job).await
+    }
+
     async fn enqueue(
         &self,
+        evaluated: Option<Evaluated<'_>>,
         updates: &[IncidentUpdate],
         alerts: &[Alert],
         channels: &[String],
         now: DateTime<Utc>,
         deadline: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        outbox::enqueue(self, updates, alerts, channels, now, deadline).await
+        outbox::enqueue(self, evaluated, updates, alerts, channels, now, deadline).await
     }
 
     async fn claim_deliveries(
@@ -309,6 +316,31 @@ impl Store for SqlStore {
         limit: usize,
     ) -> Result<Vec<Delivery>, StoreError> {
         outbox::claim_deliveries(self, holder, now, claim_until, limit).await
+    }
+
+    async fn claim_reposts(
+        &self,
+        holder: &str,
+        channel: &str,
+        posted_before: DateTime<Utc>,
+        now: DateTime<Utc>,
+        claim_until: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        outbox::claim_reposts(
+            self,
+            holder,
+            channel,
+            posted_before,
+            now,
+            claim_until,
+            limit,
+        )
+        .await
+    }
+
+    async fn reposted(&self, id: i64, at: DateTime<Utc>) -> Result<(), StoreError> {
+        outbox::reposted(self, id, at).await
     }
 
     async fn try_lease(

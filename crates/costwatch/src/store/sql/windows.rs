@@ -27,7 +27,7 @@ pub(super) async fn init_watermark(
     at: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<DateTime<Utc>, StoreError> {
-    sqlx::query("INSERT INTO jobs (job, watermark_ms, updated_ms) VALUES ($1, $2, $3) ON CONFLICT (job) DO NOTHING")
+    sqlx::query("INSERT INTO jobs (job, watermark_ms, updated_ms, evaluated_ms) VALUES ($1, $2, $3, $2) ON CONFLICT (job) DO NOTHING")
         .bind(job)
         .bind(ms(at))
         .bind(ms(now))
@@ -283,4 +283,32 @@ pub(super) async fn skip_to(
         }));
     }
     Ok(())
+}
+
+pub(super) async fn evaluation_span(store: &SqlStore, job: &str) -> Result<TickSpan, StoreError> {
+    let row = sqlx::query(
+        "SELECT COUNT(w.start_ms) AS windows, MIN(w.start_ms) AS first_ms, MAX(w.end_ms) AS last_ms \
+         FROM jobs j JOIN windows w ON w.job = j.job \
+         WHERE j.job = $1 AND w.status = 'done' \
+         AND w.start_ms >= COALESCE(j.evaluated_ms, j.watermark_ms)",
+    )
+    .bind(job)
+    .fetch_one(&store.pool)
+    .await
+    .map_err(unavailable)?;
+    let c = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    let windows: i64 = row.try_get("windows").map_err(c)?;
+    let first: Option<i64> = row.try_get("first_ms").map_err(c)?;
+    let last: Option<i64> = row.try_get("last_ms").map_err(c)?;
+    let span = match (first, last) {
+        (Some(start), Some(end)) => Some(Window {
+            start: from_ms(start)?,
+            end: from_ms(end)?,
+        }),
+        _ => None,
+    };
+    Ok(TickSpan {
+        windows: usize::try_from(windows).unwrap_or(0),
+        span,
+    })
 }
