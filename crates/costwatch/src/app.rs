@@ -218,7 +218,8 @@ pub fn gateway(cfg: &Config) -> Result<GatewaySource, AppError> {
         s.page_limit,
         s.labels.clone(),
         HttpLimits::from(s),
-    )?)
+    )?
+    .with_max_pages(s.max_pages))
 }
 
 /// The detector a configuration describes.

@@ -14,7 +14,7 @@ mod schedule;
 
 pub use error::{ConfigError, Problem};
 pub use load::{BUILTIN_RULES, builtin_rules, load, load_rules, load_with_env, rules_schema};
-pub use raw::{DEFAULT_MODEL, default_group_by};
+pub use raw::{DEFAULT_MAX_PAGES, DEFAULT_MODEL, default_group_by};
 pub use rules::{
     NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector, Severity,
 };
@@ -256,6 +256,9 @@ pub struct SourceConfig {
     pub admin_key: Option<Secret>,
     /// Page size for `/sessions` and `/requests` (1..=50).
     pub page_limit: u32,
+    /// Most pages read in one listing; a listing that goes on longer fails
+    /// the read.
+    pub max_pages: u64,
     /// Whole-request timeout.
     pub timeout: Duration,
     /// Connect timeout.
