@@ -5,6 +5,7 @@
 
 mod cli;
 mod daemon;
+mod deadline;
 mod email;
 mod investigation;
 mod mcp;

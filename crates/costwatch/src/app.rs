@@ -26,6 +26,7 @@ use crate::notify::email::{EmailNotifier, EmailSettings};
 use crate::notify::outbox::Channel;
 use crate::notify::webhook::WebhookNotifier;
 use crate::ops::metrics::Metrics;
+use crate::ops::stall::TickWatch;
 use crate::pipeline::{Pipeline, PipelineError, Schedule};
 use crate::source::gateway::GatewaySource;
 use crate::source::{HttpLimits, Source, SourceError};
@@ -122,12 +123,14 @@ pub struct App {
     shared: Shared,
 }
 
-/// What a reload keeps: the counters, the clock and the replica's name.
+/// What a reload keeps: the counters, the clock, the replica's name and
+/// the watch on the running tick.
 #[derive(Clone)]
 struct Shared {
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
     replica: String,
+    tick_watch: TickWatch,
 }
 
 impl App {
@@ -138,6 +141,7 @@ impl App {
             metrics: Arc::new(Metrics::new()),
             clock: Arc::new(SystemClock),
             replica: crate::daemon::replica_name(),
+            tick_watch: TickWatch::new(),
         };
         App::build_with(cfg, shared).await
     }
@@ -153,13 +157,14 @@ impl App {
                 None
             }
         };
-        let settings = DaemonSettings::from_config(
+        let mut settings = DaemonSettings::from_config(
             cfg,
             channels(cfg)?,
             shared.metrics.clone(),
             shared.replica.clone(),
             escalation,
         );
+        settings.tick_watch = shared.tick_watch.clone();
         Ok(App {
             daemon: Daemon::new(pipeline, settings, shared.clock.clone()),
             config: cfg.clone(),
@@ -348,7 +353,8 @@ fn claim_ttl(cfg: &Config) -> Duration {
 
 impl DaemonSettings {
     /// The settings a configuration describes (`alerts`, `schedule`,
-    /// `windows`, `state`), around the runtime parts.
+    /// `windows`, `state`), around the runtime parts, with a watch of their
+    /// own on the running tick.
     pub fn from_config(
         cfg: &Config,
         channels: Vec<Arc<dyn Channel>>,
@@ -359,6 +365,8 @@ impl DaemonSettings {
         DaemonSettings {
             policy: (&cfg.alerts).into(),
             max_catch_up_windows: cfg.schedule.max_catch_up_windows,
+            tick_timeout: cfg.schedule.tick_timeout,
+            tick_watch: TickWatch::new(),
             max_backfill: cfg.windows.max_backfill,
             delivery_deadline: cfg.alerts.delivery_deadline,
             retry: (&cfg.alerts).into(),

@@ -292,6 +292,9 @@ where
     let settings = DaemonSettings {
         policy,
         max_catch_up_windows: 1,
+        // A replay has no schedule to keep: no deadline to speak of.
+        tick_timeout: Duration::from_secs(u64::from(u32::MAX)),
+        tick_watch: crate::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(u64::from(u32::MAX)),
         delivery_deadline: Duration::from_secs(3600),
         retry: crate::notify::outbox::RetryPolicy {

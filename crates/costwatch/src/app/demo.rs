@@ -231,6 +231,9 @@ pub async fn demo_investigation(detector: &Detector) -> Result<Vec<Alert>, AppEr
     let settings = DaemonSettings {
         policy: (&AlertsConfig::default()).into(),
         max_catch_up_windows: 10,
+        // No deadline to speak of: the simulator is on loopback.
+        tick_timeout: Duration::from_secs(u64::from(u32::MAX)),
+        tick_watch: crate::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(86_400),
         delivery_deadline: Duration::from_secs(3600),
         retry: RetryPolicy {

@@ -137,6 +137,10 @@ pub struct ScheduleConfig {
     /// Most windows processed in one catch-up after downtime; older windows
     /// beyond `windows.max_backfill` are skipped with a warning.
     pub max_catch_up_windows: usize,
+    /// How long one tick may read the gateway. A window not read by then
+    /// stays due; a tick that read none counts as a failed read of the
+    /// gateway.
+    pub tick_timeout: std::time::Duration,
 }
 
 /// How findings become alerts.

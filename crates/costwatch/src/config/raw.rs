@@ -223,6 +223,8 @@ pub(crate) struct RawSchedule {
     pub timezone: String,
     /// Most windows processed in one catch-up.
     pub max_catch_up_windows: u64,
+    /// How long one tick may read the gateway.
+    pub tick_timeout: HumanDuration,
 }
 
 impl Default for RawSchedule {
@@ -231,6 +233,9 @@ impl Default for RawSchedule {
             cron: "*/5 * * * *".to_owned(),
             timezone: "UTC".to_owned(),
             max_catch_up_windows: 672,
+            // Twice the default window: a tick that cannot read one window
+            // in that time would fall behind the windows anyway.
+            tick_timeout: HumanDuration::secs(30 * 60),
         }
     }
 }
