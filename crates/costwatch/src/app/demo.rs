@@ -1,8 +1,8 @@
 //! The parts of `demo`: the real pipeline, alerting and investigation
 //! against the built-in gateway simulator and a scripted model.
 
-use super::{AppError, simulator_source};
-use crate::backtest::{self, Replay};
+use super::{AppError, simulator_limits, simulator_source};
+use crate::backtest::{self, Replay, WindowRetries};
 use crate::clock::{Clock, FakeClock, SystemClock};
 use crate::config::{AlertsConfig, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
 use crate::daemon::{Daemon, DaemonSettings};
@@ -87,6 +87,7 @@ impl SeedDemo {
             Duration::from_secs(3600),
             4,
             Arc::new(SystemClock),
+            &WindowRetries::like_source(&simulator_limits()),
             |_| {},
         )
         .await?;
@@ -138,6 +139,7 @@ impl TrafficDemo {
             Duration::from_secs(900),
             4,
             Arc::new(SystemClock),
+            &WindowRetries::like_source(&simulator_limits()),
             |_| {},
         )
         .await?;
