@@ -7,6 +7,7 @@ mod cli;
 mod daemon;
 mod deadline;
 mod email;
+mod faults;
 mod investigation;
 mod mcp;
 mod pg;
