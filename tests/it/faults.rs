@@ -273,6 +273,30 @@ async fn backtest_under_twenty_percent_faults_prints_the_findings_of_a_clean_bac
     );
     assert_eq!(faulty, clean, "the same findings, field for field");
     assert!(stderr.contains("backtest: 48 windows"), "{stderr}");
+
+    // The first window's page stays truncated through the source's six
+    // reads: the window fails, is read again, and the report says so.
+    sim.faults().clear();
+    for _ in 0..6 {
+        sim.faults()
+            .push(Fault::on(FaultPath::Sessions, FaultKind::Truncated));
+    }
+    let (code, again, stderr) = backtest_jsonl(&cfg, &sim, from, to).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(again, clean);
+    assert!(
+        stderr.contains("backtest: read again after a failed read: 1\n"),
+        "{stderr}"
+    );
+    let first = Window {
+        start: from,
+        end: from + ChronoDuration::hours(1),
+    };
+    assert!(
+        stderr.contains(&format!("  window {first}: 2 reads; last failure: ")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(read 6 times)"), "{stderr}");
 }
 
 /// Runs `costwatch run` with `cfg` until its watermark reaches `until`;

@@ -88,7 +88,7 @@ impl Progress {
         );
         if !r.retried.is_empty() {
             eprintln!(
-                "backtest: {} failed reads succeeded when read again:",
+                "backtest: read again after a failed read: {}",
                 r.retried.len()
             );
         }
