@@ -287,7 +287,7 @@ fn damaged(body: &[u8]) -> bool {
 /// The cursors one listing handed out, with the page that gave each.
 ///
 /// Kept as 64-bit fingerprints under a key drawn for this listing, so even
-/// the largest listing costs a few bytes a page. Two different cursors that
+/// a listing at the page cap costs a few megabytes at most. Two different cursors that
 /// share a fingerprint would fail the read as a cycle; with a fresh key per
 /// listing that is vanishingly rare and does not repeat when the window is
 /// read again.
