@@ -33,7 +33,7 @@ pub struct DaemonSettings {
     pub max_catch_up_windows: usize,
     /// How long one tick may read the gateway.
     pub tick_timeout: Duration,
-    /// Where a tick marks its reading phase, for `/healthz` and the watchdog.
+    /// Where a tick marks its window phase, for `/healthz` and the watchdog.
     pub tick_watch: TickWatch,
     /// Windows older than this are skipped rather than caught up.
     pub max_backfill: Duration,

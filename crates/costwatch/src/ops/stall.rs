@@ -1,20 +1,21 @@
-//! Whether the running tick is stuck: its reading of the gateway still going
-//! on well after the tick's deadline. The deadline abandons a slow read, so
-//! only something the deadline cannot interrupt (a blocked runtime thread, a
-//! bug) gets there. The daemon marks its reading phase here; `/healthz` and
-//! the systemd watchdog look at it.
+//! Whether the running tick is stuck: its windows (reading the gateway,
+//! storing what was read) still being processed well after the tick's
+//! deadline. The deadline abandons a slow read, so only something it cannot
+//! interrupt (a blocked runtime thread, a state database that never
+//! answers, a bug) gets there. The daemon marks this phase here; `/healthz`
+//! and the systemd watchdog look at it.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 use tokio::time::Instant;
 
-/// How long a reading may run past its deadline before the tick counts as
-/// stuck: more than abandoning a read and recording the failed window takes.
+/// How long the phase may run past its deadline before the tick counts as
+/// stuck: far more than abandoning a read, or finishing a commit, takes.
 pub const STALL_GRACE: Duration = Duration::from_secs(30);
 
-/// The reading phase of the tick in progress, if one is; cheap to clone,
-/// clones share it.
+/// The window phase (reading and storing) of the tick in progress, if one
+/// is; cheap to clone, clones share it.
 #[derive(Debug, Clone, Default)]
 pub struct TickWatch(Arc<Mutex<Option<Phase>>>);
 
@@ -27,7 +28,7 @@ struct Phase {
 /// A tick stuck past its deadline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stall {
-    /// How long its reading has gone on past the deadline.
+    /// How long its window phase has gone on past the deadline.
     pub past_deadline: Duration,
     /// The tick's timeout.
     pub timeout: Duration,
@@ -37,7 +38,7 @@ impl fmt::Display for Stall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the tick is stuck: still reading the gateway {}s after its deadline (schedule.tick_timeout {})",
+            "the tick is stuck: still processing windows {}s after its deadline (schedule.tick_timeout {})",
             self.past_deadline.as_secs(),
             humantime::format_duration(self.timeout)
         )
@@ -50,14 +51,14 @@ impl TickWatch {
         TickWatch::default()
     }
 
-    /// Marks the reading phase of a tick given `timeout`, ending at
+    /// Marks the window phase of a tick given `timeout`, ending at
     /// `deadline`, until the returned guard is dropped.
     pub fn reading(&self, deadline: Instant, timeout: Duration) -> Reading {
         self.set(Some(Phase { deadline, timeout }));
         Reading(self.clone())
     }
 
-    /// The stall at `now`: a reading still marked more than [`STALL_GRACE`]
+    /// The stall at `now`: a phase still marked more than [`STALL_GRACE`]
     /// after its deadline.
     pub fn stalled_at(&self, now: Instant) -> Option<Stall> {
         let phase = (*self.0.lock().unwrap_or_else(PoisonError::into_inner))?;
@@ -78,7 +79,7 @@ impl TickWatch {
     }
 }
 
-/// The reading phase of a tick; it ends when this is dropped, also when the
+/// The window phase of a tick; it ends when this is dropped, also when the
 /// tick is abandoned.
 #[derive(Debug)]
 pub struct Reading(TickWatch);
