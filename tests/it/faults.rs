@@ -493,3 +493,47 @@ async fn run_against_cycling_cursors_reports_the_gateway_unhealthy_instead_of_pa
         "one alert, not a storm"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_spend_preview_replay_runs_a_failed_tick_again() {
+    let sim = start_sim(seed_dataset()).await;
+    let (from, to) = (ts("2026-10-11T11:00:00Z"), ts("2026-10-11T12:00:00Z"));
+    let replay = |retries: WindowRetries| {
+        let (source, _) = gateway(&sim, 50);
+        async move {
+            backtest::replay_alerts(
+                source,
+                detector(),
+                from,
+                to,
+                Duration::from_secs(3600),
+                crate::daemon::policy(),
+                None,
+                &retries,
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let titles = |alerts: &[costwatch::notify::Alert]| -> Vec<String> {
+        let mut t: Vec<String> = alerts
+            .iter()
+            .filter(|a| a.kind != costwatch::notify::AlertKind::SourceUnhealthy)
+            .map(|a| a.title.clone())
+            .collect();
+        t.sort();
+        t
+    };
+    let clean = replay(WindowRetries::none()).await;
+    assert!(!titles(&clean.alerts).is_empty());
+
+    // The window's first read fails through every retry of its page.
+    for _ in 0..4 {
+        sim.faults()
+            .push(Fault::on(FaultPath::Sessions, FaultKind::Truncated));
+    }
+    let retries =
+        WindowRetries::like_source(&limits()).with_sleeper(Arc::new(RecordingSleeper::default()));
+    let again = replay(retries).await;
+    assert_eq!(titles(&again.alerts), titles(&clean.alerts));
+}
