@@ -513,6 +513,7 @@ async fn once_logs(journal: bool) -> String {
     let (mut reader, writer) = std::io::pipe().unwrap();
     let meta = std::fs::metadata(format!("/proc/self/fd/{}", writer.as_raw_fd())).unwrap();
     let mut cmd = costwatch(&[
+        "-v",
         "once",
         "--config",
         config.to_str().unwrap(),

@@ -57,6 +57,8 @@ pub fn settings(channels: Vec<Arc<dyn Channel>>) -> DaemonSettings {
     DaemonSettings {
         policy: policy(),
         max_catch_up_windows: 672,
+        tick_timeout: Duration::from_secs(600),
+        tick_watch: costwatch::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(7 * 86_400),
         delivery_deadline: Duration::from_secs(86_400),
         retry: RetryPolicy {

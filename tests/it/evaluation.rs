@@ -84,7 +84,10 @@ async fn first_tick(
         let store = SqlStore::open(&url).await.unwrap();
         let shared: Arc<dyn Clock> = Arc::new(clock.clone());
         let p = Pipeline::new(source, store, detector(), schedule(start), 4, shared);
-        assert_eq!(p.run_due_bounded(at, k, |_| {}).await.unwrap().len(), k);
+        assert_eq!(
+            p.run_due_bounded(at, k, None, |_| {}).await.unwrap().len(),
+            k
+        );
     }
     let restarted = process(sim, &url, start, &clock).await;
     restarted.tick().await.unwrap();

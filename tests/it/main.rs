@@ -5,9 +5,11 @@
 
 mod cli;
 mod daemon;
+mod deadline;
 mod delivery;
 mod email;
 mod evaluation;
+mod faults;
 mod investigation;
 mod mcp;
 mod pg;

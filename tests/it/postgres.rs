@@ -239,6 +239,7 @@ async fn the_same_data_gives_the_same_findings_on_sqlite_and_postgres() {
             Duration::from_secs(900),
             4,
             clock(to),
+            &backtest::WindowRetries::none(),
             |_| {},
         )
         .await

@@ -29,6 +29,7 @@ async fn replay_seed(page_limit: u32) -> (Replay, Vec<Finding>) {
         Duration::from_secs(3600),
         4,
         clock(to),
+        &backtest::WindowRetries::none(),
         |_| {},
     )
     .await

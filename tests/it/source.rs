@@ -173,57 +173,199 @@ async fn a_wrong_key_is_rejected_without_retrying() {
     ));
 }
 
-/// Reads the seed window in pages of 10 with `fault` on the second page.
-async fn read_with_damaged_second_page(fault: FaultKind) -> (SourceError, Vec<SessionRecord>) {
+/// Reads the seed window in pages of 10 with `faults` on the second page
+/// (the first fault on its first read, the next on its re-read, ...).
+async fn read_with_damaged_second_page(
+    faults: &[FaultKind],
+) -> (
+    Result<ReadStats, SourceError>,
+    Vec<SessionRecord>,
+    SimServer,
+    Vec<Duration>,
+) {
     let sim = start_sim(seed_dataset()).await;
     // A zero delay is a fault that changes nothing: it lets page 1 through.
     sim.faults().push(Fault::on(
         FaultPath::Sessions,
         FaultKind::Delay { millis: 0 },
     ));
-    sim.faults().push(Fault::on(FaultPath::Sessions, fault));
+    for fault in faults {
+        sim.faults()
+            .push(Fault::on(FaultPath::Sessions, fault.clone()));
+    }
     let (source, sleeper) = gateway(&sim, 10);
     let (result, rows) = read(&source, seed_window()).await;
-    let err = match result {
+    assert_eq!(sim.faults().pending(), 0);
+    (result, rows, sim, sleeper.delays())
+}
+
+/// The error of a read that must fail.
+fn failed(result: Result<ReadStats, SourceError>, rows: &[SessionRecord]) -> SourceError {
+    match result {
         Ok(stats) => panic!(
             "a damaged page was taken as read: {stats:?}, {} rows",
             rows.len()
         ),
         Err(e) => e,
-    };
-    assert_eq!(sim.faults().pending(), 0);
-    assert!(sleeper.delays().is_empty());
-    assert_eq!(hits(&sim, SESSIONS), 2, "no page after the damaged one");
-    (err, rows)
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_truncated_page_fails_the_read() {
-    let (err, rows) = read_with_damaged_second_page(FaultKind::Truncated).await;
+async fn a_truncated_page_is_read_again_and_the_read_completes() {
+    let (result, rows, sim, delays) = read_with_damaged_second_page(&[FaultKind::Truncated]).await;
+    let stats = result.expect("the page read whole the second time");
+    assert_eq!((stats.pages, stats.rows, stats.retries), (3, 26, 1));
+    let ids: std::collections::BTreeSet<&str> =
+        rows.iter().map(|s| s.session_id.as_str()).collect();
+    assert_eq!(ids.len(), 26, "every session once, none twice");
+    assert_eq!(delays, [limits().retry_base], "after the policy's backoff");
+    assert_eq!(hits(&sim, SESSIONS), 4, "page 2 was read twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_page_is_read_again_and_the_read_completes() {
+    let (result, rows, sim, _) =
+        read_with_damaged_second_page(&[FaultKind::Malformed, FaultKind::Truncated]).await;
+    let stats = result.expect("the page read whole the third time");
+    assert_eq!((stats.rows, stats.retries), (26, 2));
+    assert_eq!(rows.len(), 26);
+    assert_eq!(hits(&sim, SESSIONS), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_still_truncated_after_the_retries_fails_the_read() {
+    let l = limits();
+    let attempts = l.max_retries as usize + 1;
+    let (result, rows, sim, delays) =
+        read_with_damaged_second_page(&vec![FaultKind::Truncated; attempts]).await;
+    let err = failed(result, &rows);
     assert!(matches!(err, SourceError::Invalid(_)), "{err:?}");
     assert!(err.is_retryable());
-    assert!(err.to_string().contains("page 2"), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("sessions page 2"), "{message}");
+    assert!(
+        message.contains(&format!("read {attempts} times")),
+        "{message}"
+    );
     assert_eq!(rows.len(), 10, "only the first page reached the sink");
+    let base = l.retry_base;
+    assert_eq!(delays, [base, base * 2, base * 4]);
+    assert_eq!(
+        hits(&sim, SESSIONS),
+        1 + attempts as u64,
+        "no page after the damaged one"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_row_without_cost_fails_the_read() {
-    let (err, rows) = read_with_damaged_second_page(FaultKind::DropField {
+async fn a_row_without_cost_fails_the_read_without_reading_again() {
+    let (result, rows, sim, delays) = read_with_damaged_second_page(&[FaultKind::DropField {
         field: "cost_usd".into(),
-    })
+    }])
     .await;
+    let err = failed(result, &rows);
     assert!(matches!(err, SourceError::Invalid(_)), "{err:?}");
     let message = err.to_string();
     assert!(message.contains("cost_usd"), "{message}");
     assert!(message.contains("page 2"), "{message}");
     assert_eq!(rows.len(), 10);
+    assert!(
+        delays.is_empty(),
+        "whole JSON that breaks the contract is final"
+    );
+    assert_eq!(hits(&sim, SESSIONS), 2, "no page after the damaged one");
+}
+
+/// Reads the seed window in pages of 10 while `fault` is persistent on the
+/// sessions route. A read that never ends fails the test after a minute
+/// instead of hanging it.
+async fn read_under(
+    fault: FaultKind,
+    max_pages: Option<u64>,
+) -> (Result<ReadStats, SourceError>, Vec<SessionRecord>, u64) {
+    let sim = start_sim(seed_dataset()).await;
+    sim.faults()
+        .set_persistent(Some(Fault::on(FaultPath::Sessions, fault)));
+    let (mut source, _) = gateway(&sim, 10);
+    if let Some(n) = max_pages {
+        source = source.with_max_pages(n);
+    }
+    let (result, rows) =
+        tokio::time::timeout(Duration::from_secs(60), read(&source, seed_window()))
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "the listing is still being read after {} pages",
+                    hits(&sim, SESSIONS)
+                )
+            });
+    (result, rows, hits(&sim, SESSIONS))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_html_page_fails_the_read() {
-    let (err, rows) = read_with_damaged_second_page(FaultKind::Malformed).await;
+async fn a_cursor_cycle_fails_the_read_instead_of_paging_forever() {
+    // Cursors A, B, A, B, ...: page 3 leads back to page 2.
+    let (result, rows, pages) = read_under(FaultKind::CursorCycle { pages: 3 }, None).await;
+    let err = failed(result, &rows);
     assert!(matches!(err, SourceError::Invalid(_)), "{err:?}");
-    assert_eq!(rows.len(), 10);
+    assert!(err.is_retryable(), "the window stays due");
+    let message = err.to_string();
+    assert!(
+        message.contains("page 3 leads back to the cursor page 1 gave"),
+        "{message}"
+    );
+    assert_eq!(pages, 3, "no page is read twice");
+    assert_eq!(rows.len(), 26);
+
+    // The same cursor twice in a row, as before.
+    let (result, rows, pages) = read_under(FaultKind::CursorCycle { pages: 2 }, None).await;
+    let message = failed(result, &rows).to_string();
+    assert!(
+        message.contains("page 2 leads back to the cursor page 1 gave"),
+        "{message}"
+    );
+    assert_eq!(pages, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listing_that_never_ends_fails_at_the_page_cap() {
+    let (result, rows, pages) = read_under(FaultKind::EndlessPages, Some(5)).await;
+    let err = failed(result, &rows);
+    assert!(matches!(err, SourceError::Invalid(_)), "{err:?}");
+    let message = err.to_string();
+    assert!(
+        message.contains("past 5 pages (source.max_pages)"),
+        "{message}"
+    );
+    assert_eq!(pages, 5);
+    assert_eq!(
+        rows.len(),
+        26,
+        "every row once: the rest of the pages were empty"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_down_whose_cursors_cycle_fails() {
+    let sim = start_sim(seed_dataset()).await;
+    sim.faults().set_persistent(Some(Fault::on(
+        FaultPath::Requests,
+        FaultKind::CursorCycle { pages: 3 },
+    )));
+    let (source, _) = gateway(&sim, 3);
+    let result = tokio::time::timeout(
+        Duration::from_secs(60),
+        source.session_requests("retry-loop-7f2e81c09ab5"),
+    )
+    .await
+    .expect("the drill-down ends");
+    let err = result.unwrap_err();
+    assert!(matches!(err, SourceError::Invalid(_)), "{err:?}");
+    assert!(
+        err.to_string().contains("requests: page 3 leads back"),
+        "{err}"
+    );
+    assert_eq!(hits(&sim, "/v1/requests"), 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,13 +408,27 @@ async fn drill_down_pages_through_a_session_in_time_order() {
     assert_eq!(again, requests);
     assert_eq!(sleeper.delays(), [Duration::from_secs(2)]);
 
-    // A damaged page fails the drill-down rather than returning fewer calls.
+    // A truncated page is read again: the whole list, not a shorter one.
     sim.faults().push(Fault::on(
         FaultPath::Requests,
         FaultKind::Delay { millis: 0 },
     ));
     sim.faults()
         .push(Fault::on(FaultPath::Requests, FaultKind::Truncated));
+    assert_eq!(source.session_requests(id).await.unwrap(), requests);
+
+    // A page that breaks the contract fails the drill-down rather than
+    // returning fewer calls.
+    sim.faults().push(Fault::on(
+        FaultPath::Requests,
+        FaultKind::Delay { millis: 0 },
+    ));
+    sim.faults().push(Fault::on(
+        FaultPath::Requests,
+        FaultKind::DropField {
+            field: "cost_usd".into(),
+        },
+    ));
     assert!(matches!(
         source.session_requests(id).await,
         Err(SourceError::Invalid(_))

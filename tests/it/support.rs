@@ -143,3 +143,92 @@ pub fn metric(page: &str, name: &str) -> Option<f64> {
     page.lines()
         .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
 }
+
+/// A running `costwatch run`, its stderr collected line by line; killed when
+/// dropped.
+pub struct Running {
+    child: std::process::Child,
+    log: Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Running {
+    /// Starts `costwatch run --config config` with `env` added.
+    pub fn start(config: &std::path::Path, env: &[(&str, &str)]) -> Running {
+        use std::io::{BufRead, BufReader};
+        let mut cmd = costwatch_command(&["run", "--config", config.to_str().unwrap()]);
+        cmd.envs(env.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().expect("costwatch run starts");
+        let stderr = child.stderr.take().expect("stderr is piped");
+        let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Running { child, log }
+    }
+
+    /// The log so far.
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+
+    /// Lines of the log so far that contain `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        let log = self.log.lock().unwrap();
+        log.iter().filter(|l| l.contains(needle)).count()
+    }
+
+    /// Waits until `needle` appeared in at least `at_least` lines.
+    pub async fn wait_for_log(&self, needle: &str, at_least: usize) {
+        eventually(&format!("`{needle}` in the log"), || async {
+            (self.count(needle) >= at_least).then_some(())
+        })
+        .await;
+    }
+
+    /// The address `/metrics` and `/healthz` are served on, from the log
+    /// (for `server.listen: 127.0.0.1:0`).
+    pub async fn ops_addr(&self) -> String {
+        eventually("the operations endpoint", || async {
+            let log = self.log.lock().unwrap();
+            log.iter()
+                .filter(|l| l.contains("operations endpoint listening"))
+                .find_map(|l| {
+                    let at = l.find("addr=")? + "addr=".len();
+                    l[at..].split_whitespace().next().map(str::to_owned)
+                })
+        })
+        .await
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls `check` every 50 ms until it gives a value; fails the test after
+/// 90 seconds, naming `what` it waited for.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "gave up waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -121,6 +121,7 @@ pub async fn run_seed(seed: u64, days: u32, rules: &Path) -> Result<SeedResult, 
         WINDOW,
         DRILLDOWN_CONCURRENCY,
         Arc::new(SystemClock),
+        &backtest::WindowRetries::none(),
         |_| {},
     )
     .await?;

@@ -5,7 +5,9 @@
 //! pagination, JSON errors) on loopback, from either the seed fixture
 //! ([`Dataset::from_fixture`]) or generated, labelled traffic
 //! ([`scenario::generate`]), and can inject faults ([`FaultHandle`]) such as
-//! rate limits, outages, truncated or malformed bodies and missing fields.
+//! rate limits, outages, truncated or malformed bodies, missing fields,
+//! cursors that cycle and listings that never end, queued one by one or
+//! drawn at random ([`RandomFaults`]).
 //!
 //! It is the outside world: it has its own JSON shapes and never uses the
 //! crate's `source` records. `costwatch demo`, the backtest and the
@@ -35,7 +37,9 @@ pub mod rng;
 
 pub use dataset::{Dataset, DatasetError, SimModel, SimRequest, SimSession, Truth};
 pub use scenario::{ScenarioParams, generate};
-pub use server::{Fault, FaultHandle, FaultKind, FaultPath, SimOptions, SimServer, SimStats};
+pub use server::{
+    Fault, FaultHandle, FaultKind, FaultPath, RandomFaults, SimOptions, SimServer, SimStats,
+};
 
 /// The seed window (26 sessions, one example of each anomaly beside its fixed
 /// twin) that `costwatch demo` starts with, built into the binary.

@@ -28,6 +28,7 @@ use crate::notify::email::{EmailNotifier, EmailSettings};
 use crate::notify::outbox::Channel;
 use crate::notify::webhook::WebhookNotifier;
 use crate::ops::metrics::Metrics;
+use crate::ops::stall::TickWatch;
 use crate::pipeline::{Pipeline, PipelineError, Schedule};
 use crate::source::gateway::GatewaySource;
 use crate::source::{HttpLimits, Source, SourceError};
@@ -124,12 +125,14 @@ pub struct App {
     shared: Shared,
 }
 
-/// What a reload keeps: the counters, the clock and the replica's name.
+/// What a reload keeps: the counters, the clock, the replica's name and
+/// the watch on the running tick.
 #[derive(Clone)]
 struct Shared {
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
     replica: Arc<Replica>,
+    tick_watch: TickWatch,
 }
 
 impl App {
@@ -140,6 +143,7 @@ impl App {
             metrics: Arc::new(Metrics::new()),
             clock: Arc::new(SystemClock),
             replica: Arc::new(Replica::for_state(&cfg.state.url)),
+            tick_watch: TickWatch::new(),
         };
         App::build_with(cfg, shared).await
     }
@@ -155,13 +159,14 @@ impl App {
                 None
             }
         };
-        let settings = DaemonSettings::from_config(
+        let mut settings = DaemonSettings::from_config(
             cfg,
             channels(cfg)?,
             shared.metrics.clone(),
             shared.replica.name().to_owned(),
             escalation,
         );
+        settings.tick_watch = shared.tick_watch.clone();
         Ok(App {
             daemon: Daemon::new(pipeline, settings, shared.clock.clone()),
             config: cfg.clone(),
@@ -220,7 +225,8 @@ pub fn gateway(cfg: &Config) -> Result<GatewaySource, AppError> {
         s.page_limit,
         s.labels.clone(),
         HttpLimits::from(s),
-    )?)
+    )?
+    .with_max_pages(s.max_pages))
 }
 
 /// The detector a configuration describes.
@@ -349,7 +355,8 @@ fn claim_ttl(cfg: &Config) -> Duration {
 
 impl DaemonSettings {
     /// The settings a configuration describes (`alerts`, `schedule`,
-    /// `windows`, `state`), around the runtime parts.
+    /// `windows`, `state`), around the runtime parts, with a watch of their
+    /// own on the running tick.
     pub fn from_config(
         cfg: &Config,
         channels: Vec<Arc<dyn Channel>>,
@@ -360,6 +367,8 @@ impl DaemonSettings {
         DaemonSettings {
             policy: (&cfg.alerts).into(),
             max_catch_up_windows: cfg.schedule.max_catch_up_windows,
+            tick_timeout: cfg.schedule.tick_timeout,
+            tick_watch: TickWatch::new(),
             max_backfill: cfg.windows.max_backfill,
             delivery_deadline: cfg.alerts.delivery_deadline,
             retry: (&cfg.alerts).into(),

@@ -1,10 +1,17 @@
 //! Replaying a historical range through the same pipeline the daemon runs,
 //! and scoring the findings against known truth.
+//!
+//! A window whose read fails (after the source's own retries of each page)
+//! is read again, as the daemon reads it again on its next tick: after a
+//! backoff, a bounded number of times ([`WindowRetries`]). The replay
+//! reports the windows that needed it; one that still fails ends the replay
+//! with its error.
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Sleeper, TokioSleeper};
 use crate::detect::{Detector, Finding, Kind};
+use crate::http::RetryPolicy;
 use crate::pipeline::{Pipeline, PipelineError, Schedule, WindowReport};
-use crate::source::Source;
+use crate::source::{HttpLimits, Source, Window};
 use crate::store::SqlStore;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -26,10 +33,92 @@ pub struct Replay {
     pub sessions: u64,
     /// Sessions drilled into.
     pub drilldowns: usize,
+    /// Windows (or the catalogue) read again after a failed read, in order.
+    pub retried: Vec<RetriedRead>,
+}
+
+/// A read that failed and succeeded when read again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetriedRead {
+    /// The window; `None` for the model catalogue.
+    pub window: Option<Window>,
+    /// Reads it took, the successful one included.
+    pub reads: u32,
+    /// Why the last failed read failed.
+    pub last_error: String,
+}
+
+/// How a replay reads again a window whose read failed.
+#[derive(Clone)]
+pub struct WindowRetries {
+    /// Reads of one window in all, the first included (at least 1).
+    pub reads: u32,
+    /// The wait before each new read: `retry_base` doubling up to
+    /// `retry_max`, as between attempts at one page.
+    pub backoff: RetryPolicy,
+    /// How the waits are made (tests record them).
+    pub sleeper: Arc<dyn Sleeper>,
+}
+
+impl std::fmt::Debug for WindowRetries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WindowRetries")
+            .field("reads", &self.reads)
+            .field("backoff", &self.backoff)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WindowRetries {
+    /// Reads of a window by default: with the source's retries of each page
+    /// behind every read, four more reads ride out a fault that outlasted
+    /// them, and a gateway that is down ends the replay within seconds.
+    pub const READS: u32 = 5;
+
+    /// [`WindowRetries::READS`] reads, waiting between them as the source
+    /// waits between attempts at a page, on the tokio timer.
+    pub fn like_source(limits: &HttpLimits) -> WindowRetries {
+        WindowRetries {
+            reads: WindowRetries::READS,
+            backoff: RetryPolicy::exponential(
+                WindowRetries::READS - 1,
+                limits.retry_base,
+                limits.retry_max,
+            ),
+            sleeper: Arc::new(TokioSleeper),
+        }
+    }
+
+    /// One read: a failure ends the replay.
+    pub fn none() -> WindowRetries {
+        WindowRetries {
+            reads: 1,
+            backoff: RetryPolicy::exponential(0, Duration::ZERO, Duration::ZERO),
+            sleeper: Arc::new(TokioSleeper),
+        }
+    }
+
+    /// The same retries, waiting on `sleeper`.
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> WindowRetries {
+        self.sleeper = sleeper;
+        self
+    }
+}
+
+/// The read that failed, if `e` is a failed read worth another: `Some(None)`
+/// for the catalogue, `Some(Some(window))` for a window.
+fn failed_read(e: &PipelineError) -> Option<Option<Window>> {
+    match e {
+        PipelineError::Source { window, source } if source.is_retryable() => Some(Some(*window)),
+        PipelineError::Models(source) if source.is_retryable() => Some(None),
+        PipelineError::Deadline { window, .. } => Some(*window),
+        _ => None,
+    }
 }
 
 /// Replays `[from, to)` window by window into the store at `state_url`
-/// (`sqlite::memory:` for a throwaway one). `on_window` sees each window.
+/// (`sqlite::memory:` for a throwaway one), reading a failed window again
+/// as `retries` says. `on_window` sees each window.
 #[allow(clippy::too_many_arguments)]
 pub async fn replay<S, F>(
     source: S,
@@ -40,6 +129,7 @@ pub async fn replay<S, F>(
     window: Duration,
     drilldown_concurrency: usize,
     clock: Arc<dyn Clock>,
+    retries: &WindowRetries,
     mut on_window: F,
 ) -> Result<Replay, PipelineError>
 where
@@ -63,16 +153,51 @@ where
         clock,
     );
     let mut out = Replay::default();
-    pipeline
-        .run_due(to, |r| {
-            out.windows += 1;
-            out.sessions += r.sessions;
-            out.drilldowns += r.drilldowns;
-            out.findings.extend(r.new_findings.iter().cloned());
-            on_window(r);
-        })
-        .await?;
-    Ok(out)
+    // The read that failed last and has not succeeded since: what, how
+    // often, and why.
+    let mut failing: Option<(Option<Window>, u32, String)> = None;
+    loop {
+        let result = pipeline
+            .run_due(to, |r| {
+                if let Some((window, failures, last_error)) = failing.take() {
+                    out.retried.push(RetriedRead {
+                        window,
+                        reads: failures + 1,
+                        last_error,
+                    });
+                }
+                out.windows += 1;
+                out.sessions += r.sessions;
+                out.drilldowns += r.drilldowns;
+                out.findings.extend(r.new_findings.iter().cloned());
+                on_window(r);
+            })
+            .await;
+        let error = match result {
+            Ok(_) => return Ok(out),
+            Err(e) => e,
+        };
+        let Some(read) = failed_read(&error) else {
+            return Err(error);
+        };
+        let failures = match &failing {
+            Some((w, n, _)) if *w == read => n + 1,
+            _ => 1,
+        };
+        if failures >= retries.reads.max(1) {
+            tracing::warn!(reads = failures, error = %error, "the read failed every time; the replay stops");
+            return Err(error);
+        }
+        let wait = retries.backoff.delay(failures - 1, None);
+        tracing::warn!(
+            reads = failures,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            error = %error,
+            "read failed; reading it again"
+        );
+        failing = Some((read, failures, error.to_string()));
+        retries.sleeper.sleep(wait).await;
+    }
 }
 
 /// Precision and recall of one kind.
@@ -263,6 +388,9 @@ pub struct AlertReplay {
 /// Replays `[from, to)` through the daemon's own tick, one window at a
 /// time, with throwaway state and no channel: the alerts (and, with an
 /// escalation, the investigations) a live run would have produced.
+///
+/// A tick that could not read its window is run again at the same time,
+/// as `retries` says, before the replay moves on.
 #[allow(clippy::too_many_arguments)]
 pub async fn replay_alerts<S>(
     source: S,
@@ -272,6 +400,7 @@ pub async fn replay_alerts<S>(
     window: Duration,
     policy: crate::incidents::AlertPolicy,
     escalation: Option<crate::escalate::Escalation>,
+    retries: &WindowRetries,
 ) -> Result<AlertReplay, crate::store::StoreError>
 where
     S: Source + Clone + 'static,
@@ -292,6 +421,9 @@ where
     let settings = DaemonSettings {
         policy,
         max_catch_up_windows: 1,
+        // A replay has no schedule to keep: no deadline to speak of.
+        tick_timeout: Duration::from_secs(u64::from(u32::MAX)),
+        tick_watch: crate::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(u64::from(u32::MAX)),
         delivery_deadline: Duration::from_secs(3600),
         retry: crate::notify::outbox::RetryPolicy {
@@ -309,11 +441,23 @@ where
     let step = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::minutes(15));
     let mut out = AlertReplay::default();
     let mut at = from + step;
+    let mut failures = 0;
     while at <= to {
         clock.set(at);
         let r = daemon.tick().await?;
         out.investigations += r.investigations;
         out.alerts.extend(r.alerts);
+        if let Some(error) = r.source_error {
+            failures += 1;
+            if failures < retries.reads.max(1) {
+                let wait = retries.backoff.delay(failures - 1, None);
+                tracing::warn!(reads = failures, error = %error, "read failed; reading it again");
+                retries.sleeper.sleep(wait).await;
+                continue;
+            }
+            tracing::warn!(reads = failures, error = %error, "the read failed every time; moving on");
+        }
+        failures = 0;
         at += step;
     }
     let mut day = from.date_naive();

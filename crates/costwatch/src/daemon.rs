@@ -16,7 +16,8 @@ use crate::investigate::BudgetLedger;
 use crate::notify::Alert;
 use crate::notify::outbox::{Channel, RetryPolicy};
 use crate::ops::metrics::Metrics;
-use crate::pipeline::{Pipeline, PipelineError};
+use crate::ops::stall::TickWatch;
+use crate::pipeline::{Deadline, Pipeline, PipelineError};
 use crate::source::{Source, Window};
 use crate::store::{Store, StoreError};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
@@ -30,6 +31,10 @@ pub struct DaemonSettings {
     pub policy: AlertPolicy,
     /// Most windows one tick processes.
     pub max_catch_up_windows: usize,
+    /// How long one tick may read the gateway.
+    pub tick_timeout: Duration,
+    /// Where a tick marks its window phase, for `/healthz` and the watchdog.
+    pub tick_watch: TickWatch,
     /// Windows older than this are skipped rather than caught up.
     pub max_backfill: Duration,
     /// How long an alert's delivery is retried.
@@ -125,9 +130,18 @@ where
     }
 
     /// One run of the job at the clock's time: skip what is older than the
-    /// backfill, process due windows (bounded), evaluate incidents, deliver.
-    /// Fails only when the state database does.
+    /// backfill, process due windows (bounded in number and by
+    /// `tick_timeout`), evaluate incidents, deliver. Fails only when the
+    /// state database does.
+    ///
+    /// The gateway is read until `tick_timeout` after the tick began. A
+    /// window not read by then stays due, never committed empty. When the
+    /// tick committed no window before, that counts as a failed read of the
+    /// gateway, like an outage (`source_unhealthy`, `/healthz` 503); a
+    /// catch-up that did commit windows just stops there, as it does at
+    /// `max_catch_up_windows`.
     pub async fn tick(&self) -> Result<TickReport, StoreError> {
+        let deadline = Deadline::after(self.settings.tick_timeout);
         let now = self.clock.now();
         let job = self.pipeline.schedule().job.clone();
         let mut report = TickReport::default();
@@ -140,12 +154,16 @@ where
         report.skipped_windows = self.skip_old_windows(now).await?;
         let mut windows: Vec<Window> = Vec::new();
         let mut failure = None;
+        let reading = self
+            .settings
+            .tick_watch
+            .reading(deadline.at, self.settings.tick_timeout);
         while windows.len() < self.settings.max_catch_up_windows {
             let batch =
                 WINDOWS_PER_LEASE_RENEWAL.min(self.settings.max_catch_up_windows - windows.len());
             let result = self
                 .pipeline
-                .run_due_bounded(now, batch, |r| {
+                .run_due_bounded(now, batch, Some(deadline), |r| {
                     windows.push(r.window);
                     report.new_findings += r.new_findings.len();
                     let m = &self.settings.metrics;
@@ -169,23 +187,39 @@ where
                     tracing::warn!(window = %w, "window already processed by another replica");
                     return Ok(report);
                 }
+                // A catch-up that made progress: the gateway answers, the
+                // rest waits for the next tick.
+                Err(PipelineError::Deadline { .. }) if !windows.is_empty() => {
+                    tracing::info!(
+                        windows = windows.len(),
+                        "schedule.tick_timeout reached during a catch-up; the remaining windows stay due"
+                    );
+                    break;
+                }
                 Err(e) => {
                     failure = Some(e);
                     break;
                 }
             }
         }
+        drop(reading);
         report.windows = windows.len();
         let healthy = match failure {
             None => true,
             Some(PipelineError::Store(e)) => return Err(e),
-            Some(e @ (PipelineError::Source { .. } | PipelineError::Models(_))) => {
+            Some(
+                e @ (PipelineError::Source { .. }
+                | PipelineError::Models(_)
+                | PipelineError::Deadline { .. }),
+            ) => {
                 let message = e.to_string();
                 self.settings.metrics.window_failed();
                 self.settings.metrics.gateway_error(match &e {
                     PipelineError::Source { source, .. } | PipelineError::Models(source) => {
                         source_kind(source)
                     }
+                    // The gateway did not answer in time.
+                    PipelineError::Deadline { .. } => "transient",
                     PipelineError::Store(_) => "store",
                 });
                 tracing::warn!(error = %message, "gateway unavailable; windows stay due");

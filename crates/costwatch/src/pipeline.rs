@@ -11,9 +11,11 @@ use crate::detect::{Catalogue, Detector, Diagnostic, Finding};
 use crate::source::{ModelPrice, SessionRecord, Source, SourceError, Window};
 use crate::store::{Store, StoreError, WindowCommit};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 /// How far back a model's traffic counts as "in use" when judging prices.
 const MODELS_IN_USE_LOOKBACK_DAYS: i64 = 7;
@@ -33,9 +35,57 @@ pub enum PipelineError {
     /// The catalogue could not be read.
     #[error("model catalogue: {0}")]
     Models(#[source] SourceError),
+    /// The run's deadline passed while the gateway was being read; the
+    /// window (or the catalogue, when `window` is `None`) stays due.
+    #[error("{}: not read within the tick's deadline of {}", what_timed_out(window), humantime::format_duration(*after))]
+    Deadline {
+        /// The window being read, `None` for the catalogue.
+        window: Option<Window>,
+        /// How long the run was given.
+        after: Duration,
+    },
     /// State could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn what_timed_out(window: &Option<Window>) -> String {
+    match window {
+        Some(w) => format!("window {w}"),
+        None => "model catalogue".to_owned(),
+    }
+}
+
+/// When a run must stop reading the gateway: the deadline of a daemon tick.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    /// The instant, on tokio's clock.
+    pub at: Instant,
+    /// How long the run was given, for messages.
+    pub after: Duration,
+}
+
+impl Deadline {
+    /// The longest deadline kept as given; beyond it (ten years), the timer
+    /// could not hold it anyway.
+    const LONGEST: Duration = Duration::from_secs(10 * 365 * 86_400);
+
+    /// A deadline `after` from now.
+    pub fn after(after: Duration) -> Deadline {
+        Deadline {
+            at: Instant::now() + after.min(Deadline::LONGEST),
+            after,
+        }
+    }
+
+    /// Runs `read` until the deadline; `None` when it passed first (`read`
+    /// is then dropped, which abandons its requests).
+    async fn bound<T>(deadline: Option<Deadline>, read: impl Future<Output = T>) -> Option<T> {
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d.at, read).await.ok(),
+            None => Some(read.await),
+        }
+    }
 }
 
 /// Where windows come from.
@@ -120,6 +170,14 @@ pub struct WindowReport {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// A window read and judged, not yet stored.
+struct Read {
+    judgement: crate::detect::Judgement,
+    pages: u64,
+    retries: u64,
+    drilldowns: usize,
+}
+
 /// The window pipeline.
 pub struct Pipeline<S, St> {
     source: S,
@@ -189,15 +247,18 @@ where
     where
         F: FnMut(&WindowReport),
     {
-        self.run_due_bounded(now, usize::MAX, on_window).await
+        self.run_due_bounded(now, usize::MAX, None, on_window).await
     }
 
     /// Like [`Pipeline::run_due`], but processes at most `max_windows`
-    /// windows; the rest stay due for the next run.
+    /// windows, and reads the gateway only until `deadline`: the window being
+    /// read then fails with [`PipelineError::Deadline`]. Either way the rest
+    /// stay due for the next run.
     pub async fn run_due_bounded<F>(
         &self,
         now: DateTime<Utc>,
         max_windows: usize,
+        deadline: Option<Deadline>,
         mut on_window: F,
     ) -> Result<Vec<WindowReport>, PipelineError>
     where
@@ -225,10 +286,16 @@ where
         if due.is_empty() {
             return Ok(Vec::new());
         }
-        let models = self.source.models().await.map_err(PipelineError::Models)?;
+        let models = Deadline::bound(deadline, self.source.models())
+            .await
+            .ok_or_else(|| PipelineError::Deadline {
+                window: None,
+                after: deadline.map(|d| d.after).unwrap_or_default(),
+            })?
+            .map_err(PipelineError::Models)?;
         let mut reports = Vec::with_capacity(due.len());
         for window in due {
-            match self.process_window(window, &models).await {
+            match self.process_window(window, &models, deadline).await {
                 Ok(report) => {
                     on_window(&report);
                     reports.push(report);
@@ -250,43 +317,26 @@ where
         Ok(reports)
     }
 
-    /// Reads, checks and stores one window.
+    /// Reads, checks and stores one window; the reading stops at `deadline`
+    /// (the commit, once reached, is never cut short).
     pub async fn process_window(
         &self,
         window: Window,
         models: &[ModelPrice],
+        deadline: Option<Deadline>,
     ) -> Result<WindowReport, PipelineError> {
-        let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
-        let in_use = self.store.models_in_use(since).await?;
-        let catalogue = Catalogue::new(models.to_vec(), in_use.iter().map(String::as_str));
-        let mut analysis = self.detector.begin(window, catalogue);
-        let stats = self
-            .source
-            .sessions(window, |s: SessionRecord| analysis.observe(s))
+        let read = Deadline::bound(deadline, self.read_window(window, models))
             .await
-            .map_err(|source| PipelineError::Source { window, source })?;
-        let history = self.store.load_baselines(&analysis.groups()).await?;
-        let (mut pages, mut retries) = (stats.pages, stats.retries);
-        let mut judgement = if analysis.overflowed() {
-            // Too many candidates to keep: the baselines are complete now, so
-            // a second read judges every session as it streams by.
-            let mut again = analysis.rejudge(history);
-            let second = self
-                .source
-                .sessions(window, |s: SessionRecord| again.observe(s))
-                .await
-                .map_err(|source| PipelineError::Source { window, source })?;
-            pages += second.pages;
-            retries += second.retries;
-            again.finish()
-        } else {
-            analysis.judge(history)
-        };
-        let drilldowns = judgement.drilldowns.len();
-        let confirmed = self
-            .drill_down(window, std::mem::take(&mut judgement.drilldowns))
-            .await?;
-        judgement.findings.extend(confirmed);
+            .ok_or_else(|| PipelineError::Deadline {
+                window: Some(window),
+                after: deadline.map(|d| d.after).unwrap_or_default(),
+            })??;
+        let Read {
+            mut judgement,
+            pages,
+            retries,
+            drilldowns,
+        } = read;
         let all = judgement.findings.len();
         let new_findings = self
             .store
@@ -319,7 +369,53 @@ where
             drilldowns,
             seen_again: all - new_findings.len(),
             new_findings,
-            diagnostics: judgement.diagnostics,
+            diagnostics: std::mem::take(&mut judgement.diagnostics),
+        })
+    }
+
+    /// Reads one window (twice when it has too many candidates), judges it
+    /// and drills into its retry-loop candidates. Stores nothing.
+    async fn read_window(
+        &self,
+        window: Window,
+        models: &[ModelPrice],
+    ) -> Result<Read, PipelineError> {
+        let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
+        let in_use = self.store.models_in_use(since).await?;
+        let catalogue = Catalogue::new(models.to_vec(), in_use.iter().map(String::as_str));
+        let mut analysis = self.detector.begin(window, catalogue);
+        let stats = self
+            .source
+            .sessions(window, |s: SessionRecord| analysis.observe(s))
+            .await
+            .map_err(|source| PipelineError::Source { window, source })?;
+        let history = self.store.load_baselines(&analysis.groups()).await?;
+        let (mut pages, mut retries) = (stats.pages, stats.retries);
+        let mut judgement = if analysis.overflowed() {
+            // Too many candidates to keep: the baselines are complete now, so
+            // a second read judges every session as it streams by.
+            let mut again = analysis.rejudge(history);
+            let second = self
+                .source
+                .sessions(window, |s: SessionRecord| again.observe(s))
+                .await
+                .map_err(|source| PipelineError::Source { window, source })?;
+            pages += second.pages;
+            retries += second.retries;
+            again.finish()
+        } else {
+            analysis.judge(history)
+        };
+        let drilldowns = judgement.drilldowns.len();
+        let confirmed = self
+            .drill_down(window, std::mem::take(&mut judgement.drilldowns))
+            .await?;
+        judgement.findings.extend(confirmed);
+        Ok(Read {
+            judgement,
+            pages,
+            retries,
+            drilldowns,
         })
     }
 

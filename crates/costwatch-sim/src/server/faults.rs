@@ -3,17 +3,23 @@
 //! ([`FaultHandle`]), and how each fault damages an answer of the gateway's
 //! REST contract (gateway-api.md section 1, "Errors": 429 with
 //! `Retry-After`, 5xx, bodies cut off or malformed, rows missing a
-//! required field).
+//! required field; and paging that breaks the contract's "`next_cursor` is
+//! `null` on the last page": cursors that cycle, or a listing that never
+//! ends).
 //!
 //! Queueing, persistence and counting are the shared `crate::faults`
 //! machinery; a fault matches a route through [`FaultPath::matches`].
+//! Besides queued and persistent faults, a handle can draw faults at random
+//! ([`RandomFaults`]) from its own seeded generator.
 
 use super::routes::ApiError;
 use crate::faults::{self, FaultQueue};
+use crate::rng::SimRng;
 use axum::Json;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::Value;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Which routes a fault applies to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,6 +68,17 @@ pub enum FaultKind {
         /// How long to wait.
         millis: u64,
     },
+    /// A listing that never ends because its cursors cycle: pages 1 to
+    /// `pages` are served in order, then page `pages` leads back to page 2.
+    /// With `pages: 3` the cursors run A, B, A, B, ... (pages past the last
+    /// row are empty). `pages` below 2 counts as 2: page 2 leads to itself.
+    CursorCycle {
+        /// The page whose `next_cursor` leads back to page 2.
+        pages: u32,
+    },
+    /// A listing that never ends: past the last row, every page is empty
+    /// and has a `next_cursor` never seen before.
+    EndlessPages,
 }
 
 /// A fault and the routes it applies to.
@@ -88,14 +105,40 @@ impl Fault {
     }
 }
 
+/// Faults drawn at random: each request on `path` that no queued or
+/// persistent fault applies to gets, with probability `rate`, one of
+/// `kinds` (each as likely), drawn from a generator seeded with `seed`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RandomFaults {
+    /// Routes the faults apply to.
+    pub path: FaultPath,
+    /// Share of requests that get a fault, from 0 to 1.
+    pub rate: f64,
+    /// What can go wrong; empty means nothing does.
+    pub kinds: Vec<FaultKind>,
+    /// Seed of the draws.
+    pub seed: u64,
+}
+
+/// The random faults in force, their generator, and how many were served.
+#[derive(Debug, Default)]
+struct RandomState {
+    faults: Option<(RandomFaults, SimRng)>,
+    served: u64,
+}
+
 /// Injects faults into a running simulator; cheap to clone, shareable
 /// across threads.
 ///
 /// Queued faults are consumed one per matching request, in order. A
 /// persistent fault applies to every matching request (and takes precedence
-/// over the queue) until it is cleared.
+/// over the queue) until it is cleared. Random faults apply to requests
+/// that neither gives a fault.
 #[derive(Debug, Clone, Default)]
-pub struct FaultHandle(FaultQueue<Fault>);
+pub struct FaultHandle {
+    queue: FaultQueue<Fault>,
+    random: Arc<Mutex<RandomState>>,
+}
 
 impl FaultHandle {
     /// A handle with no faults.
@@ -105,40 +148,107 @@ impl FaultHandle {
 
     /// Queues a fault for the next matching request.
     pub fn push(&self, fault: Fault) {
-        self.0.push(fault);
+        self.queue.push(fault);
     }
 
     /// Makes every matching request fail (an outage) until set to `None`.
     pub fn set_persistent(&self, fault: Option<Fault>) {
-        self.0.set_persistent(fault);
+        self.queue.set_persistent(fault);
     }
 
-    /// Drops the queued and the persistent faults.
+    /// Draws faults at random for the requests nothing else applies to,
+    /// until set to `None`.
+    pub fn set_random(&self, faults: Option<RandomFaults>) {
+        self.with_random(|r| {
+            r.faults = faults.map(|f| {
+                let rng = SimRng::seed_from_u64(f.seed);
+                (f, rng)
+            });
+        });
+    }
+
+    /// Drops the queued, the persistent and the random faults.
     pub fn clear(&self) {
-        self.0.clear();
+        self.with_random(|r| r.faults = None);
+        self.queue.clear();
     }
 
     /// How many queued faults have not been served yet.
     pub fn pending(&self) -> usize {
-        self.0.pending()
+        self.queue.pending()
     }
 
-    /// How many faults have been served so far.
+    /// How many faults have been served so far, random ones included.
     pub fn served(&self) -> u64 {
-        self.0.served()
+        self.queue.served() + self.with_random(|r| r.served)
     }
 
     /// The fault to apply to a request on `route`, if any, counted as served.
     fn take(&self, route: FaultPath) -> Option<FaultKind> {
-        self.0.take(|f| f.path.matches(route)).map(|f| f.kind)
+        if let Some(f) = self.queue.take(|f| f.path.matches(route)) {
+            return Some(f.kind);
+        }
+        self.with_random(|r| {
+            let (faults, rng) = r.faults.as_mut()?;
+            if !faults.path.matches(route) || faults.kinds.is_empty() {
+                return None;
+            }
+            if !rng.random_bool(faults.rate) {
+                return None;
+            }
+            let kind = faults.kinds[rng.random_range(0..faults.kinds.len())].clone();
+            r.served += 1;
+            Some(kind)
+        })
+    }
+
+    fn with_random<R>(&self, f: impl FnOnce(&mut RandomState) -> R) -> R {
+        let mut state = self.random.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut state)
     }
 }
 
-/// Applies the route's next fault (if any) around the normal answer.
+/// Far past any position a dataset has: where the pages of a listing that
+/// never ends go once the rows are used up.
+const PAST_THE_END: usize = 1 << 40;
+
+/// Where the page after the one at `from` starts, once `fault` has had its
+/// say about paging. `next_of(p)` is the real next position of the page at
+/// `p` (`None` on the last page), and the real answer for `from` is `next`.
+pub(super) fn next_position(
+    fault: Option<&FaultKind>,
+    from: usize,
+    next: Option<usize>,
+    next_of: impl Fn(usize) -> Option<usize>,
+) -> Option<usize> {
+    // Past the last row the listing goes on with fresh, empty pages.
+    let onwards = |p: usize, n: Option<usize>| n.unwrap_or(p.max(PAST_THE_END) + 1);
+    match fault {
+        Some(FaultKind::EndlessPages) => Some(onwards(from, next)),
+        Some(FaultKind::CursorCycle { pages }) => {
+            let pages = usize::try_from(*pages).unwrap_or(usize::MAX).max(2);
+            // The start positions of pages 1 to `pages`.
+            let mut chain = vec![0];
+            while chain.len() < pages {
+                let last = chain[chain.len() - 1];
+                chain.push(onwards(last, next_of(last)));
+            }
+            match chain.iter().position(|&p| p == from) {
+                Some(i) if i + 1 < pages => Some(chain[i + 1]),
+                Some(_) => Some(chain[1]),
+                None => next,
+            }
+        }
+        _ => next,
+    }
+}
+
+/// Applies the route's next fault (if any) around the normal answer, which
+/// sees the fault so that paging faults can change its cursor.
 pub(super) async fn serve(
     faults: &FaultHandle,
     route: FaultPath,
-    answer: impl FnOnce() -> Result<Value, ApiError>,
+    answer: impl FnOnce(Option<&FaultKind>) -> Result<Value, ApiError>,
 ) -> Response {
     let fault = faults.take(route);
     match &fault {
@@ -149,7 +259,7 @@ pub(super) async fn serve(
         }
         _ => {}
     }
-    respond(answer(), fault.as_ref())
+    respond(answer(fault.as_ref()), fault.as_ref())
 }
 
 /// The answer, damaged as `fault` says.

@@ -22,7 +22,7 @@ mod routes;
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
-pub use self::faults::{Fault, FaultHandle, FaultKind, FaultPath};
+pub use self::faults::{Fault, FaultHandle, FaultKind, FaultPath, RandomFaults};
 pub use crate::cursor::MAX_LIMIT;
 
 use crate::dataset::Dataset;

@@ -3,7 +3,7 @@
 //! answers, and the JSON error body `{"error": {"code", "message"}}`.
 
 use super::Shared;
-use super::faults::{FaultPath, serve};
+use super::faults::{FaultKind, FaultPath, next_position, serve};
 use super::query::ListQuery;
 use crate::cursor;
 use crate::dataset::{Page, Window};
@@ -57,28 +57,32 @@ pub(super) async fn not_found(req: Request) -> Response {
 }
 
 async fn sessions(State(sh): State<Arc<Shared>>, RawQuery(raw): RawQuery) -> Response {
-    serve(&sh.faults, FaultPath::Sessions, || {
-        list_sessions(&sh, raw.as_deref())
+    serve(&sh.faults, FaultPath::Sessions, |fault| {
+        list_sessions(&sh, raw.as_deref(), fault)
     })
     .await
 }
 
 async fn requests(State(sh): State<Arc<Shared>>, RawQuery(raw): RawQuery) -> Response {
-    serve(&sh.faults, FaultPath::Requests, || {
-        list_requests(&sh, raw.as_deref())
+    serve(&sh.faults, FaultPath::Requests, |fault| {
+        list_requests(&sh, raw.as_deref(), fault)
     })
     .await
 }
 
 async fn models(State(sh): State<Arc<Shared>>) -> Response {
-    serve(&sh.faults, FaultPath::Models, || {
+    serve(&sh.faults, FaultPath::Models, |_| {
         let rows: Vec<Value> = sh.dataset.models.iter().map(|m| m.to_row()).collect();
         Ok(json!({ "data": rows }))
     })
     .await
 }
 
-fn list_sessions(sh: &Shared, raw: Option<&str>) -> Result<Value, ApiError> {
+fn list_sessions(
+    sh: &Shared,
+    raw: Option<&str>,
+    fault: Option<&FaultKind>,
+) -> Result<Value, ApiError> {
     let q = ListQuery::parse(raw, false)?;
     let (start, end) = q
         .window()?
@@ -92,35 +96,50 @@ fn list_sessions(sh: &Shared, raw: Option<&str>) -> Result<Value, ApiError> {
         now: sh.now(),
     };
     let page = sh.dataset.sessions_page(&w, from, q.limit);
-    Ok(cursor::page_body(page.rows, page.next, fingerprint))
+    let next = next_position(fault, from, page.next, |p| {
+        sh.dataset.sessions_page(&w, p, q.limit).next
+    });
+    Ok(cursor::page_body(page.rows, next, fingerprint))
 }
 
-fn list_requests(sh: &Shared, raw: Option<&str>) -> Result<Value, ApiError> {
+fn list_requests(
+    sh: &Shared,
+    raw: Option<&str>,
+    fault: Option<&FaultKind>,
+) -> Result<Value, ApiError> {
     let q = ListQuery::parse(raw, true)?;
     let window = q.window()?;
     let fingerprint = q.fingerprint("requests");
     let from = q.position(fingerprint)?;
     let now = sh.now();
-    let page = match (&q.session_id, window) {
-        (Some(id), window) => sh
-            .dataset
-            .session_requests_page(id, window, &q.labels, now, from, q.limit)
-            .unwrap_or(Page {
-                rows: Vec::new(),
-                next: None,
-            }),
-        (None, Some((start, end))) => {
-            let w = Window {
-                start,
-                end,
-                labels: &q.labels,
-                now,
-            };
-            sh.dataset.requests_page(&w, from, q.limit)
-        }
-        (None, None) => return Err(ApiError::bad_request("give session_id, or start and end")),
+    let page_at = |from: usize| -> Result<Page, ApiError> {
+        Ok(match (&q.session_id, window) {
+            (Some(id), window) => sh
+                .dataset
+                .session_requests_page(id, window, &q.labels, now, from, q.limit)
+                .unwrap_or(Page {
+                    rows: Vec::new(),
+                    next: None,
+                }),
+            (None, Some((start, end))) => {
+                let w = Window {
+                    start,
+                    end,
+                    labels: &q.labels,
+                    now,
+                };
+                sh.dataset.requests_page(&w, from, q.limit)
+            }
+            (None, None) => {
+                return Err(ApiError::bad_request("give session_id, or start and end"));
+            }
+        })
     };
-    Ok(cursor::page_body(page.rows, page.next, fingerprint))
+    let page = page_at(from)?;
+    let next = next_position(fault, from, page.next, |p| {
+        page_at(p).ok().and_then(|page| page.next)
+    });
+    Ok(cursor::page_body(page.rows, next, fingerprint))
 }
 
 /// An error answer: `{"error": {"code", "message"}}`.

@@ -444,3 +444,126 @@ async fn shutdown_stops_listening() {
     s.shutdown().await.unwrap();
     assert!(reqwest::Client::new().get(&url).send().await.is_err());
 }
+
+/// The `next_cursor`s of the first `n` pages of the seed window's sessions
+/// in pages of `limit`, following them wherever they lead.
+async fn cursors(s: &SimServer, limit: &str, n: usize) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..n {
+        let mut q = vec![("start", START), ("end", END), ("limit", limit)];
+        if let Some(c) = &cursor {
+            q.push(("cursor", c));
+        }
+        let body = get_json(s, "/sessions", &q).await;
+        cursor = body["next_cursor"].as_str().map(str::to_owned);
+        out.push(cursor.clone());
+        if cursor.is_none() {
+            break;
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_cursor_cycle_leads_from_the_last_page_back_to_the_second() {
+    let s = fixture_server().await;
+    let clean = cursors(&s, "10", 10).await;
+    assert_eq!(clean.len(), 3, "26 sessions in pages of 10: {clean:?}");
+    assert_eq!(clean[2], None);
+
+    s.faults().set_persistent(Some(Fault::on(
+        FaultPath::Sessions,
+        FaultKind::CursorCycle { pages: 3 },
+    )));
+    let got = cursors(&s, "10", 6).await;
+    let (a, b) = (clean[0].clone(), clean[1].clone());
+    assert_eq!(
+        got,
+        [a.clone(), b.clone(), a.clone(), b.clone(), a.clone(), b]
+    );
+    // Past the last row the cycle goes on through empty pages.
+    let got = cursors(&s, "50", 5).await;
+    assert_eq!(got.len(), 5);
+    assert_eq!(got[0], got[2], "{got:?}");
+    assert_eq!(got[1], got[3], "{got:?}");
+    assert_ne!(got[0], got[1]);
+    // Two pages: the second leads to itself.
+    s.faults().set_persistent(Some(Fault::on(
+        FaultPath::Sessions,
+        FaultKind::CursorCycle { pages: 2 },
+    )));
+    let got = cursors(&s, "10", 3).await;
+    assert_eq!(got, [a.clone(), a.clone(), a]);
+    // The fault stays on its route.
+    assert_eq!(get(&s, "/models", &[]).await.status(), 200);
+}
+
+#[tokio::test]
+async fn endless_pages_never_repeat_a_cursor_and_carry_each_row_once() {
+    let s = fixture_server().await;
+    s.faults().set_persistent(Some(Fault::on(
+        FaultPath::Sessions,
+        FaultKind::EndlessPages,
+    )));
+    let got = cursors(&s, "10", 8).await;
+    assert_eq!(got.len(), 8);
+    assert!(got.iter().all(Option::is_some));
+    let unique: std::collections::BTreeSet<_> = got.iter().collect();
+    assert_eq!(unique.len(), 8, "{got:?}");
+    let mut q = vec![("start", START), ("end", END), ("limit", "10")];
+    let last = got[7].clone().unwrap();
+    q.push(("cursor", &last));
+    let body = get_json(&s, "/sessions", &q).await;
+    assert_eq!(body["data"], json!([]), "the rows were used up on page 3");
+}
+
+#[tokio::test]
+async fn random_faults_hit_about_their_rate_and_repeat_with_their_seed() {
+    let s = fixture_server().await;
+    // One client for the few hundred requests (building one is slow).
+    let client = reqwest::Client::new();
+    let sessions = format!("{}/sessions", s.base_url());
+    let random = RandomFaults {
+        path: FaultPath::Sessions,
+        rate: 0.2,
+        kinds: vec![FaultKind::ServerError { status: 500 }, FaultKind::Truncated],
+        seed: 7,
+    };
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        s.faults().set_random(Some(random.clone()));
+        let mut answers = Vec::new();
+        for _ in 0..200 {
+            let res = client
+                .get(&sessions)
+                .bearer_auth(DEFAULT_ADMIN_KEY)
+                .query(&[("start", START), ("end", END)])
+                .send()
+                .await
+                .unwrap();
+            let status = res.status().as_u16();
+            let whole = serde_json::from_str::<Value>(&res.text().await.unwrap()).is_ok();
+            answers.push((status, whole));
+        }
+        runs.push(answers);
+    }
+    assert_eq!(runs[0], runs[1], "the same seed draws the same faults");
+    let failed = runs[0]
+        .iter()
+        .filter(|(status, whole)| *status != 200 || !whole)
+        .count();
+    assert!((20..=60).contains(&failed), "{failed} of 200");
+    assert!(runs[0].contains(&(500, true)) && runs[0].contains(&(200, false)));
+    assert_eq!(s.faults().served(), 2 * failed as u64);
+    // Other routes are left alone, and clear stops the draws.
+    for _ in 0..10 {
+        assert_eq!(get(&s, "/models", &[]).await.status(), 200);
+    }
+    s.faults().clear();
+    let w = [("start", START), ("end", END)];
+    for _ in 0..10 {
+        let body = get_json(&s, "/sessions", &w).await;
+        assert_eq!(body["data"].as_array().unwrap().len(), 26);
+    }
+}

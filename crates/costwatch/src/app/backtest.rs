@@ -2,7 +2,7 @@
 //! alert replay behind `--spend-preview` and `--investigate`.
 
 use super::{AppError, escalation};
-use crate::backtest::{self, SpendPreview};
+use crate::backtest::{self, SpendPreview, WindowRetries};
 use crate::config::{AlertsConfig, Caps, Config, DEFAULT_MODEL, EscalateConfig};
 use crate::detect::Detector;
 use crate::investigate::budget::Prices;
@@ -64,7 +64,8 @@ pub struct SpendReport {
 /// Replays `[from, to)` through the daemon's tick with the alerting and
 /// investigation settings of `cfg` (the defaults without one), estimating
 /// what escalating the alerts would cost; with `investigate`, really runs the
-/// investigations (enabled for the occasion).
+/// investigations (enabled for the occasion). A tick that could not read
+/// its window is run again as `retries` says.
 #[allow(clippy::too_many_arguments)]
 pub async fn replay_spend<S>(
     cfg: Option<&Config>,
@@ -74,6 +75,7 @@ pub async fn replay_spend<S>(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     window: Duration,
+    retries: &WindowRetries,
 ) -> Result<SpendReport, AppError>
 where
     S: Source + Clone + 'static,
@@ -108,8 +110,10 @@ where
             Prices::from_catalogue(m)
         }
     };
-    let replay =
-        backtest::replay_alerts(source, detector, from, to, window, policy, escalation).await?;
+    let replay = backtest::replay_alerts(
+        source, detector, from, to, window, policy, escalation, retries,
+    )
+    .await?;
     let preview = backtest::spend_preview(
         &replay.alerts,
         |a| wants.wants(a),

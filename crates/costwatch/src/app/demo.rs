@@ -1,8 +1,8 @@
 //! The parts of `demo`: the real pipeline, alerting and investigation
 //! against the built-in gateway simulator and a scripted model.
 
-use super::{AppError, simulator_source};
-use crate::backtest::{self, Replay};
+use super::{AppError, simulator_limits, simulator_source};
+use crate::backtest::{self, Replay, WindowRetries};
 use crate::clock::{Clock, FakeClock, SystemClock};
 use crate::config::{AlertsConfig, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
 use crate::daemon::{Daemon, DaemonSettings};
@@ -87,6 +87,7 @@ impl SeedDemo {
             Duration::from_secs(3600),
             4,
             Arc::new(SystemClock),
+            &WindowRetries::like_source(&simulator_limits()),
             |_| {},
         )
         .await?;
@@ -150,6 +151,7 @@ impl TrafficDemo {
             Duration::from_secs(900),
             4,
             Arc::new(SystemClock),
+            &WindowRetries::like_source(&simulator_limits()),
             |_| {},
         )
         .await?;
@@ -243,6 +245,9 @@ pub async fn demo_investigation(detector: &Detector) -> Result<Vec<Alert>, AppEr
     let settings = DaemonSettings {
         policy: (&AlertsConfig::default()).into(),
         max_catch_up_windows: 10,
+        // No deadline to speak of: the simulator is on loopback.
+        tick_timeout: Duration::from_secs(u64::from(u32::MAX)),
+        tick_watch: crate::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(86_400),
         delivery_deadline: Duration::from_secs(3600),
         retry: RetryPolicy {

@@ -7,6 +7,7 @@ use crate::alerting::DELIVERY_INTERVAL;
 use crate::config;
 use crate::daemon::TickReport;
 use crate::ops::http::{HealthFn, HealthReport};
+use crate::ops::stall::TickWatch;
 use crate::ops::systemd;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex};
@@ -54,7 +55,9 @@ impl App {
         let _endpoint = match self.config.server.listen {
             Some(listen) => {
                 let h = health.clone();
-                let f: HealthFn = Arc::new(move || health_report(&h));
+                let watch = self.shared.tick_watch.clone();
+                let f: HealthFn =
+                    Arc::new(move || health_report(&h, &watch, tokio::time::Instant::now()));
                 Some(
                     crate::ops::http::serve(listen, metrics, f, stop_rx.clone())
                         .await
@@ -67,7 +70,7 @@ impl App {
         let mut sigint = watch_signal(SignalKind::interrupt(), "SIGINT")?;
         let mut sighup = watch_signal(SignalKind::hangup(), "SIGHUP")?;
         self.shared.metrics.config_load(true, clock.now());
-        spawn_watchdog(stop_rx.clone());
+        spawn_watchdog(stop_rx.clone(), self.shared.tick_watch.clone());
         let _ = systemd::notify_ready();
         tracing::info!(config = %self.config.path.display(), schedule = %self.config.schedule.cron_text, "costwatch is running");
 
@@ -155,7 +158,9 @@ impl App {
     }
 }
 
-fn health_report(h: &Mutex<Health>) -> HealthReport {
+/// Unhealthy while the gateway cannot be read (the last tick's error) or
+/// while the running tick is stuck past its deadline at `now`.
+fn health_report(h: &Mutex<Health>, watch: &TickWatch, now: tokio::time::Instant) -> HealthReport {
     let Ok(h) = h.lock() else {
         return HealthReport {
             healthy: false,
@@ -163,26 +168,112 @@ fn health_report(h: &Mutex<Health>) -> HealthReport {
             ..HealthReport::default()
         };
     };
+    let reason = match watch.stalled_at(now) {
+        Some(stall) => Some(stall.to_string()),
+        None => h.source_error.clone(),
+    };
     HealthReport {
-        healthy: h.source_error.is_none(),
-        reason: h.source_error.clone(),
+        healthy: reason.is_none(),
+        reason,
         watermark: h.watermark,
         last_tick: h.last_tick,
     }
 }
 
-/// Pings the systemd watchdog while the runtime is alive.
-fn spawn_watchdog(mut stop: watch::Receiver<bool>) {
+/// Pings the systemd watchdog while the runtime is alive and no tick is
+/// stuck past its deadline: a stuck tick stops the pings, so systemd
+/// restarts the service.
+fn spawn_watchdog(mut stop: watch::Receiver<bool>, tick: TickWatch) {
     let Some(every) = systemd::watchdog_interval() else {
         return;
     };
     tokio::spawn(async move {
         let mut interval = tokio::time::interval(every);
+        let mut withheld = false;
         loop {
             tokio::select! {
-                _ = interval.tick() => { let _ = systemd::notify_watchdog(); }
+                _ = interval.tick() => {
+                    if watchdog_ping(&tick, tokio::time::Instant::now(), &mut withheld) {
+                        let _ = systemd::notify_watchdog();
+                    }
+                }
                 _ = stop.wait_for(|s| *s) => break,
             }
         }
     });
+}
+
+/// Whether the watchdog is pinged at `now`: not while the tick is stuck.
+/// `withheld` remembers that pings stopped, so that is logged once.
+fn watchdog_ping(tick: &TickWatch, now: tokio::time::Instant, withheld: &mut bool) -> bool {
+    match tick.stalled_at(now) {
+        None => {
+            *withheld = false;
+            true
+        }
+        Some(stall) => {
+            if !*withheld {
+                tracing::error!(%stall, "watchdog pings withheld: the tick is stuck");
+            }
+            *withheld = true;
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::stall::STALL_GRACE;
+    use tokio::time::Instant;
+
+    #[test]
+    fn healthz_is_unhealthy_while_the_gateway_fails_or_a_tick_is_stuck() {
+        let health = Mutex::new(Health::default());
+        let watch = TickWatch::new();
+        let deadline = Instant::now();
+        let late = deadline + STALL_GRACE + Duration::from_secs(1);
+        assert!(health_report(&health, &watch, late).healthy);
+
+        let reading = watch.reading(deadline, Duration::from_secs(60));
+        assert!(health_report(&health, &watch, deadline).healthy);
+        let r = health_report(&health, &watch, late);
+        assert!(!r.healthy);
+        let reason = r.reason.unwrap_or_default();
+        assert!(reason.contains("the tick is stuck"), "{reason}");
+        drop(reading);
+        assert!(health_report(&health, &watch, late).healthy);
+
+        if let Ok(mut h) = health.lock() {
+            h.source_error = Some("gateway unavailable: 503".into());
+        }
+        let r = health_report(&health, &watch, late);
+        assert_eq!(
+            (r.healthy, r.reason.as_deref()),
+            (false, Some("gateway unavailable: 503"))
+        );
+    }
+
+    #[test]
+    fn the_watchdog_is_not_pinged_while_a_tick_is_stuck() {
+        let watch = TickWatch::new();
+        let deadline = Instant::now();
+        let late = deadline + STALL_GRACE + Duration::from_secs(1);
+        let mut withheld = false;
+        assert!(
+            watchdog_ping(&watch, late, &mut withheld),
+            "no tick running"
+        );
+        let reading = watch.reading(deadline, Duration::from_secs(60));
+        assert!(
+            watchdog_ping(&watch, deadline, &mut withheld),
+            "within its deadline"
+        );
+        assert!(!watchdog_ping(&watch, late, &mut withheld), "stuck");
+        assert!(withheld);
+        assert!(!watchdog_ping(&watch, late, &mut withheld), "still stuck");
+        drop(reading);
+        assert!(watchdog_ping(&watch, late, &mut withheld), "the tick ended");
+        assert!(!withheld);
+    }
 }

@@ -5,11 +5,11 @@ use super::{BacktestArgs, Exit};
 use anyhow::anyhow;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::app::{self, AppError};
-use costwatch::backtest;
+use costwatch::backtest::{self, WindowRetries};
 use costwatch::clock::SystemClock;
 use costwatch::config::{self, Config};
 use costwatch::detect::Detector;
-use costwatch::source::Source;
+use costwatch::source::{HttpLimits, Source};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +53,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
         let sim = app::start_simulator(traffic.dataset.clone()).await?;
         let truth = &traffic.truth;
         let source = app::simulator_source(&sim)?;
+        let retries = WindowRetries::like_source(&app::simulator_limits());
         let replay = backtest::replay(
             source,
             detector,
@@ -62,6 +63,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
             window,
             concurrency,
             Arc::new(SystemClock),
+            &retries,
             |r| progress.window(r),
         )
         .await
@@ -75,7 +77,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
                 Some(c) => app::detector(c),
                 None => default_detector(a.rules.as_deref())?,
             };
-            spend(&a, cfg.as_ref(), source, det, from, to, window).await?;
+            spend(&a, cfg.as_ref(), source, det, from, to, window, &retries).await?;
         }
         let _ = sim.shutdown().await;
         return Ok(());
@@ -84,6 +86,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
     let (Some(from), Some(to)) = (a.from, a.to) else {
         return Err(Exit::Failed(anyhow!("backtest needs --from and --to")));
     };
+    let retries = WindowRetries::like_source(&HttpLimits::from(&cfg.source));
     let replay = backtest::replay(
         app::gateway(&cfg)?,
         detector,
@@ -93,6 +96,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
         window,
         concurrency,
         Arc::new(SystemClock),
+        &retries,
         |r| progress.window(r),
     )
     .await
@@ -107,6 +111,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
             from,
             to,
             cfg.windows.size,
+            &retries,
         )
         .await?;
     }
@@ -115,6 +120,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
 
 /// `--spend-preview` and `--investigate`: the range again through the
 /// daemon's tick, reporting escalations and what they cost (or would).
+#[allow(clippy::too_many_arguments)]
 async fn spend<S>(
     a: &BacktestArgs,
     cfg: Option<&Config>,
@@ -123,11 +129,12 @@ async fn spend<S>(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
     window: Duration,
+    retries: &WindowRetries,
 ) -> Result<(), Exit>
 where
     S: Source + Clone + 'static,
 {
-    let r = app::replay_spend(cfg, a.investigate, source, det, from, to, window).await?;
+    let r = app::replay_spend(cfg, a.investigate, source, det, from, to, window, retries).await?;
     let p = &r.preview;
     eprintln!(
         "\nalerts: {} over the range; {} would be investigated ({} more over escalate.max_per_hour)",

@@ -86,5 +86,20 @@ impl Progress {
             r.drilldowns,
             r.findings.len()
         );
+        if !r.retried.is_empty() {
+            eprintln!(
+                "backtest: read again after a failed read: {}",
+                r.retried.len()
+            );
+        }
+        for retried in &r.retried {
+            let what = retried
+                .window
+                .map_or_else(|| "model catalogue".to_owned(), |w| format!("window {w}"));
+            eprintln!(
+                "  {what}: {} reads; last failure: {}",
+                retried.reads, retried.last_error
+            );
+        }
     }
 }

@@ -14,7 +14,7 @@ mod schedule;
 
 pub use error::{ConfigError, Problem};
 pub use load::{BUILTIN_RULES, builtin_rules, load, load_rules, load_with_env, rules_schema};
-pub use raw::{DEFAULT_MODEL, default_group_by};
+pub use raw::{DEFAULT_MAX_PAGES, DEFAULT_MODEL, default_group_by};
 pub use rules::{
     NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector, Severity,
 };
@@ -137,6 +137,10 @@ pub struct ScheduleConfig {
     /// Most windows processed in one catch-up after downtime; older windows
     /// beyond `windows.max_backfill` are skipped with a warning.
     pub max_catch_up_windows: usize,
+    /// How long one tick may read the gateway. A window not read by then
+    /// stays due; a tick that read none counts as a failed read of the
+    /// gateway.
+    pub tick_timeout: std::time::Duration,
 }
 
 /// How findings become alerts.
@@ -260,6 +264,9 @@ pub struct SourceConfig {
     pub admin_key: Option<Secret>,
     /// Page size for `/sessions` and `/requests` (1..=50).
     pub page_limit: u32,
+    /// Most pages read in one listing; a listing that goes on longer fails
+    /// the read.
+    pub max_pages: u64,
     /// Whole-request timeout.
     pub timeout: Duration,
     /// Connect timeout.

@@ -92,6 +92,11 @@ pub fn default_group_by() -> Vec<String> {
     vec!["feature".to_owned()]
 }
 
+/// Most pages read in one listing when `source.max_pages` is not set: five
+/// million rows in pages of 50, well above the largest window measured
+/// (a million sessions, 20,000 pages).
+pub const DEFAULT_MAX_PAGES: u64 = 100_000;
+
 /// The `source` section; a key left out keeps its default.
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -102,6 +107,9 @@ pub(crate) struct RawSource {
     pub admin_key_file: Option<String>,
     /// Page size for listing calls.
     pub page_limit: u32,
+    /// Most pages read in one listing (a window's sessions, a session's
+    /// requests); a listing that goes on longer fails the read.
+    pub max_pages: u64,
     /// Whole-request timeout.
     pub timeout: HumanDuration,
     /// Connect timeout.
@@ -124,6 +132,7 @@ impl Default for RawSource {
             api_url: None,
             admin_key_file: None,
             page_limit: 50,
+            max_pages: DEFAULT_MAX_PAGES,
             timeout: HumanDuration::secs(30),
             connect_timeout: HumanDuration::secs(5),
             max_retries: 5,
@@ -214,6 +223,8 @@ pub(crate) struct RawSchedule {
     pub timezone: String,
     /// Most windows processed in one catch-up.
     pub max_catch_up_windows: u64,
+    /// How long one tick may read the gateway.
+    pub tick_timeout: HumanDuration,
 }
 
 impl Default for RawSchedule {
@@ -222,6 +233,9 @@ impl Default for RawSchedule {
             cron: "*/5 * * * *".to_owned(),
             timezone: "UTC".to_owned(),
             max_catch_up_windows: 672,
+            // Twice the default window: a tick that cannot read one window
+            // in that time would fall behind the windows anyway.
+            tick_timeout: HumanDuration::secs(30 * 60),
         }
     }
 }

@@ -10,6 +10,7 @@
 //! passes of a repeated hour, so it keeps its spacing in real time.
 
 use super::ScheduleConfig;
+use super::raw::RawSchedule;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
@@ -17,7 +18,8 @@ use croner::parser::{CronParser, Seconds, Year};
 
 impl ScheduleConfig {
     /// Builds a schedule from a cron expression, checked as the loader checks
-    /// `schedule.cron`. The error is a lower-case message such as
+    /// `schedule.cron`, with the default `tick_timeout`. The error is a
+    /// lower-case message such as
     /// `cannot parse "61 * * * *": component error: number out of bounds`.
     pub fn new(cron: &str, timezone: Tz, max_catch_up_windows: usize) -> Result<Self, String> {
         Ok(ScheduleConfig {
@@ -25,6 +27,7 @@ impl ScheduleConfig {
             cron: parse_cron(cron)?,
             timezone,
             max_catch_up_windows,
+            tick_timeout: RawSchedule::default().tick_timeout.0,
         })
     }
 

@@ -1,10 +1,18 @@
 //! The reference gateway's REST API (`/sessions`, `/requests`, `/models`).
 //!
 //! Pages are streamed one at a time into the caller's sink; a window is only
-//! reported read when its last page arrived whole. 429 and 5xx answers and
-//! network failures are retried with exponential backoff (honouring
-//! `Retry-After`); a malformed, truncated or incomplete page fails the read
-//! so the window is tried again later, never taken as empty.
+//! reported read when its last page arrived whole. 429 and 5xx answers,
+//! network failures and damaged bodies (cut off, or not JSON at all, as when
+//! a proxy cuts an answer or puts its own error page in) are retried with
+//! exponential backoff (honouring `Retry-After`) under the page's retry
+//! budget. A page still damaged after it, or one that is whole JSON but
+//! breaks the contract (a row without a required field), fails the read so
+//! the window is tried again later, never taken as empty.
+//!
+//! A listing ends only on a page without `next_cursor`. One that hands out
+//! a cursor it already gave (a cycle such as A, B, A, B, which would be
+//! read forever, or any other repeat, which would hand rows over twice) or
+//! that runs past `max_pages` pages fails the read.
 
 use super::wire::{self, ModelList, Page, WireRequest, WireSession};
 use super::{
@@ -12,10 +20,16 @@ use super::{
     Window,
 };
 use crate::clock::{Sleeper, TokioSleeper};
-use crate::http::{ClientSettings, HttpClient, HttpError, RetryPolicy, Target};
+use crate::config::DEFAULT_MAX_PAGES;
+use crate::http::{Attempt, ClientSettings, GaveUp, HttpClient, HttpError, RetryPolicy, Target};
 use crate::secret::Secret;
 use chrono::SecondsFormat;
 use reqwest::header::{AUTHORIZATION, HeaderValue};
+use serde::de::DeserializeOwned;
+use std::collections::HashMap;
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 use url::Url;
 
@@ -26,6 +40,7 @@ pub struct GatewaySource {
     base: Url,
     auth: HeaderValue,
     page_limit: u32,
+    max_pages: u64,
     labels: Labels,
     max_body_bytes: usize,
     retry: RetryPolicy,
@@ -37,12 +52,14 @@ impl std::fmt::Debug for GatewaySource {
         f.debug_struct("GatewaySource")
             .field("base", &self.base.as_str())
             .field("page_limit", &self.page_limit)
+            .field("max_pages", &self.max_pages)
             .finish_non_exhaustive()
     }
 }
 
 impl GatewaySource {
-    /// Builds a client for the API rooted at `base` (e.g. `https://gw/v1`).
+    /// Builds a client for the API rooted at `base` (e.g. `https://gw/v1`),
+    /// reading at most [`DEFAULT_MAX_PAGES`] pages per listing.
     pub fn new(
         base: Url,
         admin_key: &Secret,
@@ -62,10 +79,11 @@ impl GatewaySource {
             base: crate::http::as_directory(base),
             auth,
             page_limit: page_limit.clamp(1, 50),
+            max_pages: DEFAULT_MAX_PAGES,
             labels,
             max_body_bytes: limits.max_body_bytes,
-            // 429, 5xx, network failures and cut-off bodies: a read is
-            // harmless to repeat.
+            // 429, 5xx, network failures, cut-off and damaged bodies: a
+            // read is harmless to repeat.
             retry: RetryPolicy::exponential(
                 limits.max_retries,
                 limits.retry_base,
@@ -78,6 +96,13 @@ impl GatewaySource {
     /// Replaces how backoff waits (tests record instead of sleeping).
     pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
         self.sleeper = sleeper;
+        self
+    }
+
+    /// Caps the pages read in one listing (at least 1): a listing that goes
+    /// on longer fails the read.
+    pub fn with_max_pages(mut self, max_pages: u64) -> Self {
+        self.max_pages = max_pages.max(1);
         self
     }
 
@@ -98,29 +123,67 @@ impl GatewaySource {
             .map(|(k, v)| (format!("metadata.{k}"), v.clone()))
     }
 
-    /// GETs one URL with retries; returns the whole body.
-    async fn get(&self, url: Url, stats: &mut ReadStats) -> Result<Vec<u8>, SourceError> {
+    /// GETs one URL and parses its body as `T`, with retries: 429, 5xx and
+    /// network failures, and bodies that are not JSON at all (cut off, or
+    /// an error page a proxy put in), are tried again under the retry
+    /// policy. `what` names the page in errors (`sessions page 2`).
+    async fn read<T: DeserializeOwned>(
+        &self,
+        url: Url,
+        what: &str,
+        stats: &mut ReadStats,
+    ) -> Result<T, SourceError> {
         // The query may carry label values: messages show the path only.
         let target = Target::path("GET", &url);
-        let request = || {
-            self.http
+        let call = target.to_string();
+        let attempt = || async {
+            let request = self
+                .http
                 .reqwest()
                 .get(url.clone())
-                .header(AUTHORIZATION, self.auth.clone())
+                .header(AUTHORIZATION, self.auth.clone());
+            let body = self
+                .http
+                .fetch(request, &target, self.max_body_bytes)
+                .await
+                .map_err(|e| match self.retry.attempt(e) {
+                    Attempt::Retry { error, retry_after } => Attempt::Retry {
+                        error: ReadFailure::Http(error),
+                        retry_after,
+                    },
+                    Attempt::Stop(error) => Attempt::Stop(ReadFailure::Http(error)),
+                })?;
+            wire::parse::<T>(&body).map_err(|message| {
+                if damaged(&body) {
+                    Attempt::Retry {
+                        error: ReadFailure::Damaged { message },
+                        retry_after: None,
+                    }
+                } else {
+                    Attempt::Stop(ReadFailure::Invalid { message })
+                }
+            })
         };
         let done = self
-            .http
-            .fetch_with_retries(
-                &self.retry,
-                self.sleeper.as_ref(),
-                &target,
-                self.max_body_bytes,
-                request,
-            )
+            .retry
+            .run(self.sleeper.as_ref(), &call, attempt)
             .await
-            .map_err(|gave_up| self.source_error(gave_up.error))?;
+            .map_err(|gave_up| self.read_error(what, gave_up))?;
         stats.retries += u64::from(done.retries);
         Ok(done.value)
+    }
+
+    /// What a read that gave up means for the window.
+    fn read_error(&self, what: &str, gave_up: GaveUp<ReadFailure>) -> SourceError {
+        match gave_up.error {
+            ReadFailure::Http(e) => self.source_error(e),
+            ReadFailure::Damaged { message } if gave_up.attempts > 1 => SourceError::Invalid(
+                format!("{what}: {message} (read {} times)", gave_up.attempts),
+            ),
+            ReadFailure::Damaged { message } | ReadFailure::Invalid { message } => {
+                SourceError::Invalid(format!("{what}: {message}"))
+            }
+        }
     }
 
     /// What a failed call means for the window.
@@ -132,7 +195,9 @@ impl GatewaySource {
         }
     }
 
-    /// Walks a cursor-paginated listing, handing every row to `each`.
+    /// Walks a cursor-paginated listing, handing every row to `each`. Fails
+    /// on a cursor the listing already handed out and past `max_pages`
+    /// pages.
     async fn paginate<T, F>(
         &self,
         path: &str,
@@ -140,24 +205,29 @@ impl GatewaySource {
         mut each: F,
     ) -> Result<ReadStats, SourceError>
     where
-        T: for<'de> serde::Deserialize<'de>,
+        T: DeserializeOwned,
         F: FnMut(T) -> Result<(), SourceError>,
     {
         let mut stats = ReadStats::default();
         let mut cursor: Option<String> = None;
+        let mut cursors = CursorsSeen::default();
         // Joined once; each page only adds its query.
         let endpoint = self.endpoint(path)?;
         loop {
+            if stats.pages >= self.max_pages {
+                return Err(SourceError::Invalid(format!(
+                    "{path}: the listing goes on past {} pages (source.max_pages)",
+                    self.max_pages
+                )));
+            }
             let mut query = base_query.clone();
             query.push(("limit".into(), self.page_limit.to_string()));
             if let Some(c) = &cursor {
                 query.push(("cursor".into(), c.clone()));
             }
             let url = with_query(endpoint.clone(), &query);
-            let body = self.get(url, &mut stats).await?;
-            let page: Page<T> = wire::parse(&body).map_err(|e| {
-                SourceError::Invalid(format!("{path} page {}: {e}", stats.pages + 1))
-            })?;
+            let what = format!("{path} page {}", stats.pages + 1);
+            let page: Page<T> = self.read(url, &what, &mut stats).await?;
             stats.pages += 1;
             stats.rows += page.data.len() as u64;
             for row in page.data {
@@ -165,14 +235,78 @@ impl GatewaySource {
             }
             match page.next_cursor {
                 Some(next) if !next.is_empty() => {
-                    if cursor.as_deref() == Some(next.as_str()) {
+                    if let Some(first) = cursors.insert(&next, stats.pages) {
                         return Err(SourceError::Invalid(format!(
-                            "{path}: the gateway returned the same cursor twice"
+                            "{path}: page {} leads back to the cursor page {first} gave; \
+                             the cursors cycle and the listing would never end",
+                            stats.pages
                         )));
                     }
                     cursor = Some(next);
                 }
                 _ => return Ok(stats),
+            }
+        }
+    }
+}
+
+/// Why one attempt at reading a page failed.
+#[derive(Debug)]
+enum ReadFailure {
+    /// The exchange failed.
+    Http(HttpError),
+    /// The body is not JSON at all: cut off, or some other document.
+    Damaged {
+        /// What the parser said.
+        message: String,
+    },
+    /// The body is JSON that breaks the contract.
+    Invalid {
+        /// Which field, and what is wrong with it.
+        message: String,
+    },
+}
+
+impl fmt::Display for ReadFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadFailure::Http(e) => e.fmt(f),
+            ReadFailure::Damaged { message } => write!(f, "damaged body: {message}"),
+            ReadFailure::Invalid { message } => write!(f, "invalid body: {message}"),
+        }
+    }
+}
+
+/// Whether `body` is not a JSON document at all (cut off, an HTML error
+/// page), as opposed to JSON that breaks the contract. A damaged body may
+/// read whole next time; a contract violation will not.
+fn damaged(body: &[u8]) -> bool {
+    serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
+}
+
+/// The cursors one listing handed out, with the page that gave each.
+///
+/// Kept as 64-bit fingerprints under a key drawn for this listing, so even
+/// a listing at the page cap costs a few megabytes at most. Two different cursors that
+/// share a fingerprint would fail the read as a cycle; with a fresh key per
+/// listing that is vanishingly rare and does not repeat when the window is
+/// read again.
+#[derive(Default)]
+struct CursorsSeen {
+    key: RandomState,
+    pages: HashMap<u64, u64>,
+}
+
+impl CursorsSeen {
+    /// Records that page `page` gave `cursor`; returns the page that gave it
+    /// before, if one did.
+    fn insert(&mut self, cursor: &str, page: u64) -> Option<u64> {
+        let fingerprint = self.key.hash_one(cursor);
+        match self.pages.get(&fingerprint) {
+            Some(first) => Some(*first),
+            None => {
+                self.pages.insert(fingerprint, page);
+                None
             }
         }
     }
@@ -192,9 +326,7 @@ impl Source for GatewaySource {
     async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
         let mut stats = ReadStats::default();
         let url = self.url("models", &[])?;
-        let body = self.get(url, &mut stats).await?;
-        let list: ModelList =
-            wire::parse(&body).map_err(|e| SourceError::Invalid(format!("models: {e}")))?;
+        let list: ModelList = self.read(url, "models", &mut stats).await?;
         Ok(list.data.into_iter().map(|m| m.into_record()).collect())
     }
 

@@ -17,6 +17,7 @@ pub(super) fn source_config(
     let api_url = api_url(doc, raw.api_url.as_deref());
     let admin_key = admin_key(doc, raw.admin_key_file.as_deref(), env);
     doc.between_u64("source.page_limit", raw.page_limit.into(), 1, 50);
+    doc.at_least_u64("source.max_pages", raw.max_pages, 1);
     doc.positive_duration("source.timeout", raw.timeout.0);
     doc.positive_duration("source.connect_timeout", raw.connect_timeout.0);
     if !doc.is_tainted("source.retry_base") {
@@ -43,6 +44,7 @@ pub(super) fn source_config(
         api_url: api_url?,
         admin_key,
         page_limit: raw.page_limit,
+        max_pages: raw.max_pages,
         timeout: raw.timeout.0,
         connect_timeout: raw.connect_timeout.0,
         max_retries: raw.max_retries,

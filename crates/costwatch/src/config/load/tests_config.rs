@@ -302,6 +302,51 @@ fn bad_env_overrides_are_reported_against_the_variable() -> TestResult {
 }
 
 #[test]
+fn the_bounds_of_a_read_default_load_and_are_checked() -> TestResult {
+    let config = load_with_env(&fixtures().join("minimal.yaml"), &BTreeMap::new())?;
+    assert_eq!(config.source.max_pages, 100_000);
+    assert_eq!(config.schedule.tick_timeout, Duration::from_secs(30 * 60));
+
+    let env = env_of(&[
+        ("COSTWATCH_SOURCE__MAX_PAGES", "2000"),
+        ("COSTWATCH_SCHEDULE__TICK_TIMEOUT", "90s"),
+    ]);
+    let config = load_with_env(&fixtures().join("minimal.yaml"), &env)?;
+    assert_eq!(config.source.max_pages, 2000);
+    assert_eq!(config.schedule.tick_timeout, Duration::from_secs(90));
+
+    assert_eq!(
+        fixture_problems("reading_errors.yaml", &[])?,
+        [
+            "reading_errors.yaml:4:14: source.max_pages: must be at least 1, got 0",
+            "reading_errors.yaml:6:17: schedule.tick_timeout: must be greater than 0",
+        ]
+    );
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "COSTWATCH_SCHEDULE__TICK_TIMEOUT",
+            "0s",
+            "env COSTWATCH_SCHEDULE__TICK_TIMEOUT: schedule.tick_timeout: must be greater than 0",
+        ),
+        (
+            "COSTWATCH_SCHEDULE__TICK_TIMEOUT",
+            "soon",
+            "env COSTWATCH_SCHEDULE__TICK_TIMEOUT: schedule.tick_timeout: invalid duration `soon`: expected number at 0",
+        ),
+        (
+            "COSTWATCH_SOURCE__MAX_PAGES",
+            "many",
+            "env COSTWATCH_SOURCE__MAX_PAGES: source.max_pages: invalid type: string \"many\", expected a non-negative integer",
+        ),
+    ];
+    for (var, value, want) in cases {
+        let got = fixture_problems("minimal.yaml", &[(var, value)])?;
+        assert_eq!(got, [*want], "{var}={value}");
+    }
+    Ok(())
+}
+
+#[test]
 fn api_url_is_required_from_the_file_or_the_environment() -> TestResult {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("costwatch.yaml");

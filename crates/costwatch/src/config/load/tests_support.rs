@@ -48,7 +48,7 @@ pub(super) const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_b
     `detection`, `schedule`, `alerts`, `notify`, `server`, `investigation`, `rules`";
 
 pub(super) const SOURCE_KEYS: &str = "expected one of `api_url`, `admin_key_file`, `page_limit`, \
-    `timeout`, `connect_timeout`, `max_retries`, `retry_base`, `retry_max`, \
+    `max_pages`, `timeout`, `connect_timeout`, `max_retries`, `retry_base`, `retry_max`, \
     `max_body_bytes`, `labels`";
 
 /// The rules of `rules/`, with the parameter defaults of the spec.

@@ -78,10 +78,12 @@ pub(super) fn schedule_config(doc: &mut Doc, raw: RawSchedule) -> Option<Schedul
         }
     };
     doc.at_least_u64("schedule.max_catch_up_windows", raw.max_catch_up_windows, 1);
+    doc.positive_duration("schedule.tick_timeout", raw.tick_timeout.0);
     Some(ScheduleConfig {
         cron_text: raw.cron,
         cron: cron?,
         timezone: timezone?,
         max_catch_up_windows: to_usize(raw.max_catch_up_windows),
+        tick_timeout: raw.tick_timeout.0,
     })
 }

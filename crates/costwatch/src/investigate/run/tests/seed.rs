@@ -43,6 +43,7 @@ async fn seed_alerts() -> (costwatch_sim::SimServer, Vec<Alert>) {
         Duration::from_secs(3600),
         4,
         Arc::new(FakeClock::new(to)),
+        &crate::backtest::WindowRetries::none(),
         |_| {},
     )
     .await
