@@ -9,6 +9,7 @@ use costwatch::backtest;
 use costwatch::clock::SystemClock;
 use costwatch::config::{self, Config};
 use costwatch::detect::Detector;
+use costwatch::printable::printable;
 use costwatch::source::Source;
 use std::path::Path;
 use std::sync::Arc;
@@ -153,7 +154,7 @@ where
         );
         for al in r.alerts.iter().filter(|al| al.investigation.is_some()) {
             let inv = al.investigation.as_ref().map(|i| i.summary.as_str());
-            println!("{}\t{}", al.title, inv.unwrap_or(""));
+            println!("{}\t{}", printable(&al.title), printable(inv.unwrap_or("")));
         }
     }
     Ok(())
