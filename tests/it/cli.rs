@@ -623,3 +623,50 @@ async fn once_prints_session_ids_with_control_characters_escaped() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_page_is_logged_and_reported_with_gateway_text_escaped() {
+    use costwatch_sim::{Fault, FaultKind, FaultPath};
+    let sim = start_sim(seed_dataset()).await;
+    // A model name that would end the log line and forge the next one.
+    let model = "gpt\r\n2026-10-11T13:00:00Z  INFO forged\u{1b}[2J";
+    sim.faults().set_persistent(Some(Fault::on(
+        FaultPath::Sessions,
+        FaultKind::SetField {
+            row: 0,
+            field: "by_model".into(),
+            value: serde_json::json!({ model: {"requests": "many"} }),
+        },
+    )));
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let mut cmd = costwatch(&[
+        "once",
+        "--config",
+        config.to_str().unwrap(),
+        "--at",
+        "2026-10-11T13:00:00Z",
+    ]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+        .current_dir(dir.path());
+    let out = run(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(text(&out.stdout).is_empty());
+    let escaped = "data[0].by_model.gpt\\r\\n2026-10-11T13:00:00Z  INFO forged\\x1b[2J.requests";
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(escaped)).collect();
+    assert_eq!(lines.len(), 2, "the log line and the error:\n{stderr}");
+    assert!(lines[0].contains("window failed"), "{stderr}");
+    assert!(lines[1].starts_with("costwatch: "), "{stderr}");
+    let raw: Vec<char> = stderr
+        .chars()
+        .filter(|&c| costwatch::printable::is_unsafe(c) && c != '\n')
+        .collect();
+    assert!(raw.is_empty(), "stderr carries {raw:?}:\n{stderr}");
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("2026-10-11T13:00:00Z"))
+    );
+}

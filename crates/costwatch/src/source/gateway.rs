@@ -6,7 +6,7 @@
 //! `Retry-After`); a malformed, truncated or incomplete page fails the read
 //! so the window is tried again later, never taken as empty.
 
-use super::wire::{self, ModelList, Page, WireRequest, WireSession};
+use super::wire::{self, Page, WireRequest, WireSession};
 use super::{
     HttpLimits, Labels, ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError,
     Window,
@@ -140,13 +140,14 @@ impl GatewaySource {
         mut each: F,
     ) -> Result<ReadStats, SourceError>
     where
-        T: for<'de> serde::Deserialize<'de>,
+        T: wire::Row,
         F: FnMut(T) -> Result<(), SourceError>,
     {
         let mut stats = ReadStats::default();
         let mut cursor: Option<String> = None;
         // Joined once; each page only adds its query.
         let endpoint = self.endpoint(path)?;
+        let mut pages = wire::Pages::new(self.page_limit);
         loop {
             let mut query = base_query.clone();
             query.push(("limit".into(), self.page_limit.to_string()));
@@ -155,7 +156,7 @@ impl GatewaySource {
             }
             let url = with_query(endpoint.clone(), &query);
             let body = self.get(url, &mut stats).await?;
-            let page: Page<T> = wire::parse(&body).map_err(|e| {
+            let page: Page<T> = pages.parse(&body).map_err(|e| {
                 SourceError::Invalid(format!("{path} page {}: {e}", stats.pages + 1))
             })?;
             stats.pages += 1;
@@ -193,9 +194,7 @@ impl Source for GatewaySource {
         let mut stats = ReadStats::default();
         let url = self.url("models", &[])?;
         let body = self.get(url, &mut stats).await?;
-        let list: ModelList =
-            wire::parse(&body).map_err(|e| SourceError::Invalid(format!("models: {e}")))?;
-        Ok(list.data.into_iter().map(|m| m.into_record()).collect())
+        wire::models(&body).map_err(|e| SourceError::Invalid(format!("models: {e}")))
     }
 
     async fn sessions<F>(&self, window: Window, mut sink: F) -> Result<ReadStats, SourceError>
@@ -208,10 +207,7 @@ impl Source for GatewaySource {
         ];
         query.extend(self.label_query());
         self.paginate::<WireSession, _>("sessions", query, |row| {
-            let rec = row
-                .into_record(window.start)
-                .map_err(SourceError::Invalid)?;
-            sink(rec);
+            sink(row.into_record(window.start));
             Ok(())
         })
         .await
@@ -225,6 +221,8 @@ impl Source for GatewaySource {
             Ok(())
         })
         .await?;
+        wire::drill_down(session_id, &out)
+            .map_err(|e| SourceError::Invalid(format!("requests: {e}")))?;
         out.sort_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)
