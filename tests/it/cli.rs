@@ -562,3 +562,116 @@ async fn logs_carry_no_escape_codes_off_a_terminal_and_no_timestamp_in_the_journ
         "the journal stamps lines itself: {line}"
     );
 }
+
+/// The seed window with each wasteful session's id followed by `tail`.
+fn seed_with_hostile_ids(tail: &str) -> costwatch_sim::Dataset {
+    let seed = seed_dataset();
+    let sessions = seed
+        .sessions
+        .into_iter()
+        .map(|mut s| {
+            if SEED_WASTE.contains(&s.session_id.as_str()) {
+                s.session_id.push_str(tail);
+                for r in &mut s.requests {
+                    r.session_id.clone_from(&s.session_id);
+                }
+                if let Some(row) = &mut s.fixed_row {
+                    row["session_id"] = Value::from(s.session_id.as_str());
+                }
+            }
+            s
+        })
+        .collect();
+    costwatch_sim::Dataset::new(seed.models, sessions, seed.truth)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_prints_session_ids_with_control_characters_escaped() {
+    // Clears the screen, writes a forged finding on a line of its own, and
+    // reverses what follows on screen.
+    let tail = "\u{1b}[2J\r\n2026-10-11 11:00  no_cache  critical  forged\u{202e}\u{9b}0m";
+    let sim = start_sim(seed_with_hostile_ids(tail)).await;
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let mut cmd = costwatch(&[
+        "once",
+        "--config",
+        config.to_str().unwrap(),
+        "--at",
+        "2026-10-11T13:00:00Z",
+    ]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+        .current_dir(dir.path());
+    let out = run(cmd).await;
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("1 windows processed, 3 new findings"),
+        "{stderr}"
+    );
+    for (name, printed) in [("stdout", &stdout), ("stderr", &stderr)] {
+        let raw: Vec<char> = printed
+            .chars()
+            .filter(|&c| costwatch::printable::is_unsafe(c) && c != '\n')
+            .collect();
+        assert!(raw.is_empty(), "{name} carries {raw:?}:\n{printed}");
+    }
+    let escaped = "\\x1b[2J\\r\\n2026-10-11 11:00  no_cache  critical  forged\\u{202e}\\u{9b}0m";
+    assert_eq!(stdout.lines().count(), 3, "one line per finding:\n{stdout}");
+    for id in SEED_WASTE {
+        let shown = format!("{id}{escaped}");
+        assert_eq!(
+            stdout.lines().filter(|l| l.contains(&shown)).count(),
+            1,
+            "{shown} in:\n{stdout}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_page_is_logged_and_reported_with_gateway_text_escaped() {
+    use costwatch_sim::{Fault, FaultKind, FaultPath};
+    let sim = start_sim(seed_dataset()).await;
+    // A model name that would end the log line and forge the next one.
+    let model = "gpt\r\n2026-10-11T13:00:00Z  INFO forged\u{1b}[2J";
+    sim.faults().set_persistent(Some(Fault::on(
+        FaultPath::Sessions,
+        FaultKind::SetField {
+            row: 0,
+            field: "by_model".into(),
+            value: serde_json::json!({ model: {"requests": "many"} }),
+        },
+    )));
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let mut cmd = costwatch(&[
+        "once",
+        "--config",
+        config.to_str().unwrap(),
+        "--at",
+        "2026-10-11T13:00:00Z",
+    ]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+        .current_dir(dir.path());
+    let out = run(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(text(&out.stdout).is_empty());
+    let escaped = "data[0].by_model.gpt\\r\\n2026-10-11T13:00:00Z  INFO forged\\x1b[2J.requests";
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(escaped)).collect();
+    assert_eq!(lines.len(), 2, "the log line and the error:\n{stderr}");
+    assert!(lines[0].contains("window failed"), "{stderr}");
+    assert!(lines[1].starts_with("costwatch: "), "{stderr}");
+    let raw: Vec<char> = stderr
+        .chars()
+        .filter(|&c| costwatch::printable::is_unsafe(c) && c != '\n')
+        .collect();
+    assert!(raw.is_empty(), "stderr carries {raw:?}:\n{stderr}");
+    assert!(
+        !stderr
+            .lines()
+            .any(|l| l.starts_with("2026-10-11T13:00:00Z"))
+    );
+}

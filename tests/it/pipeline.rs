@@ -249,6 +249,21 @@ async fn a_row_without_cost_keeps_its_window_due() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_tokens_above_input_keep_their_window_due() {
+    // Taken as it was, the row would be capped and read as fully cached,
+    // hiding a no_cache finding; failing the page keeps the window due.
+    damaged_page_in_third_window(
+        FaultKind::SetField {
+            row: 7,
+            field: "cached_tokens".into(),
+            value: 4_000_000_000u64.into(),
+        },
+        "sessions page 2: data[7].cached_tokens: 4000000000 is above input_tokens ",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_resumes_from_the_watermark() {
     let dataset = two_days();
     let from = ts("2026-11-02T00:00:00Z");

@@ -368,6 +368,62 @@ async fn a_drill_down_whose_cursors_cycle_fails() {
     assert_eq!(hits(&sim, "/v1/requests"), 3);
 }
 
+/// The message of a read whose second page is damaged by `fault`; nothing
+/// of that page reached the sink.
+async fn invalid_second_page(fault: FaultKind) -> String {
+    let (result, rows, _sim, _) = read_with_damaged_second_page(&[fault]).await;
+    let err = failed(result, &rows);
+    assert!(matches!(err, SourceError::Invalid(_)), "{err:?}");
+    assert!(err.is_retryable());
+    assert_eq!(rows.len(), 10, "only the first page reached the sink");
+    err.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impossible_value_fails_the_read_with_its_path() {
+    let message = invalid_second_page(FaultKind::SetField {
+        row: 7,
+        field: "input_tokens".into(),
+        value: u64::MAX.into(),
+    })
+    .await;
+    assert!(
+        message.ends_with(
+            "sessions page 2: data[7].input_tokens: 18446744073709551615 is above the limit of 4294967295"
+        ),
+        "{message}"
+    );
+    let message = invalid_second_page(FaultKind::SetField {
+        row: 3,
+        field: "cost_usd".into(),
+        value: 1.7e308.into(),
+    })
+    .await;
+    assert!(
+        message
+            .ends_with("sessions page 2: data[3].cost_usd: 1.7e308 is not between 0 and 1000000"),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_with_a_session_twice_or_a_row_too_many_fails_the_read() {
+    let message = invalid_second_page(FaultKind::CopyRow { from: 1, to: 4 }).await;
+    assert!(
+        message.contains("sessions page 2: data[4].session_id: \""),
+        "{message}"
+    );
+    assert!(
+        message.ends_with("\" is listed before, at data[1]"),
+        "{message}"
+    );
+    let message = invalid_second_page(FaultKind::ExtraRow).await;
+    assert!(
+        message.ends_with("sessions page 2: data: 11 rows, more than the 10 asked for"),
+        "{message}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drill_down_pages_through_a_session_in_time_order() {
     let dataset = seed_dataset();

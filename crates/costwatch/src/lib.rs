@@ -1,16 +1,17 @@
 //! costwatch finds wasted LLM spend in an LLM gateway's logs.
 //!
 //! Modules in reading order: where time and secrets come from, the shared
-//! domain words, the configuration, the source of sessions, the pure
-//! detectors, the state store, and the window pipeline that ties them
-//! together, and `app`, the composition root that builds them from a
-//! configuration. The command line lives in the binary. The simulator and
-//! the benchmark harness are crates of their own (`costwatch-sim`,
-//! `costwatch-bench`).
+//! domain words, how untrusted text is printed, the configuration, the
+//! source of sessions, the pure detectors, the state store, and the window
+//! pipeline that ties them together, and `app`, the composition root that
+//! builds them from a configuration. The command line lives in the binary.
+//! The simulator and the benchmark harness are crates of their own
+//! (`costwatch-sim`, `costwatch-bench`).
 
 pub mod clock;
 pub mod domain;
 pub mod http;
+pub mod printable;
 pub mod secret;
 
 pub mod config;

@@ -4,6 +4,7 @@ mod cli;
 
 use clap::Parser;
 use cli::{Cli, Command, Exit};
+use costwatch::printable::printable;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -29,7 +30,8 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
         Err(Exit::Failed(e)) => {
-            eprintln!("costwatch: {e:#}");
+            // Errors can quote what a gateway or a receiver answered.
+            eprintln!("costwatch: {}", printable(&format!("{e:#}")));
             ExitCode::from(1)
         }
     }

@@ -3,9 +3,10 @@
 //! ([`FaultHandle`]), and how each fault damages an answer of the gateway's
 //! REST contract (gateway-api.md section 1, "Errors": 429 with
 //! `Retry-After`, 5xx, bodies cut off or malformed, rows missing a
-//! required field; and paging that breaks the contract's "`next_cursor` is
+//! required field; paging that breaks the contract's "`next_cursor` is
 //! `null` on the last page": cursors that cycle, or a listing that never
-//! ends).
+//! ends), and pages that break the contract's values (an impossible figure,
+//! an id twice on a page, more rows than `limit`).
 //!
 //! Queueing, persistence and counting are the shared `crate::faults`
 //! machinery; a fault matches a route through [`FaultPath::matches`].
@@ -63,6 +64,27 @@ pub enum FaultKind {
         /// The field removed from every row of `data`.
         field: String,
     },
+    /// A 200 with one field of one row set to a value no gateway sends
+    /// (tokens at `u64::MAX`, more cached than prompt tokens, ...).
+    SetField {
+        /// Position of the row in `data`.
+        row: usize,
+        /// The field set.
+        field: String,
+        /// Its new value.
+        value: Value,
+    },
+    /// A 200 where one row of `data` is replaced by a copy of another, so
+    /// one id appears twice on the page.
+    CopyRow {
+        /// Position of the row copied.
+        from: usize,
+        /// Position of the row replaced.
+        to: usize,
+    },
+    /// A 200 with one row more than the `limit` asked for (a copy of the
+    /// last row appended).
+    ExtraRow,
     /// A pause before the normal answer.
     Delay {
         /// How long to wait.
@@ -270,6 +292,29 @@ fn respond(answer: Result<Value, ApiError>, fault: Option<&FaultKind>) -> Respon
     };
     match fault {
         Some(FaultKind::DropField { field }) => drop_field(&mut body, field),
+        Some(FaultKind::SetField { row, field, value }) => {
+            if let Some(row) = rows(&mut body)
+                .and_then(|r| r.get_mut(*row))
+                .and_then(Value::as_object_mut)
+            {
+                row.insert(field.clone(), value.clone());
+            }
+        }
+        Some(FaultKind::CopyRow { from, to }) => {
+            if let Some(rows) = rows(&mut body)
+                && let Some(copy) = rows.get(*from).cloned()
+                && let Some(slot) = rows.get_mut(*to)
+            {
+                *slot = copy;
+            }
+        }
+        Some(FaultKind::ExtraRow) => {
+            if let Some(rows) = rows(&mut body)
+                && let Some(last) = rows.last().cloned()
+            {
+                rows.push(last);
+            }
+        }
         Some(FaultKind::Truncated) => return truncated(status, &body),
         Some(FaultKind::Malformed) => return malformed(),
         _ => {}
@@ -277,8 +322,13 @@ fn respond(answer: Result<Value, ApiError>, fault: Option<&FaultKind>) -> Respon
     (status, Json(body)).into_response()
 }
 
+/// The rows of a page's `data`.
+fn rows(body: &mut Value) -> Option<&mut Vec<Value>> {
+    body.get_mut("data").and_then(Value::as_array_mut)
+}
+
 fn drop_field(body: &mut Value, field: &str) {
-    if let Some(rows) = body.get_mut("data").and_then(Value::as_array_mut) {
+    if let Some(rows) = rows(body) {
         for row in rows.iter_mut().filter_map(Value::as_object_mut) {
             row.remove(field);
         }

@@ -402,6 +402,41 @@ async fn damaged_bodies() {
 }
 
 #[tokio::test]
+async fn pages_with_impossible_values() {
+    let s = fixture_server().await;
+    let f = s.faults();
+    let w = [("start", START), ("end", END), ("limit", "10")];
+    let clean = get_json(&s, "/sessions", &w).await["data"].clone();
+    assert_eq!(clean.as_array().unwrap().len(), 10);
+
+    f.push(Fault::on(
+        FaultPath::Sessions,
+        FaultKind::SetField {
+            row: 7,
+            field: "cached_tokens".into(),
+            value: Value::from(u64::MAX),
+        },
+    ));
+    let rows = get_json(&s, "/sessions", &w).await["data"].clone();
+    assert_eq!(rows[7]["cached_tokens"], Value::from(u64::MAX));
+    assert_eq!(rows[6], clean[6]);
+    assert_eq!(rows[7]["session_id"], clean[7]["session_id"]);
+
+    f.push(Fault::on(
+        FaultPath::Sessions,
+        FaultKind::CopyRow { from: 1, to: 4 },
+    ));
+    let rows = get_json(&s, "/sessions", &w).await["data"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 10);
+    assert_eq!(rows[4], clean[1]);
+
+    f.push(Fault::on(FaultPath::Sessions, FaultKind::ExtraRow));
+    let rows = get_json(&s, "/sessions", &w).await["data"].clone();
+    assert_eq!(rows.as_array().unwrap().len(), 11);
+    assert_eq!(rows[10], clean[9]);
+}
+
+#[tokio::test]
 async fn delay_then_serve_normally() {
     let s = fixture_server().await;
     s.faults().push(Fault::on(

@@ -9,6 +9,7 @@ use costwatch::backtest::{self, WindowRetries};
 use costwatch::clock::SystemClock;
 use costwatch::config::{self, Config};
 use costwatch::detect::Detector;
+use costwatch::printable::printable;
 use costwatch::source::{HttpLimits, Source};
 use std::path::Path;
 use std::sync::Arc;
@@ -160,7 +161,7 @@ where
         );
         for al in r.alerts.iter().filter(|al| al.investigation.is_some()) {
             let inv = al.investigation.as_ref().map(|i| i.summary.as_str());
-            println!("{}\t{}", al.title, inv.unwrap_or(""));
+            println!("{}\t{}", printable(&al.title), printable(inv.unwrap_or("")));
         }
     }
     Ok(())

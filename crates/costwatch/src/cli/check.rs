@@ -4,6 +4,7 @@ use super::{CheckArgs, Exit, RulesArgs, RunArgs};
 use anyhow::anyhow;
 use costwatch::app;
 use costwatch::config::{self, Config, Rules};
+use costwatch::printable::printable;
 
 pub async fn check(a: CheckArgs) -> Result<(), Exit> {
     if a.config.is_none() && a.rules.is_empty() {
@@ -91,7 +92,7 @@ pub async fn test_alert(a: RunArgs) -> Result<(), Exit> {
             Ok(()) => println!("{name}: sent"),
             Err(e) => {
                 failed += 1;
-                println!("{name}: FAILED: {e}");
+                println!("{name}: FAILED: {}", printable(&e.to_string()));
             }
         }
     }

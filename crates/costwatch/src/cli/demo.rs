@@ -6,6 +6,7 @@ use super::{DemoArgs, Exit};
 use costwatch::app;
 use costwatch::backtest;
 use costwatch::detect::{Detector, Finding, Kind};
+use costwatch::printable::printable;
 
 pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
     if let Some(bind) = a.serve {
@@ -30,9 +31,9 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
         println!(
             "   {:<15} {:<30} +${:.5}  {}",
             f.kind.as_str(),
-            f.session_id,
+            printable(&f.session_id),
             f.impact_usd,
-            f.explanation
+            printable(&f.explanation)
         );
     }
     print!(
@@ -74,9 +75,9 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
             println!(
                 "     {} {} +${:.5}\n       {}",
                 f.window.start.format("%m-%d %H:%M"),
-                f.session_id,
+                printable(&f.session_id),
                 f.impact_usd,
-                f.explanation
+                printable(&f.explanation)
             );
         }
     }
@@ -99,7 +100,7 @@ async fn investigation(detector: &Detector) -> Result<(), Exit> {
         "\n   Alerts, each escalated to an investigation (simulated MCP tools, scripted model):"
     );
     for a in alerts {
-        println!("   {}", a.title);
+        println!("   {}", printable(&a.title));
         if let Some(inv) = &a.investigation {
             println!(
                 "     investigation: {} rounds, {} tool calls, {} input + {} output tokens, ${:.6}, {}",
@@ -110,7 +111,7 @@ async fn investigation(detector: &Detector) -> Result<(), Exit> {
                 inv.cost_usd,
                 inv.stop_reason
             );
-            println!("     answer: {}", inv.summary);
+            println!("     answer: {}", printable(&inv.summary));
         }
     }
     Ok(())

@@ -1,10 +1,13 @@
 //! How findings and progress are printed: an aligned table for people, or
-//! one JSON object per line.
+//! one JSON object per line. Text that came from the gateway (session ids,
+//! labels, model names in explanations) is printed through
+//! [`printable`], so it cannot move the cursor or forge a line.
 
 use super::Format;
 use costwatch::backtest::Replay;
 use costwatch::detect::Finding;
 use costwatch::pipeline::WindowReport;
+use costwatch::printable::printable;
 use std::io::Write;
 
 /// One finding as a JSON line with the documented fields.
@@ -32,10 +35,10 @@ pub fn table_row(f: &Finding) -> String {
         f.window.start.format("%Y-%m-%d %H:%M"),
         f.kind.as_str(),
         f.severity.as_str(),
-        f.session_id,
-        f.group,
+        printable(&f.session_id),
+        printable(&f.group),
         f.impact_usd,
-        f.explanation
+        printable(&f.explanation)
     )
 }
 

@@ -113,13 +113,13 @@ pub fn error_text(body: &[u8]) -> String {
     snippet(body)
 }
 
-/// The start of `body` on one line: control characters and runs of
-/// whitespace become one space, at most [`SNIPPET_CHARS`] characters, `…`
+/// The start of `body` on one line: control and bidi characters and runs
+/// of whitespace become one space, at most [`SNIPPET_CHARS`] characters, `…`
 /// when more was left out.
 pub fn snippet(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let line = text
-        .split(|c: char| c.is_whitespace() || c.is_control())
+        .split(|c: char| c.is_whitespace() || crate::printable::is_unsafe(c))
         .filter(|w| !w.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
@@ -139,6 +139,10 @@ mod tests {
     #[test]
     fn snippets_are_one_short_line() {
         assert_eq!(snippet(b"  busy\r\n\tnow \x07 "), "busy now");
+        assert_eq!(
+            snippet("down\u{202e}\u{1b}[2J\u{2028}now".as_bytes()),
+            "down [2J now"
+        );
         assert_eq!(snippet(b""), "");
         let long = "x".repeat(500);
         let s = snippet(long.as_bytes());

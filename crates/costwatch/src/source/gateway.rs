@@ -205,7 +205,7 @@ impl GatewaySource {
         mut each: F,
     ) -> Result<ReadStats, SourceError>
     where
-        T: DeserializeOwned,
+        T: wire::Row + DeserializeOwned,
         F: FnMut(T) -> Result<(), SourceError>,
     {
         let mut stats = ReadStats::default();
@@ -213,6 +213,7 @@ impl GatewaySource {
         let mut cursors = CursorsSeen::default();
         // Joined once; each page only adds its query.
         let endpoint = self.endpoint(path)?;
+        let mut pages = wire::Pages::new(self.page_limit);
         loop {
             if stats.pages >= self.max_pages {
                 return Err(SourceError::Invalid(format!(
@@ -228,6 +229,9 @@ impl GatewaySource {
             let url = with_query(endpoint.clone(), &query);
             let what = format!("{path} page {}", stats.pages + 1);
             let page: Page<T> = self.read(url, &what, &mut stats).await?;
+            pages
+                .check(&page.data)
+                .map_err(|e| SourceError::Invalid(format!("{what}: {e}")))?;
             stats.pages += 1;
             stats.rows += page.data.len() as u64;
             for row in page.data {
@@ -327,7 +331,7 @@ impl Source for GatewaySource {
         let mut stats = ReadStats::default();
         let url = self.url("models", &[])?;
         let list: ModelList = self.read(url, "models", &mut stats).await?;
-        Ok(list.data.into_iter().map(|m| m.into_record()).collect())
+        wire::models(list).map_err(|e| SourceError::Invalid(format!("models: {e}")))
     }
 
     async fn sessions<F>(&self, window: Window, mut sink: F) -> Result<ReadStats, SourceError>
@@ -340,10 +344,7 @@ impl Source for GatewaySource {
         ];
         query.extend(self.label_query());
         self.paginate::<WireSession, _>("sessions", query, |row| {
-            let rec = row
-                .into_record(window.start)
-                .map_err(SourceError::Invalid)?;
-            sink(rec);
+            sink(row.into_record(window.start));
             Ok(())
         })
         .await
@@ -357,6 +358,8 @@ impl Source for GatewaySource {
             Ok(())
         })
         .await?;
+        wire::drill_down(session_id, &out)
+            .map_err(|e| SourceError::Invalid(format!("requests: {e}")))?;
         out.sort_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)

@@ -114,6 +114,9 @@ pub struct ModelPrice {
 }
 
 /// Why a source call failed, in terms the caller can act on.
+///
+/// The text is safe to print: where it quotes the gateway (an id, a key, an
+/// error body), control and bidi characters are escaped or dropped.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     /// Worth trying again later: network trouble, 429, 5xx, a cut-off or
@@ -124,7 +127,8 @@ pub enum SourceError {
     #[error("gateway rejected the request: {0}")]
     Rejected(String),
     /// A response that does not follow the contract (missing required field,
-    /// wrong type, truncated JSON). The window is retried later.
+    /// wrong type, truncated JSON, a value outside the limits), with the
+    /// field's path. The window is retried later.
     #[error("gateway sent an invalid page: {0}")]
     Invalid(String),
 }

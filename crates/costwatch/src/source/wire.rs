@@ -3,7 +3,12 @@
 //!
 //! Required fields (`session_id`, `requests`, `input_tokens`, `cost_usd`) are
 //! not optional here, so a row without them fails the page. Unknown fields are
-//! ignored.
+//! ignored. Every value is held to the limits in [`check`] before it is
+//! mapped, so the mapping itself cannot fail.
+
+mod check;
+
+pub(super) use self::check::{Pages, Row, drill_down};
 
 use super::{Labels, ModelPrice, ModelUsage, RequestRecord, RequestStatus, SessionRecord};
 use chrono::{DateTime, Utc};
@@ -21,7 +26,7 @@ pub(super) struct Page<T> {
 /// The `/models` answer (not paginated).
 #[derive(Debug, Deserialize)]
 pub(super) struct ModelList {
-    pub data: Vec<WireModel>,
+    data: Vec<WireModel>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -96,8 +101,14 @@ pub(super) struct WireRequest {
     cost_usd: f64,
 }
 
+/// Parses and checks the `/models` answer.
+pub(super) fn models(list: ModelList) -> Result<Vec<ModelPrice>, String> {
+    check::catalogue(&list.data)?;
+    Ok(list.data.into_iter().map(WireModel::into_record).collect())
+}
+
 impl WireModel {
-    pub(super) fn into_record(self) -> ModelPrice {
+    fn into_record(self) -> ModelPrice {
         let supports = self
             .supports_prompt_cache
             .unwrap_or(self.cached_input_usd_per_mtok.is_some());
@@ -113,14 +124,8 @@ impl WireModel {
 }
 
 impl WireSession {
-    /// Maps the row; `fallback_time` stands in for missing timestamps.
-    pub(super) fn into_record(self, fallback_time: DateTime<Utc>) -> Result<SessionRecord, String> {
-        if !self.cost_usd.is_finite() || self.cost_usd < 0.0 {
-            return Err(format!(
-                "session {}: cost_usd must be a non-negative number",
-                self.session_id
-            ));
-        }
+    /// Maps a checked row; `fallback_time` stands in for missing timestamps.
+    pub(super) fn into_record(self, fallback_time: DateTime<Utc>) -> SessionRecord {
         let mut by_model: Vec<ModelUsage> = self
             .by_model
             .into_iter()
@@ -130,11 +135,7 @@ impl WireSession {
                 input_tokens: u.input_tokens,
                 cached_tokens: u.cached_tokens,
                 output_tokens: u.output_tokens,
-                cost_usd: if u.cost_usd.is_finite() {
-                    u.cost_usd.max(0.0)
-                } else {
-                    0.0
-                },
+                cost_usd: u.cost_usd,
             })
             .collect();
         // A gateway that lists models without a breakdown still tells which
@@ -150,7 +151,7 @@ impl WireSession {
             }));
         }
         let first = self.first_request_at.unwrap_or(fallback_time);
-        Ok(SessionRecord {
+        SessionRecord {
             session_id: self.session_id,
             first_request_at: first,
             last_request_at: self.last_request_at.unwrap_or(first),
@@ -163,11 +164,12 @@ impl WireSession {
             cost_usd: self.cost_usd,
             by_model,
             labels: self.labels,
-        })
+        }
     }
 }
 
 impl WireRequest {
+    /// Maps a checked row.
     pub(super) fn into_record(self) -> RequestRecord {
         RequestRecord {
             request_id: self.request_id,
@@ -180,16 +182,14 @@ impl WireRequest {
             input_tokens: self.input_tokens,
             cached_tokens: self.cached_tokens,
             output_tokens: self.output_tokens,
-            cost_usd: if self.cost_usd.is_finite() {
-                self.cost_usd.max(0.0)
-            } else {
-                0.0
-            },
+            cost_usd: self.cost_usd,
         }
     }
 }
 
 /// Parses a page, naming the failing field (`data[3]: missing field \`cost_usd\``).
+/// The message can quote the page (a map key, an unknown variant), so it is
+/// made [`printable`](crate::printable).
 ///
 /// Tracking the path costs an allocation per key, so a page is parsed
 /// without it first (from text validated as UTF-8 once, rather than string
@@ -204,12 +204,13 @@ pub(super) fn parse<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, Stri
     let mut de = serde_json::Deserializer::from_slice(body);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
-        if path == "." || path.is_empty() {
-            inner.to_string()
+        let inner = e.into_inner().to_string();
+        let message = if path == "." || path.is_empty() {
+            inner
         } else {
             format!("{path}: {inner}")
-        }
+        };
+        crate::printable::printable(&message).to_string()
     })
 }
 
@@ -239,7 +240,7 @@ where
 
 /// `by_model` read straight into a list sorted by model name (as a map
 /// would hold it; a repeated model keeps its last entry), without building
-/// the map.
+/// the map; more than [`check::MAX_MODELS_PER_SESSION`] models fail the row.
 fn by_model_list<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Vec<(String, WireModelUsage)>, D::Error> {
@@ -256,8 +257,15 @@ fn by_model_list<'de, D: serde::Deserializer<'de>>(
             let mut out: Vec<(String, WireModelUsage)> =
                 Vec::with_capacity(map.size_hint().unwrap_or(2));
             while let Some((k, v)) = map.next_entry::<String, WireModelUsage>()? {
+                let full = out.len() == check::MAX_MODELS_PER_SESSION;
                 match out.iter_mut().find(|(m, _)| *m == k) {
                     Some(slot) => slot.1 = v,
+                    None if full => {
+                        return Err(serde::de::Error::custom(format_args!(
+                            "more than {} models, the limit",
+                            check::MAX_MODELS_PER_SESSION
+                        )));
+                    }
                     None => out.push((k, v)),
                 }
             }
@@ -408,13 +416,7 @@ mod tests {
         let page = parse::<Page<WireSession>>(body).unwrap();
         assert_eq!(page.next_cursor.as_deref(), Some("c2"));
         let at = DateTime::<Utc>::UNIX_EPOCH;
-        let rec = page
-            .data
-            .into_iter()
-            .next()
-            .unwrap()
-            .into_record(at)
-            .unwrap();
+        let rec = page.data.into_iter().next().unwrap().into_record(at);
         assert_eq!(rec.errors, 0);
         assert_eq!(rec.by_model.len(), 1);
         assert_eq!(rec.by_model[0].requests, 2);
@@ -450,8 +452,7 @@ mod tests {
             .into_iter()
             .next()
             .unwrap()
-            .into_record(DateTime::<Utc>::UNIX_EPOCH)
-            .unwrap();
+            .into_record(DateTime::<Utc>::UNIX_EPOCH);
         assert_eq!(
             rec.first_request_at,
             fast_utc("2026-11-02T00:01:49Z").unwrap()
@@ -475,7 +476,7 @@ mod tests {
             .unwrap()
             .data
             .into_iter()
-            .map(|s| s.into_record(at).unwrap())
+            .map(|s| s.into_record(at))
             .collect();
         let models: Vec<(&str, u64)> = recs[0]
             .by_model

@@ -323,7 +323,8 @@ impl ToolProvider for McpClient {
         arguments: Value,
     ) -> Result<ToolOutput, InvestigateError> {
         if !self.allowlist.iter().any(|allowed| allowed == name) {
-            tracing::warn!(tool = %name, "refused a tool outside the allowlist");
+            // The name is the model's, which may echo what a tool returned.
+            tracing::warn!(tool = %crate::printable::printable(name), "refused a tool outside the allowlist");
             return Err(rejected(format!(
                 "tool `{name}` is not allowed; allowed tools: {}",
                 self.allowlist.join(", ")

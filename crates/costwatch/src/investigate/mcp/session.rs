@@ -89,7 +89,8 @@ impl McpClient {
             .ok_or_else(|| protocol("initialize: the result has no protocolVersion"))?;
         if !SUPPORTED_VERSIONS.contains(&version) {
             return Err(rejected(format!(
-                "initialize: the server speaks protocol version `{version}`, costwatch speaks {}",
+                "initialize: the server speaks protocol version `{}`, costwatch speaks {}",
+                crate::printable::printable(version),
                 SUPPORTED_VERSIONS.join(" and ")
             )));
         }

@@ -1,18 +1,20 @@
 //! The email subject and its plain-text and HTML bodies.
 
-use super::{Investigation, facts, is_http_url, one_line, pretty, usd};
+use super::{Investigation, facts, is_http_url, pretty, usd};
 use crate::notify::{Alert, AlertSession};
+use crate::printable::printable;
 use std::fmt::Write as _;
 
-/// The email subject: the alert's title on one line.
+/// The email subject: the alert's title on one line, with control and bidi
+/// characters (which the group's labels may carry) as visible escapes.
 pub fn email_subject(alert: &Alert) -> String {
-    one_line(&alert.title)
+    printable(&alert.title).to_string()
 }
 
 /// The plain-text email body.
 pub fn email_text(alert: &Alert) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", alert.title);
+    let _ = writeln!(out, "{}", printable(&alert.title));
     let _ = writeln!(out);
     if !alert.summary.is_empty() {
         let _ = writeln!(out, "{}", alert.summary);
@@ -43,12 +45,12 @@ pub fn email_text(alert: &Alert) -> String {
                 out,
                 "{}. {}  cost {}  impact +{}",
                 i + 1,
-                s.session_id,
+                printable(&s.session_id),
                 usd(s.cost_usd),
                 usd(s.impact_usd)
             );
             if !s.explanation.is_empty() {
-                let _ = writeln!(out, "   {}", s.explanation);
+                let _ = writeln!(out, "   {}", printable(&s.explanation));
             }
             if let Some(link) = &s.link {
                 let _ = writeln!(out, "   {link}");
@@ -58,7 +60,7 @@ pub fn email_text(alert: &Alert) -> String {
 
     if let Some(top) = alert.sessions.first() {
         let _ = writeln!(out);
-        let _ = writeln!(out, "Evidence for {}:", top.session_id);
+        let _ = writeln!(out, "Evidence for {}:", printable(&top.session_id));
         let _ = writeln!(out, "{}", pretty(&top.evidence));
     }
 

@@ -54,6 +54,7 @@ pub use email::{email_html, email_subject, email_text, escape_html};
 pub use signature::{signature, verify_signature};
 
 use super::{Alert, AlertKind, AlertStatus};
+use crate::printable::is_unsafe;
 use chrono::SecondsFormat;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
@@ -222,10 +223,11 @@ fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
-/// Control characters (line breaks included) become spaces.
+/// Control characters (line breaks included) and bidi controls become
+/// spaces.
 fn one_line(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if is_unsafe(c) { ' ' } else { c })
         .collect()
 }
 

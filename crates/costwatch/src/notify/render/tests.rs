@@ -110,7 +110,38 @@ fn subject_is_the_title_on_one_line() {
     let mut alert = sample_alert();
     assert_eq!(email_subject(&alert), alert.title);
     alert.title = "a\r\nBcc: x@example.com".into();
-    assert_eq!(email_subject(&alert), "a  Bcc: x@example.com");
+    assert_eq!(email_subject(&alert), "a\\r\\nBcc: x@example.com");
+    alert.title = "[costwatch] no_cache in feature=\u{1b}[2Jtxt.exe\u{202e}fdp.".into();
+    assert_eq!(
+        email_subject(&alert),
+        "[costwatch] no_cache in feature=\\x1b[2Jtxt.exe\\u{202e}fdp."
+    );
+}
+
+#[test]
+fn titles_and_text_bodies_carry_no_control_or_bidi_character() {
+    let title = title_for(
+        AlertKind::NoCache,
+        "feature=a\u{202e}b\u{85}c",
+        2,
+        0.004,
+        AlertStatus::Firing,
+    );
+    assert_eq!(
+        title,
+        "[costwatch] no_cache in feature=a b c: 2 sessions, +$0.0040/day"
+    );
+    let mut alert = sample_alert();
+    alert.sessions[0].session_id = "sess\r\n2. forged  cost $0.00".into();
+    alert.sessions[0].explanation = "x\u{1b}[8m".into();
+    let text = email_text(&alert);
+    assert!(
+        text.contains("1. sess\\r\\n2. forged  cost $0.00  cost $1.75"),
+        "{text}"
+    );
+    assert!(text.contains("   x\\x1b[8m\n"), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("2. forged")), "{text}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text}");
 }
 
 #[test]
