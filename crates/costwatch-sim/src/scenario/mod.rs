@@ -23,6 +23,7 @@
 //! gateway-api.md section 1), `features` the shape of each feature's
 //! sessions.
 
+pub mod adversarial;
 mod calls;
 mod features;
 mod generator;
