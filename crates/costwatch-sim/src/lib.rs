@@ -4,8 +4,10 @@
 //! `GET /v1/sessions`, `/v1/requests`, `/v1/models`, admin-key auth, cursor
 //! pagination, JSON errors) on loopback, from either the seed fixture
 //! ([`Dataset::from_fixture`]) or generated, labelled traffic
-//! ([`scenario::generate`]), and can inject faults ([`FaultHandle`]) such as
-//! rate limits, outages, truncated or malformed bodies and missing fields.
+//! ([`scenario::generate`], and the adversarial family
+//! [`scenario::adversarial::generate`]), and can inject faults
+//! ([`FaultHandle`]) such as rate limits, outages, truncated or malformed
+//! bodies and missing fields.
 //!
 //! It is the outside world: it has its own JSON shapes and never uses the
 //! crate's `source` records. `costwatch demo`, the backtest and the
