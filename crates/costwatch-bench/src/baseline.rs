@@ -97,6 +97,18 @@ pub async fn run<S: Source>(
     to: DateTime<Utc>,
     window: Duration,
 ) -> Result<Vec<Finding>, SourceError> {
+    run_with(source, from, to, window, |_| {}).await
+}
+
+/// Like [`run`], calling `before` with each window before it is read (to
+/// move a live simulator's clock, for instance).
+pub async fn run_with<S: Source>(
+    source: &S,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    window: Duration,
+    mut before: impl FnMut(&Window),
+) -> Result<Vec<Finding>, SourceError> {
     let rules = StaticRules::new(&source.models().await?);
     let group_by = ["feature".to_owned()];
     let step = chrono::Duration::from_std(window).unwrap_or(chrono::Duration::minutes(15));
@@ -108,6 +120,7 @@ pub async fn run<S: Source>(
             start,
             end: (start + step).min(to),
         };
+        before(&w);
         source
             .sessions(w, |s| {
                 for kind in rules.check(&s) {
@@ -276,6 +289,21 @@ mod tests {
                 .iter()
                 .all(|f| f.group.starts_with("feature=") && f.rule.starts_with("static-"))
         );
+        // The hook sees every window once, in order, before it is read.
+        let mut seen = Vec::new();
+        let again = run_with(
+            &source,
+            from,
+            last + chrono::Duration::minutes(1),
+            Duration::from_secs(60),
+            |w| seen.push(*w),
+        )
+        .await
+        .unwrap();
+        assert_eq!(again, found);
+        assert_eq!(seen.first().map(|w| w.start), Some(from));
+        assert!(seen.windows(2).all(|p| p[0].end == p[1].start));
+        assert!(seen.last().is_some_and(|w| w.end > last));
         sim.shutdown().await.unwrap();
     }
 

@@ -4,7 +4,9 @@
 //! - [`quality`]: the simulator's labelled scenarios, read by costwatch
 //!   through [`costwatch::backtest::replay`] (the daemon's pipeline) and by the
 //!   static-threshold [`baseline`], scored per kind, with [`alerts`] per
-//!   incident.
+//!   incident; [`family`] names the scenario families and their tuning and
+//!   held-out seeds, and [`heldout`] reports both families on the held-out
+//!   seeds.
 //! - [`perf`]: `costwatch backtest` over a million sessions in one window
 //!   from a [`compact`] dataset served by the simulator in another process,
 //!   the Python reference script over the same data, and the idle daemon,
@@ -13,6 +15,8 @@
 pub mod alerts;
 pub mod baseline;
 pub mod compact;
+pub mod family;
+pub mod heldout;
 pub mod measure;
 pub mod perf;
 pub mod quality;

@@ -4,8 +4,11 @@
 use anyhow::{Context, anyhow};
 use clap::{Args, Parser, Subcommand};
 use costwatch_bench::compact::{self, CompactParams, Mix};
+use costwatch_bench::family::{self, Family, FamilyRun, Split};
+use costwatch_bench::heldout::{self, HeldOut};
 use costwatch_bench::perf::{self, PerfOptions};
 use costwatch_bench::quality;
+use costwatch_bench::quality::Serving;
 use costwatch_sim::server::{SimOptions, SimServer};
 use std::io::Read;
 use std::path::PathBuf;
@@ -42,6 +45,21 @@ struct QualityArgs {
     /// Scenario seeds.
     #[arg(long, value_delimiter = ',', default_value = "7,11,23,42,99")]
     seeds: Vec<u64>,
+    /// Scenario family: `base` (written with the detectors) or
+    /// `adversarial` (built to break them).
+    #[arg(long, default_value = "base", value_parser = parse_family)]
+    family: Family,
+    /// Take the family's `tuning` or `held-out` seeds instead of `--seeds`.
+    #[arg(long, value_parser = parse_split)]
+    split: Option<Split>,
+    /// Serve `historical`ly (every call exists) or `live` (a window sees the
+    /// calls made by its end plus the settle lag); default: the family's way.
+    #[arg(long, value_parser = parse_serving)]
+    serving: Option<Serving>,
+    /// Report both families on their held-out seeds (ignores `--seeds`,
+    /// `--family`, `--split` and `--serving`).
+    #[arg(long)]
+    held_out: bool,
     /// Simulated days per seed.
     #[arg(long, default_value_t = 4)]
     days: u32,
@@ -116,6 +134,22 @@ fn parse_mix(s: &str) -> Result<Mix, String> {
     Mix::parse(s).ok_or_else(|| format!("unknown mix `{s}` (lean or scenario)"))
 }
 
+fn parse_family(s: &str) -> Result<Family, String> {
+    Family::parse(s).ok_or_else(|| format!("unknown family `{s}` (base or adversarial)"))
+}
+
+fn parse_split(s: &str) -> Result<Split, String> {
+    Split::parse(s).ok_or_else(|| format!("unknown split `{s}` (tuning or held-out)"))
+}
+
+fn parse_serving(s: &str) -> Result<Serving, String> {
+    match s {
+        "historical" => Ok(Serving::Historical),
+        "live" => Ok(Serving::Live),
+        _ => Err(format!("unknown serving `{s}` (historical or live)")),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let _ = tracing_subscriber::fmt()
@@ -153,20 +187,24 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 async fn quality_cmd(a: QualityArgs) -> anyhow::Result<()> {
+    if a.held_out {
+        return held_out_cmd(&a).await;
+    }
+    let seeds = a
+        .split
+        .map_or(a.seeds.clone(), |s| a.family.seeds(s).to_vec());
+    if seeds.is_empty() {
+        return Err(anyhow!(
+            "the {} family has no seeds in that split",
+            a.family.name()
+        ));
+    }
     let mut results = Vec::new();
-    for seed in &a.seeds {
-        let started = Instant::now();
-        let r = quality::run_seed(*seed, a.days, &a.rules)
-            .await
-            .with_context(|| format!("seed {seed}"))?;
-        eprintln!(
-            "quality: seed {seed}: {} sessions, {} calls; replay {:.1} s, seed {:.1} s",
-            r.sessions,
-            r.requests,
-            r.replay_secs,
-            started.elapsed().as_secs_f64()
-        );
-        results.push(r);
+    let mut runs = HeldOut::default();
+    for seed in &seeds {
+        let r = quality_seed(a.family, *seed, &a, a.serving).await?;
+        results.push(r.run.result.clone());
+        runs.push(r);
     }
     print!("{}", quality::table(&results, a.markdown));
     println!();
@@ -174,6 +212,70 @@ async fn quality_cmd(a: QualityArgs) -> anyhow::Result<()> {
         "{}",
         quality::targets_table(&quality::targets(&results), a.markdown)
     );
+    if !runs.situations().is_empty() {
+        println!("\nPer situation (seeds summed):\n");
+        print!("{}", heldout::situations_table(&runs, a.markdown));
+    }
+    Ok(())
+}
+
+/// Runs one seed of a family, with a progress line.
+async fn quality_seed(
+    family: Family,
+    seed: u64,
+    a: &QualityArgs,
+    serving: Option<Serving>,
+) -> anyhow::Result<FamilyRun> {
+    let started = Instant::now();
+    let r = family::run_seed(family, seed, a.days, &a.rules, serving)
+        .await
+        .with_context(|| format!("{} seed {seed}", family.name()))?;
+    let family_note = match family {
+        Family::Base => String::new(),
+        other => format!("{} ", other.name()),
+    };
+    let res = &r.run.result;
+    eprintln!(
+        "quality: {family_note}seed {seed}: {} sessions, {} calls; replay {:.1} s, seed {:.1} s",
+        res.sessions,
+        res.requests,
+        res.replay_secs,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(r)
+}
+
+/// Both families on their held-out seeds.
+async fn held_out_cmd(a: &QualityArgs) -> anyhow::Result<()> {
+    let mut report = HeldOut::default();
+    for f in Family::ALL {
+        for seed in f.seeds(Split::HeldOut) {
+            report.push(quality_seed(f, *seed, a, None).await?);
+        }
+    }
+    let seeds = |f: Family| {
+        let s: Vec<String> = f.seeds(Split::HeldOut).iter().map(u64::to_string).collect();
+        s.join(", ")
+    };
+    println!(
+        "Held-out seeds: base {}; adversarial {}.\n",
+        seeds(Family::Base),
+        seeds(Family::Adversarial)
+    );
+    print!("{}", heldout::summary_table(&report, a.markdown));
+    println!();
+    print!(
+        "{}",
+        quality::targets_table(&heldout::targets(&report), a.markdown)
+    );
+    println!(
+        "\nWhere the adversarial family's sessions were found or missed (held-out seeds summed):\n"
+    );
+    print!("{}", heldout::situations_table(&report, a.markdown));
+    for f in Family::ALL {
+        println!("\nPer seed, {} family:\n", f.name());
+        print!("{}", quality::table(&report.results(f), a.markdown));
+    }
     Ok(())
 }
 

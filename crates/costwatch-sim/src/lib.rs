@@ -4,10 +4,11 @@
 //! `GET /v1/sessions`, `/v1/requests`, `/v1/models`, admin-key auth, cursor
 //! pagination, JSON errors) on loopback, from either the seed fixture
 //! ([`Dataset::from_fixture`]) or generated, labelled traffic
-//! ([`scenario::generate`]), and can inject faults ([`FaultHandle`]) such as
-//! rate limits, outages, truncated or malformed bodies, missing fields,
-//! cursors that cycle and listings that never end, queued one by one or
-//! drawn at random ([`RandomFaults`]).
+//! ([`scenario::generate`], and the adversarial family
+//! [`scenario::adversarial::generate`]), and can inject faults
+//! ([`FaultHandle`]) such as rate limits, outages, truncated or malformed
+//! bodies, missing fields, cursors that cycle and listings that never end,
+//! queued one by one or drawn at random ([`RandomFaults`]).
 //!
 //! It is the outside world: it has its own JSON shapes and never uses the
 //! crate's `source` records. `costwatch demo`, the backtest and the

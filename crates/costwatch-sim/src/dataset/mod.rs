@@ -26,7 +26,7 @@ pub use self::truth::{KINDS, NO_CACHE, OVERSIZED_MODEL, RETRY_LOOP, Truth};
 use self::rows::labels_match;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 /// A `[start, end)` pair.
 pub(crate) type Bounds = (DateTime<Utc>, DateTime<Utc>);
@@ -93,6 +93,8 @@ pub struct Dataset {
     pub sessions: Vec<SimSession>,
     /// Which sessions carry waste.
     pub truth: Truth,
+    /// Sessions whose rows carry no `by_model` breakdown.
+    summary_only: BTreeSet<String>,
     index: Index,
 }
 
@@ -112,8 +114,22 @@ impl Dataset {
             models,
             sessions,
             truth,
+            summary_only: BTreeSet::new(),
             index,
         }
+    }
+
+    /// The same data, with the rows of `session_ids` served without a
+    /// per-model breakdown (`by_model` left out, `models` kept), as a gateway
+    /// that builds session rows by grouping request rows may serve them.
+    pub fn without_breakdown(mut self, session_ids: impl IntoIterator<Item = String>) -> Dataset {
+        self.summary_only.extend(session_ids);
+        self
+    }
+
+    /// Whether the session's rows carry a per-model breakdown.
+    pub fn has_breakdown(&self, session_id: &str) -> bool {
+        !self.summary_only.contains(session_id)
     }
 
     /// The session with this id.
@@ -180,7 +196,10 @@ impl Dataset {
                 let s = &self.sessions[i];
                 s.has_labels(w.labels) && s.active_in(w.start, w.end, w.now)
             },
-            |i| self.sessions[i].row(w.now),
+            |i| {
+                let s = &self.sessions[i];
+                s.row_shaped(w.now, self.has_breakdown(&s.session_id))
+            },
         )
     }
 

@@ -200,13 +200,20 @@ impl SimSession {
     /// visible, else the aggregate of the visible calls; `None` before the
     /// first call.
     pub fn row(&self, now: Option<DateTime<Utc>>) -> Option<Value> {
+        self.row_shaped(now, true)
+    }
+
+    /// Like [`SimSession::row`], but an aggregate without `by_model` when
+    /// `breakdown` is false: only `models` says which models were used, as
+    /// in the session rows of gateways that group request rows themselves.
+    pub fn row_shaped(&self, now: Option<DateTime<Utc>>, breakdown: bool) -> Option<Value> {
         let calls = self.visible(now);
         if calls.is_empty() {
             return None;
         }
         match &self.fixed_row {
             Some(row) if calls.len() == self.requests.len() => Some(row.clone()),
-            _ => Some(aggregate(&self.session_id, &self.labels, calls)),
+            _ => Some(aggregate(&self.session_id, &self.labels, calls, breakdown)),
         }
     }
 }
@@ -250,8 +257,14 @@ impl Totals {
     }
 }
 
-/// The aggregate session row of `calls` (non-empty, in time order).
-fn aggregate(session_id: &str, labels: &BTreeMap<String, String>, calls: &[SimRequest]) -> Value {
+/// The aggregate session row of `calls` (non-empty, in time order), with
+/// `by_model` only when `breakdown` is set.
+fn aggregate(
+    session_id: &str,
+    labels: &BTreeMap<String, String>,
+    calls: &[SimRequest],
+    breakdown: bool,
+) -> Value {
     let mut total = Totals::default();
     let mut per_model: BTreeMap<&str, Totals> = BTreeMap::new();
     for r in calls {
@@ -267,7 +280,7 @@ fn aggregate(session_id: &str, labels: &BTreeMap<String, String>, calls: &[SimRe
         .collect();
     let first = calls.first().map(|r| format_ts(&r.created_at));
     let last = calls.last().map(|r| format_ts(&r.created_at));
-    json!({
+    let mut row = json!({
         "session_id": session_id,
         "first_request_at": first,
         "last_request_at": last,
@@ -281,5 +294,9 @@ fn aggregate(session_id: &str, labels: &BTreeMap<String, String>, calls: &[SimRe
         "models": models.iter().map(|(m, _)| *m).collect::<Vec<_>>(),
         "by_model": by_model,
         "labels": labels,
-    })
+    });
+    if !breakdown && let Some(fields) = row.as_object_mut() {
+        fields.remove("by_model");
+    }
+    row
 }

@@ -154,6 +154,30 @@ fn aggregate_sums_calls_and_splits_by_model() {
 }
 
 #[test]
+fn sessions_without_breakdown_keep_models_and_lose_by_model() {
+    let mut d = fixture();
+    for s in &mut d.sessions {
+        s.fixed_row = None;
+    }
+    let d = Dataset::new(d.models, d.sessions, d.truth)
+        .without_breakdown(["subagent-sol-9b31c0e4d2aa".to_string()]);
+    assert!(!d.has_breakdown("subagent-sol-9b31c0e4d2aa"));
+    assert!(d.has_breakdown("replay-mismatch-a14896679e70"));
+    let rows = d.sessions_in(
+        t("2026-10-11T11:00:00Z"),
+        t("2026-10-11T12:00:00Z"),
+        &[],
+        None,
+    );
+    let row = |id: &str| rows.iter().find(|r| r["session_id"] == id).unwrap();
+    let summary = row("subagent-sol-9b31c0e4d2aa");
+    assert!(summary.get("by_model").is_none());
+    assert_eq!(summary["models"], json!(["gpt-6.1-sol", "gpt-6-luna"]));
+    assert_eq!(summary["requests"], 5);
+    assert!(row("replay-mismatch-a14896679e70")["by_model"].is_object());
+}
+
+#[test]
 fn pages_resume_where_they_stopped() {
     let d = fixture();
     let w = Window {

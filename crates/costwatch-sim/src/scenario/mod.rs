@@ -21,8 +21,10 @@
 //! `calls` the calls before they become rows, `generator` the hour-by-hour
 //! generation and the rows it writes (the gateway's request rows,
 //! gateway-api.md section 1), `features` the shape of each feature's
-//! sessions.
+//! sessions. [`adversarial`] is a second, independent family built to
+//! break the detectors, sharing only [`Dataset`] and [`ScenarioParams`].
 
+pub mod adversarial;
 mod calls;
 mod features;
 mod generator;

@@ -6,7 +6,7 @@
 use super::BenchError;
 use super::alerts::{self, AlertTally};
 use super::baseline;
-use chrono::Duration as ChronoDuration;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::backtest::{self, ClassScore};
 use costwatch::clock::SystemClock;
 use costwatch::config;
@@ -94,23 +94,75 @@ fn system(
     }
 }
 
-/// Generates, serves and scores one seed.
+/// Generates, serves and scores one seed of the first family, served
+/// historically.
 pub async fn run_seed(seed: u64, days: u32, rules: &Path) -> Result<SeedResult, BenchError> {
     let params = ScenarioParams {
         seed,
         days,
         ..ScenarioParams::default()
     };
+    let dataset = scenario::generate(&params);
+    let run = run_dataset(seed, dataset, &params, rules, Serving::Historical).await?;
+    Ok(run.result)
+}
+
+/// The daemon's default `settle_lag`: how long after a window ends it is
+/// read.
+pub const SETTLE_LAG: Duration = Duration::from_secs(120);
+
+/// What the simulator shows while a window is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serving {
+    /// Every call, past and future: a replay of history.
+    Historical,
+    /// Only the calls made by the window's end plus [`SETTLE_LAG`], as a
+    /// live daemon sees them; a session is seen again, larger, later.
+    Live,
+}
+
+/// One seed's results and the findings behind them.
+#[derive(Debug, Clone)]
+pub struct DatasetRun {
+    /// The scores.
+    pub result: SeedResult,
+    /// costwatch's findings.
+    pub costwatch: Vec<Finding>,
+    /// The static baseline's findings.
+    pub baseline: Vec<Finding>,
+}
+
+/// Serves `dataset` (generated from `params`), replays it through costwatch
+/// and the static baseline, and scores both.
+pub async fn run_dataset(
+    seed: u64,
+    dataset: costwatch_sim::Dataset,
+    params: &ScenarioParams,
+    rules: &Path,
+    serving: Serving,
+) -> Result<DatasetRun, BenchError> {
     let from = params.start;
-    let to = from + ChronoDuration::days(i64::from(days));
-    let dataset = Arc::new(scenario::generate(&params));
+    let to = from + ChronoDuration::days(i64::from(params.days));
+    let dataset = Arc::new(dataset);
     let truth = dataset.truth.by_kind.clone();
     let incidents = alerts::truth_incidents(&dataset, alerts::default_policy().resolve_after);
     let (sessions, requests) = (dataset.sessions.len(), dataset.request_count());
     let sim = SimServer::start(dataset, SimOptions::default())
         .await
         .map_err(|e| BenchError::Setup(format!("cannot start the simulator: {e}")))?;
+    let step = ChronoDuration::from_std(WINDOW + SETTLE_LAG).unwrap_or_default();
+    let live = serving == Serving::Live;
+    let show_until = |end: DateTime<Utc>| {
+        if live {
+            sim.set_now(Some(
+                end + ChronoDuration::from_std(SETTLE_LAG).unwrap_or_default(),
+            ));
+        }
+    };
     let source = sim_source(&sim.base_url(), sim.admin_key())?;
+    if live {
+        sim.set_now(Some(from + step));
+    }
     let started = Instant::now();
     let replay = backtest::replay(
         source.clone(),
@@ -122,21 +174,26 @@ pub async fn run_seed(seed: u64, days: u32, rules: &Path) -> Result<SeedResult, 
         DRILLDOWN_CONCURRENCY,
         Arc::new(SystemClock),
         &backtest::WindowRetries::none(),
-        |_| {},
+        |r| show_until(r.window.end + ChronoDuration::from_std(WINDOW).unwrap_or_default()),
     )
     .await?;
     let replay_secs = started.elapsed().as_secs_f64();
-    let static_findings = baseline::run(&source, from, to, WINDOW).await?;
+    let static_findings =
+        baseline::run_with(&source, from, to, WINDOW, |w| show_until(w.end)).await?;
     let _ = sim.shutdown().await;
     let windows = alerts::windows(from, to, WINDOW);
-    Ok(SeedResult {
-        seed,
-        sessions,
-        requests,
-        incidents,
-        costwatch: system(&replay.findings, &truth, &windows),
-        baseline: system(&static_findings, &truth, &windows),
-        replay_secs,
+    Ok(DatasetRun {
+        result: SeedResult {
+            seed,
+            sessions,
+            requests,
+            incidents,
+            costwatch: system(&replay.findings, &truth, &windows),
+            baseline: system(&static_findings, &truth, &windows),
+            replay_secs,
+        },
+        costwatch: replay.findings,
+        baseline: static_findings,
     })
 }
 
@@ -440,129 +497,4 @@ pub fn targets(results: &[SeedResult]) -> Vec<Target> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-mod tests {
-    use super::*;
-
-    fn score(kind: Kind, p: f64, r: f64) -> ClassScore {
-        ClassScore {
-            kind,
-            true_positives: 0,
-            false_positives: 0,
-            false_negatives: 0,
-            precision: p,
-            recall: r,
-            f1: if p + r == 0.0 {
-                0.0
-            } else {
-                2.0 * p * r / (p + r)
-            },
-        }
-    }
-
-    fn result(seed: u64, p: f64, alerts: usize, incidents: usize) -> SeedResult {
-        let sys = |p: f64, alerts: usize, false_alerts: usize| SystemResult {
-            scores: Kind::ALL.into_iter().map(|k| score(k, p, 1.0)).collect(),
-            alerts: Kind::ALL
-                .into_iter()
-                .map(|k| {
-                    (
-                        k,
-                        AlertTally {
-                            alerts,
-                            false_alerts,
-                            episodes: alerts,
-                        },
-                    )
-                })
-                .collect(),
-        };
-        SeedResult {
-            seed,
-            sessions: 10,
-            requests: 20,
-            incidents: Kind::ALL.into_iter().map(|k| (k, incidents)).collect(),
-            costwatch: sys(p, alerts, 0),
-            baseline: sys(p / 10.0, alerts * 5, alerts * 4),
-            replay_secs: 0.0,
-        }
-    }
-
-    #[test]
-    fn median_and_mean_of_odd_even_and_empty() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(&[]), 0.0);
-        assert_eq!(mean(&[1.0, 2.0, 6.0]), 3.0);
-        assert_eq!(mean(&[]), 0.0);
-    }
-
-    #[test]
-    fn figures_divide_alerts_by_incidents() {
-        let r = result(1, 1.0, 6, 3);
-        let f = Figures::of(&r.costwatch, Kind::NoCache, 3);
-        assert_eq!((f.alerts_per_incident, f.false_alerts), (2.0, 0.0));
-        let b = Figures::of(&r.baseline, Kind::NoCache, 3);
-        assert_eq!((b.alerts_per_incident, b.false_alerts), (10.0, 24.0));
-        assert!((b.precision - 0.1).abs() < 1e-12);
-        // No real incident: alerts are counted as they are.
-        assert_eq!(
-            Figures::of(&r.costwatch, Kind::NoCache, 0).alerts_per_incident,
-            6.0
-        );
-    }
-
-    #[test]
-    fn summary_takes_median_and_mean_per_kind_and_system() {
-        let results = [
-            result(1, 0.9, 2, 2),
-            result(2, 1.0, 4, 2),
-            result(3, 0.5, 12, 2),
-        ];
-        let s = summary(&results);
-        assert_eq!(s.len(), 3);
-        let (kind, [cw_med, base_med, cw_mean, base_mean]) = s[1];
-        assert_eq!(kind, Kind::OversizedModel);
-        assert_eq!(cw_med.precision, 0.9);
-        assert!((cw_mean.precision - 0.8).abs() < 1e-12);
-        assert_eq!(cw_med.alerts_per_incident, 2.0);
-        assert!((cw_mean.alerts_per_incident - 3.0).abs() < 1e-12);
-        assert!((base_med.precision - 0.09).abs() < 1e-12);
-        assert_eq!(base_med.false_alerts, 16.0);
-        assert!((base_mean.false_alerts - 24.0).abs() < 1e-12);
-    }
-
-    #[test]
-    fn targets_name_the_worst_class_and_judge_the_baseline() {
-        let results = [result(7, 1.0, 2, 2), result(11, 0.96, 2, 2)];
-        let t = targets(&results);
-        assert_eq!(t.len(), 3);
-        assert!(!t[0].met, "precision 0.96 misses 0.97");
-        assert!(
-            t[0].result.contains("0.960") && t[0].result.contains("seed 11"),
-            "{}",
-            t[0].result
-        );
-        assert!(t[1].met, "recall is 1 everywhere");
-        assert!(t[2].met, "baseline precision is a tenth of costwatch's");
-        let close = [SeedResult {
-            baseline: result(1, 0.9, 2, 2).costwatch,
-            ..result(1, 1.0, 2, 2)
-        }];
-        assert!(
-            !targets(&close)[2].met,
-            "a baseline as good is not far below"
-        );
-        assert!(targets_table(&t, false).contains("NOT met"));
-    }
-
-    #[test]
-    fn the_table_has_a_row_per_seed_and_kind_plus_median_and_mean() {
-        let results = [result(7, 1.0, 2, 2), result(11, 0.5, 2, 2)];
-        let text = table(&results, false);
-        assert_eq!(text.lines().count(), 1 + 6 + 6);
-        assert!(text.lines().any(|l| l.starts_with("median  retry_loop")));
-        let md = table(&results, true);
-        assert!(md.lines().nth(1).unwrap().starts_with("| ---"));
-        assert!(md.lines().all(|l| l.starts_with('|') && l.ends_with('|')));
-    }
-}
+mod tests;

@@ -1,0 +1,242 @@
+//! The scenario families the quality report runs, and which of their seeds
+//! may be tuned against:
+//!
+//! - `base`: the simulator's first family (`costwatch_sim::scenario`),
+//!   written together with the detectors. Tuning seeds 7, 11, 23, 42 and
+//!   99 (the seeds of the main quality table); held-out seeds 1234, 5678,
+//!   31337, 271828 and 314159.
+//! - `adversarial`: the second family (`costwatch_sim::scenario::adversarial`),
+//!   built to break the detectors. No tuning seeds: it is never tuned
+//!   against. Held-out seeds 1234, 5678, 31337, 271828 and 314159.
+//!
+//! Detection is tuned on the tuning seeds of the first family only; the
+//! held-out seeds of both families are reported, never tuned against.
+//! The adversarial family is served live (each window sees only the calls
+//! made by its end plus the settle lag), since sessions crossing windows are
+//! one of its situations; the first family is served historically, as in
+//! its main table.
+
+use super::BenchError;
+use super::quality::{self, DatasetRun, Serving};
+use costwatch::detect::Kind;
+use costwatch_sim::scenario::adversarial::{self, Situation};
+use costwatch_sim::scenario::{self, ScenarioParams};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Seeds of the first family that detection may be tuned against.
+pub const BASE_TUNING: [u64; 5] = [7, 11, 23, 42, 99];
+/// Seeds of the first family that are only ever reported.
+pub const BASE_HELD_OUT: [u64; 5] = [1234, 5678, 31337, 271828, 314159];
+/// Seeds of the adversarial family that detection may be tuned against: none.
+pub const ADVERSARIAL_TUNING: [u64; 0] = [];
+/// Seeds of the adversarial family that are only ever reported.
+pub const ADVERSARIAL_HELD_OUT: [u64; 5] = [1234, 5678, 31337, 271828, 314159];
+
+/// A scenario family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Family {
+    /// The first family, written with the detectors.
+    Base,
+    /// The second family, built to break them.
+    Adversarial,
+}
+
+/// Which seeds of a family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// Seeds detection may be tuned against.
+    Tuning,
+    /// Seeds that are only reported.
+    HeldOut,
+}
+
+impl Split {
+    /// Parses `tuning` or `held-out`.
+    pub fn parse(s: &str) -> Option<Split> {
+        match s {
+            "tuning" => Some(Split::Tuning),
+            "held-out" => Some(Split::HeldOut),
+            _ => None,
+        }
+    }
+}
+
+impl Family {
+    /// Both families, in report order.
+    pub const ALL: [Family; 2] = [Family::Base, Family::Adversarial];
+
+    /// The family's name on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Base => "base",
+            Family::Adversarial => "adversarial",
+        }
+    }
+
+    /// Parses a family's name.
+    pub fn parse(s: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.name() == s)
+    }
+
+    /// The family's seeds of `split`.
+    pub fn seeds(self, split: Split) -> &'static [u64] {
+        match (self, split) {
+            (Family::Base, Split::Tuning) => &BASE_TUNING,
+            (Family::Base, Split::HeldOut) => &BASE_HELD_OUT,
+            (Family::Adversarial, Split::Tuning) => &ADVERSARIAL_TUNING,
+            (Family::Adversarial, Split::HeldOut) => &ADVERSARIAL_HELD_OUT,
+        }
+    }
+
+    /// How the family is served unless asked otherwise.
+    pub fn serving(self) -> Serving {
+        match self {
+            Family::Base => Serving::Historical,
+            Family::Adversarial => Serving::Live,
+        }
+    }
+}
+
+/// One situation's sessions over one or more seeds: how many are truly
+/// wasteful of each kind, and what costwatch flagged.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SituationTally {
+    /// Sessions.
+    pub sessions: usize,
+    /// Truly wasteful sessions, per kind in [`Kind::ALL`] order.
+    pub truth: [usize; 3],
+    /// Of those, flagged by costwatch for that kind.
+    pub found: [usize; 3],
+    /// Flagged by costwatch for a kind they do not carry.
+    pub false_flags: [usize; 3],
+}
+
+impl SituationTally {
+    /// Adds `other` to this tally.
+    pub fn add(&mut self, other: &SituationTally) {
+        self.sessions += other.sessions;
+        for k in 0..3 {
+            self.truth[k] += other.truth[k];
+            self.found[k] += other.found[k];
+            self.false_flags[k] += other.false_flags[k];
+        }
+    }
+}
+
+/// One seed of a family.
+#[derive(Debug, Clone)]
+pub struct FamilyRun {
+    /// The family.
+    pub family: Family,
+    /// Scores and findings.
+    pub run: DatasetRun,
+    /// Per situation (the adversarial family only).
+    pub situations: BTreeMap<Situation, SituationTally>,
+}
+
+/// Generates, serves (as `serving`, or the family's way) and scores one
+/// seed of `family`.
+pub async fn run_seed(
+    family: Family,
+    seed: u64,
+    days: u32,
+    rules: &Path,
+    serving: Option<Serving>,
+) -> Result<FamilyRun, BenchError> {
+    let params = ScenarioParams {
+        seed,
+        days,
+        ..ScenarioParams::default()
+    };
+    let serving = serving.unwrap_or(family.serving());
+    let (dataset, notes) = match family {
+        Family::Base => (scenario::generate(&params), None),
+        Family::Adversarial => {
+            let (d, n) = adversarial::generate_with_notes(&params);
+            (d, Some(n))
+        }
+    };
+    let truth = dataset.truth.clone();
+    let run = quality::run_dataset(seed, dataset, &params, rules, serving).await?;
+    let mut situations = BTreeMap::new();
+    if let Some(notes) = notes {
+        let flagged: BTreeSet<(Kind, &str)> = run
+            .costwatch
+            .iter()
+            .map(|f| (f.kind, f.session_id.as_str()))
+            .collect();
+        for (id, n) in &notes.sessions {
+            let t: &mut SituationTally = situations.entry(n.situation).or_default();
+            t.sessions += 1;
+            for (k, kind) in Kind::ALL.into_iter().enumerate() {
+                let is_true = truth.of(kind.as_str()).any(|x| x == id);
+                let is_flagged = flagged.contains(&(kind, id.as_str()));
+                t.truth[k] += usize::from(is_true);
+                t.found[k] += usize::from(is_true && is_flagged);
+                t.false_flags[k] += usize::from(!is_true && is_flagged);
+            }
+        }
+    }
+    Ok(FamilyRun {
+        family,
+        run,
+        situations,
+    })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_back_and_splits_do_not_overlap() {
+        for f in Family::ALL {
+            assert_eq!(Family::parse(f.name()), Some(f));
+            let tuning: BTreeSet<u64> = f.seeds(Split::Tuning).iter().copied().collect();
+            assert!(f.seeds(Split::HeldOut).iter().all(|s| !tuning.contains(s)));
+            assert!(!f.seeds(Split::HeldOut).is_empty());
+        }
+        assert_eq!(Family::parse("other"), None);
+        assert_eq!(Split::parse("held-out"), Some(Split::HeldOut));
+        assert_eq!(Split::parse("heldout"), None);
+        assert!(Family::Adversarial.seeds(Split::Tuning).is_empty());
+        assert_eq!(Family::Base.seeds(Split::Tuning), [7, 11, 23, 42, 99]);
+    }
+
+    #[test]
+    fn tallies_add_up() {
+        let mut a = SituationTally {
+            sessions: 2,
+            truth: [1, 0, 2],
+            found: [1, 0, 1],
+            false_flags: [0, 3, 0],
+        };
+        a.add(&a.clone());
+        assert_eq!(a.sessions, 4);
+        assert_eq!(
+            (a.truth, a.found, a.false_flags),
+            ([2, 0, 4], [2, 0, 2], [0, 6, 0])
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_adversarial_seed_is_scored_per_situation() {
+        let rules = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../rules"));
+        let r = run_seed(Family::Adversarial, 5, 1, rules, None)
+            .await
+            .unwrap();
+        let total: SituationTally = r.situations.values().fold(Default::default(), |mut a, t| {
+            a.add(t);
+            a
+        });
+        assert_eq!(total.sessions, r.run.result.sessions);
+        for (k, score) in r.run.result.costwatch.scores.iter().enumerate() {
+            assert_eq!(total.found[k], score.true_positives);
+            assert_eq!(total.false_flags[k], score.false_positives);
+            assert_eq!(total.truth[k] - total.found[k], score.false_negatives);
+        }
+        assert!(r.situations.contains_key(&Situation::BelowMinimum));
+    }
+}

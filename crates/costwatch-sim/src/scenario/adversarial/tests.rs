@@ -1,0 +1,511 @@
+//! Tests of the adversarial family: determinism, the truth against the
+//! definitions (checked here by a second, plain reading of the rules), the
+//! defining property of every look-alike, and the shapes the family
+//! promises.
+
+use super::*;
+use crate::dataset::{NO_CACHE, OVERSIZED_MODEL, RETRY_LOOP, SimRequest, SimSession};
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::OnceLock;
+
+fn default_family() -> &'static (Dataset, Notes) {
+    static D: OnceLock<(Dataset, Notes)> = OnceLock::new();
+    D.get_or_init(|| generate_with_notes(&ScenarioParams::default()))
+}
+
+fn small(seed: u64) -> (Dataset, Notes) {
+    generate_with_notes(&ScenarioParams {
+        seed,
+        sessions_per_day: 400,
+        ..ScenarioParams::default()
+    })
+}
+
+fn fingerprint(d: &Dataset, n: &Notes) -> String {
+    serde_json::to_string(&(&d.sessions, &d.truth, n)).unwrap()
+}
+
+fn sessions_of(situation: Situation) -> Vec<(&'static SimSession, &'static SessionNotes)> {
+    let (d, notes) = default_family();
+    d.sessions
+        .iter()
+        .filter_map(|s| notes.of(&s.session_id).map(|n| (s, n)))
+        .filter(|(_, n)| n.situation == situation)
+        .collect()
+}
+
+fn has(kind: &str, s: &SimSession) -> bool {
+    default_family()
+        .0
+        .truth
+        .of(kind)
+        .any(|id| id == s.session_id)
+}
+
+fn ended(r: &SimRequest) -> DateTime<Utc> {
+    r.created_at + chrono::Duration::milliseconds(r.latency_ms as i64)
+}
+
+fn feature(s: &SimSession) -> &str {
+    s.labels["feature"].as_str()
+}
+
+#[test]
+fn generation_is_deterministic_per_seed() {
+    let (a, na) = small(11);
+    let (b, nb) = small(11);
+    assert_eq!(fingerprint(&a, &na), fingerprint(&b, &nb));
+    let (c, nc) = small(12);
+    assert_ne!(fingerprint(&a, &na), fingerprint(&c, &nc));
+    // Same seed, other family: nothing in common.
+    let first = crate::scenario::generate(&ScenarioParams {
+        seed: 11,
+        sessions_per_day: 400,
+        ..ScenarioParams::default()
+    });
+    let ids: BTreeSet<&str> = first
+        .sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .collect();
+    assert!(
+        a.sessions
+            .iter()
+            .all(|s| !ids.contains(s.session_id.as_str()))
+    );
+}
+
+#[test]
+fn every_kind_has_truth_and_every_session_has_notes() {
+    let (d, notes) = default_family();
+    for kind in crate::dataset::KINDS {
+        assert!(d.truth.of(kind).count() >= 20, "{kind}");
+    }
+    assert_eq!(notes.sessions.len(), d.sessions.len());
+    for s in &d.sessions {
+        assert_eq!(
+            notes.of(&s.session_id).unwrap().calls.len(),
+            s.requests.len()
+        );
+    }
+}
+
+/// A plain reading of the no_cache rule: is there an earlier successful
+/// call `j` on the model and thread, within the cache's life, long enough
+/// to cache, sharing at least the minimum with call `i`?
+fn could_read(s: &SimSession, n: &SessionNotes, i: usize) -> bool {
+    let (r, note) = (&s.requests[i], &n.calls[i]);
+    let Some(min) = min_prefix(&r.model) else {
+        return false;
+    };
+    if r.is_error() {
+        return false;
+    }
+    let chain: Vec<usize> = (0..i)
+        .filter(|&j| s.requests[j].model == r.model && n.calls[j].thread == note.thread)
+        .collect();
+    chain.iter().enumerate().any(|(k, &j)| {
+        let e = &s.requests[j];
+        let shared = chain[k + 1..]
+            .iter()
+            .map(|&m| n.calls[m].prefix)
+            .chain([note.prefix, e.input_tokens])
+            .min()
+            .unwrap();
+        !e.is_error()
+            && e.input_tokens >= min
+            && shared >= min
+            && (r.created_at - ended(e)).num_milliseconds() <= CACHE_TTL_MS
+    })
+}
+
+#[test]
+fn no_row_reads_a_cache_that_could_not_hold_its_prefix() {
+    let (d, notes) = default_family();
+    let mut reads = 0;
+    for s in &d.sessions {
+        let n = notes.of(&s.session_id).unwrap();
+        for (i, r) in s.requests.iter().enumerate() {
+            if r.cached_tokens > 0 {
+                reads += 1;
+                assert!(could_read(s, n, i), "{} call {i}", s.session_id);
+                assert!(r.cached_tokens <= readable_tokens(&s.requests, &n.calls, i));
+                assert_eq!(r.cached_tokens % 128, 0);
+            }
+            assert!(r.cached_tokens <= r.input_tokens);
+        }
+    }
+    assert!(reads > 10_000, "{reads} cache reads");
+}
+
+#[test]
+fn no_cache_truth_is_never_read_though_a_call_could_have() {
+    let (d, notes) = default_family();
+    for s in &d.sessions {
+        let n = notes.of(&s.session_id).unwrap();
+        let never_read = s.requests.iter().all(|r| r.cached_tokens == 0);
+        let could = (0..s.requests.len()).any(|i| could_read(s, n, i));
+        assert_eq!(has(NO_CACHE, s), never_read && could, "{}", s.session_id);
+    }
+}
+
+#[test]
+fn retry_loop_truth_is_five_resends_in_a_row() {
+    let (d, notes) = default_family();
+    for s in &d.sessions {
+        let n = notes.of(&s.session_id).unwrap();
+        // The longest stretch of calls each resending an earlier request,
+        // each within a minute of the previous one.
+        let mut seen = BTreeSet::new();
+        let (mut run, mut longest) = (0, 0);
+        for (i, (r, c)) in s.requests.iter().zip(&n.calls).enumerate() {
+            let close =
+                i > 0 && (r.created_at - ended(&s.requests[i - 1])).num_milliseconds() <= 60_000;
+            run = match (seen.contains(&c.request), close) {
+                (true, true) => run + 1,
+                (true, false) => 1,
+                (false, _) => 0,
+            };
+            longest = longest.max(run);
+            seen.insert(c.request);
+        }
+        assert_eq!(has(RETRY_LOOP, s), longest >= 5, "{}", s.session_id);
+    }
+}
+
+#[test]
+fn oversized_truth_is_a_tiny_premium_call_meant_for_a_small_model() {
+    let (d, notes) = default_family();
+    for s in &d.sessions {
+        let n = notes.of(&s.session_id).unwrap();
+        let any = s.requests.iter().zip(&n.calls).any(|(r, c)| {
+            !r.is_error()
+                && matches!(r.model.as_str(), "gpt-6.1-sol" | "claude-sonnet-5.5" | OPUS)
+                && r.input_tokens <= 1_000
+                && r.output_tokens <= 500
+                && !is_premium(c.norm)
+        });
+        assert_eq!(has(OVERSIZED_MODEL, s), any, "{}", s.session_id);
+    }
+}
+
+#[test]
+fn below_minimum_sessions_never_had_a_cacheable_prompt_and_are_not_waste() {
+    let below = sessions_of(Situation::BelowMinimum);
+    assert!(below.len() > 300);
+    let mut looks_long = 0;
+    for (s, _) in &below {
+        let min = min_prefix(&s.requests[0].model).unwrap();
+        let n = s.requests.len();
+        assert!(s.requests[..n - 1].iter().all(|r| r.input_tokens < min));
+        assert!(s.requests.iter().all(|r| r.cached_tokens == 0));
+        assert!(!has(NO_CACHE, s), "{}", s.session_id);
+        let avg = s.requests.iter().map(|r| r.input_tokens).sum::<u64>() / n as u64;
+        looks_long += usize::from(avg >= 1_024);
+    }
+    // The look-alike exists: averages above 1,024 tokens, nothing cacheable.
+    assert!(looks_long > 100, "{looks_long}");
+}
+
+#[test]
+fn paused_conversations_outlive_the_cache_and_are_not_waste() {
+    let paused = sessions_of(Situation::PausedConversation);
+    assert!(paused.len() > 50);
+    for (s, _) in paused {
+        for w in s.requests.windows(2) {
+            assert!((w[1].created_at - ended(&w[0])).num_milliseconds() > CACHE_TTL_MS);
+        }
+        assert!(s.requests.iter().all(|r| r.cached_tokens == 0));
+        assert!(!has(NO_CACHE, s));
+    }
+}
+
+#[test]
+fn late_starts_read_the_cache_only_after_a_long_enough_prompt() {
+    let late = sessions_of(Situation::LateCacheStart);
+    let mut started_late = 0;
+    for (s, _) in &late {
+        assert!(!has(NO_CACHE, s) || s.requests.iter().all(|r| r.cached_tokens == 0));
+        let min = min_prefix(&s.requests[0].model).unwrap();
+        if let Some(first) = s.requests.iter().position(|r| r.cached_tokens > 0) {
+            assert!(s.requests[..first].iter().any(|r| r.input_tokens >= min));
+            started_late += usize::from(first >= 2);
+        }
+    }
+    assert!(started_late > 100, "{started_late}");
+}
+
+#[test]
+fn broken_caches_never_read_and_are_waste_when_a_call_could_have() {
+    let broken = sessions_of(Situation::BrokenCache);
+    let waste = broken.iter().filter(|(s, _)| has(NO_CACHE, s)).count();
+    assert!(
+        waste > 40 && waste < broken.len(),
+        "{waste} of {}",
+        broken.len()
+    );
+    for (s, n) in &broken {
+        assert!(s.requests.iter().all(|r| r.cached_tokens == 0));
+        let could = (0..s.requests.len()).any(|i| could_read(s, n, i));
+        assert_eq!(has(NO_CACHE, s), could);
+    }
+    // Some are mixed with a model that has no cache at all.
+    assert!(broken.iter().any(|(s, _)| {
+        has(NO_CACHE, s) && s.requests.iter().any(|r| min_prefix(&r.model).is_none())
+    }));
+}
+
+#[test]
+fn fan_outs_share_less_than_the_minimum_and_are_not_waste() {
+    let fan = sessions_of(Situation::FanOut);
+    assert!(
+        fan.iter().any(|(s, _)| s.requests.len() >= 60),
+        "no heavy tail"
+    );
+    for (s, n) in fan {
+        // Items share the template; only a resent item shares more, with
+        // its own rejected send.
+        let mut sent = BTreeSet::new();
+        for c in &n.calls {
+            if sent.insert(c.request) {
+                assert!(c.prefix < 1_024);
+            }
+        }
+        assert!(!has(NO_CACHE, s) && !has(RETRY_LOOP, s));
+    }
+}
+
+#[test]
+fn loops_are_waste_and_bounded_retries_are_not() {
+    for situation in [
+        Situation::ValidationLoop,
+        Situation::CycleLoop,
+        Situation::FailureLoop,
+    ] {
+        let loops = sessions_of(situation);
+        assert!(loops.len() >= 3, "{situation:?}");
+        assert!(
+            loops.iter().all(|(s, _)| has(RETRY_LOOP, s)),
+            "{situation:?}"
+        );
+    }
+    for (s, n) in sessions_of(Situation::ValidationLoop) {
+        assert!(s.requests.iter().all(|r| !r.is_error()));
+        let mut sends: BTreeMap<u32, usize> = BTreeMap::new();
+        for c in &n.calls {
+            *sends.entry(c.request).or_default() += 1;
+        }
+        let most = sends.values().max().copied().unwrap();
+        assert!((8..=13).contains(&most), "{most}");
+    }
+    let bounded = sessions_of(Situation::BoundedRetry);
+    assert!(bounded.len() > 10, "{}", bounded.len());
+    for (s, _) in bounded {
+        let tail: Vec<bool> = s
+            .requests
+            .iter()
+            .rev()
+            .take(4)
+            .map(|r| r.is_error())
+            .collect();
+        assert_eq!(tail, [true; 4]);
+        assert!(!has(RETRY_LOOP, s));
+    }
+}
+
+#[test]
+fn plateaus_repeat_the_prompt_size_without_repeating_a_request() {
+    let plateau = sessions_of(Situation::ContextPlateau);
+    let mut same_size_runs = 0;
+    for (s, n) in &plateau {
+        assert!(!has(RETRY_LOOP, s));
+        let requests: BTreeSet<u32> = n.calls.iter().map(|c| c.request).collect();
+        assert_eq!(requests.len(), n.calls.len());
+        let close = s.requests.windows(5).any(|w| {
+            w.windows(2)
+                .all(|p| p[0].input_tokens.abs_diff(p[1].input_tokens) <= 40)
+        });
+        same_size_runs += usize::from(close);
+    }
+    assert!(same_size_runs > 20, "{same_size_runs}");
+}
+
+#[test]
+fn premium_by_design_is_not_waste_and_misrouting_is() {
+    for situation in [
+        Situation::ModelMigration,
+        Situation::PremiumNorm,
+        Situation::Escalation,
+        Situation::Failover,
+    ] {
+        let all = sessions_of(situation);
+        assert!(all.len() > 20, "{situation:?}");
+        assert!(
+            all.iter().all(|(s, _)| !has(OVERSIZED_MODEL, s)),
+            "{situation:?}"
+        );
+    }
+    let tiny_premium = |s: &SimSession| {
+        s.requests
+            .iter()
+            .any(|r| is_premium(&r.model) && r.input_tokens <= 1_000)
+    };
+    assert!(
+        sessions_of(Situation::ModelMigration)
+            .iter()
+            .all(|(s, _)| tiny_premium(s))
+    );
+    assert!(
+        sessions_of(Situation::Failover)
+            .iter()
+            .all(|(s, _)| s.requests.iter().any(|r| r.model == HAIKU))
+    );
+    let misrouted = sessions_of(Situation::PremiumSubtask);
+    assert!(misrouted.len() > 30);
+    assert!(misrouted.iter().all(|(s, _)| has(OVERSIZED_MODEL, s)));
+    // Some hide their tiny calls beside a big call to the same model.
+    assert!(misrouted.iter().any(|(s, _)| {
+        let sol: Vec<_> = s
+            .requests
+            .iter()
+            .filter(|r| r.model == "gpt-6.1-sol")
+            .collect();
+        sol.iter().map(|r| r.input_tokens).sum::<u64>() > 1_000 * sol.len() as u64
+    }));
+}
+
+#[test]
+fn the_model_change_and_the_new_group_happen_mid_run() {
+    let (d, _) = default_family();
+    let start = ScenarioParams::default().start;
+    let summarize: Vec<_> = d
+        .sessions
+        .iter()
+        .filter(|s| feature(s) == "summarize")
+        .collect();
+    let switch = summarize
+        .iter()
+        .filter(|s| s.requests[0].model == "claude-sonnet-5.5")
+        .filter_map(|s| s.first_request_at())
+        .min()
+        .unwrap();
+    assert!(switch >= start + chrono::Duration::days(2));
+    for s in &summarize {
+        let on_luna = s.requests.iter().all(|r| r.model == "gpt-6-luna");
+        assert_eq!(on_luna, s.first_request_at().unwrap() < switch);
+    }
+    let contract: Vec<_> = d
+        .sessions
+        .iter()
+        .filter(|s| feature(s) == "contract-qa")
+        .collect();
+    assert!((20..=100).contains(&contract.len()), "{}", contract.len());
+    assert!(
+        contract
+            .iter()
+            .all(|s| s.first_request_at().unwrap() >= start + chrono::Duration::days(1))
+    );
+}
+
+#[test]
+fn fieldops_rows_have_no_breakdown_and_others_do() {
+    let (d, _) = default_family();
+    let (from, to) = d.time_range().unwrap();
+    let rows = d.sessions_in(from, to + chrono::Duration::seconds(1), &[], None);
+    let mut multi_model_hidden = 0;
+    for row in &rows {
+        let fieldops = row["labels"]["feature"] == "fieldops";
+        assert_eq!(row.get("by_model").is_none(), fieldops);
+        assert!(row["models"].is_array());
+        if fieldops && row["models"].as_array().unwrap().len() > 1 {
+            multi_model_hidden += 1;
+        }
+    }
+    assert!(multi_model_hidden > 100, "{multi_model_hidden}");
+    let hidden_waste = d
+        .truth
+        .of(OVERSIZED_MODEL)
+        .filter(|id| !d.has_breakdown(id))
+        .count();
+    assert!(hidden_waste > 5, "{hidden_waste}");
+}
+
+#[test]
+fn the_family_has_bursts_heavy_tails_and_sessions_across_windows() {
+    let (d, _) = default_family();
+    // A batch burst: at least 40 sessions start within 15 minutes.
+    let mut batch: Vec<_> = d
+        .sessions
+        .iter()
+        .filter(|s| feature(s) == "batch")
+        .filter_map(|s| s.first_request_at())
+        .collect();
+    batch.sort();
+    let quarter = chrono::Duration::minutes(15);
+    assert!(batch.windows(40).any(|w| w[39] - w[0] < quarter));
+    let agent_calls = d
+        .sessions
+        .iter()
+        .filter(|s| feature(s) == "agent")
+        .map(|s| s.requests.len())
+        .max()
+        .unwrap();
+    assert!(agent_calls >= 100, "{agent_calls}");
+    let window = |t: DateTime<Utc>| t.timestamp() / 900;
+    let crossing = |kind: &str| {
+        d.truth
+            .of(kind)
+            .filter_map(|id| d.session(id))
+            .filter(|s| {
+                window(s.first_request_at().unwrap()) != window(s.last_request_at().unwrap())
+            })
+            .count()
+    };
+    assert!(crossing(NO_CACHE) > 5, "{}", crossing(NO_CACHE));
+    let mixed = d
+        .sessions
+        .iter()
+        .filter(|s| s.requests.iter().any(|r| r.model != s.requests[0].model))
+        .count();
+    assert!(mixed > 500, "{mixed}");
+}
+
+#[test]
+fn labels_and_ids_do_not_leak_the_truth() {
+    let (d, _) = default_family();
+    for s in &d.sessions {
+        let keys: Vec<_> = s.labels.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["env", "feature"]);
+        for text in s.labels.values().chain([&s.session_id]) {
+            for w in ["cache", "loop", "retry", "waste", "premium", "broken"] {
+                assert!(!text.contains(w), "{text} contains {w}");
+            }
+        }
+        assert!(s.requests.iter().all(|r| r.labels == s.labels));
+    }
+}
+
+#[test]
+fn costs_follow_the_catalogue_and_rejected_calls_are_free() {
+    let (d, _) = default_family();
+    let prices: BTreeMap<String, crate::dataset::SimModel> =
+        catalogue().into_iter().map(|m| (m.id.clone(), m)).collect();
+    for s in d.sessions.iter().step_by(5) {
+        for r in &s.requests {
+            let want = match r.error_type.as_deref() {
+                Some("RateLimitError" | "ServiceUnavailableError") => 0.0,
+                _ => prices[&r.model].cost(r.input_tokens, r.cached_tokens, r.output_tokens),
+            };
+            assert!((r.cost_usd - want).abs() < 1e-9, "{}", r.request_id);
+            if r.is_error() {
+                assert_eq!((r.output_tokens, r.cached_tokens), (0, 0));
+            }
+        }
+        assert!(
+            s.requests
+                .windows(2)
+                .all(|w| w[0].created_at < w[1].created_at)
+        );
+    }
+}
