@@ -1,6 +1,6 @@
 //! The built `costwatch` binary: `check`, `backtest --simulate` and `once`.
 
-use crate::support::{costwatch_command, manifest_dir, seed_dataset, start_sim};
+use crate::support::{costwatch_command, free_port, manifest_dir, seed_dataset, start_sim};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -311,6 +311,29 @@ async fn once_against_the_simulator_stores_its_progress() {
         sim.stats().hits,
         hits.hits,
         "the gateway was not read again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_against_a_gateway_that_is_down_says_why_once_and_exits_1() {
+    let dir = TempDir::new().unwrap();
+    let config = once_config(&dir);
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let down = format!("http://127.0.0.1:{}/v1", free_port());
+    let mut cmd = costwatch(&["once", "--config", config.to_str().unwrap()]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", &down)
+        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+        .env("COSTWATCH_SOURCE__MAX_RETRIES", "0")
+        .env("COSTWATCH_STATE__URL", &state);
+    let out = run(cmd).await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let last = stderr.lines().last().unwrap_or_default();
+    assert!(last.contains("stays due"), "{stderr}");
+    assert_eq!(
+        last.matches("GET /v1/models").count(),
+        1,
+        "the cause is said once: {last}"
     );
 }
 

@@ -3,6 +3,7 @@
 //! SMTP replies mapped to retry or reject, timeouts, STARTTLS with an extra
 //! CA and login, and implicit TLS.
 
+use crate::support::free_port;
 use costwatch::notify::email::{EmailNotifier, EmailSettings, SmtpSecurity, message_id, thread_id};
 use costwatch::notify::render::title_for;
 use costwatch::notify::{Alert, AlertKind, AlertSession, AlertStatus, Notifier, NotifyError};
@@ -179,11 +180,6 @@ impl SmtpPeer {
             .map(|(_, p)| std::fs::read_to_string(p).unwrap())
             .collect()
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
 }
 
 fn settings(port: u16, security: SmtpSecurity) -> EmailSettings {

@@ -3,6 +3,7 @@
 //! (`tests/peers/mcp_gateway.py`, `mcp` 2.3.0), each in JSON and in SSE
 //! response mode, over the seed window.
 
+use crate::support::free_port;
 use crate::support::{SEED_WINDOW, seed_dataset, start_sim};
 use costwatch::clock::RecordingSleeper;
 use costwatch::investigate::mcp::{McpClient, McpLimits};
@@ -230,14 +231,6 @@ fn peers_python() -> PathBuf {
         python.display()
     );
     python
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// `tests/peers/mcp_gateway.py` on a free loopback port, killed on drop.

@@ -1,6 +1,7 @@
 //! A throwaway PostgreSQL cluster per test: initdb into a temp dir, pg_ctl on
 //! a free loopback port, stopped (and removed) on drop.
 
+use crate::support::free_port;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tempfile::TempDir;
@@ -53,14 +54,6 @@ fn run_pg(bin: &Path, args: &[&str]) {
     }
     .expect("a PostgreSQL binary runs");
     assert!(status.success(), "{} {:?} failed", bin.display(), args);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl PgCluster {

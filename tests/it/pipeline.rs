@@ -172,7 +172,10 @@ async fn damaged_page_in_third_window(fault: FaultKind, error_mentions: &str) {
     let mut seen: Vec<WindowReport> = Vec::new();
     let err = p.run_due(to, |r| seen.push(r.clone())).await.unwrap_err();
     match &err {
-        PipelineError::Source { window, source } => {
+        PipelineError::Source {
+            window,
+            error: source,
+        } => {
             assert_eq!(*window, third);
             assert!(source.is_retryable(), "{source:?}");
         }

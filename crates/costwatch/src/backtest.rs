@@ -109,7 +109,10 @@ impl WindowRetries {
 /// for the catalogue, `Some(Some(window))` for a window.
 fn failed_read(e: &PipelineError) -> Option<Option<Window>> {
     match e {
-        PipelineError::Source { window, source } if source.is_retryable() => Some(Some(*window)),
+        PipelineError::Source {
+            window,
+            error: source,
+        } if source.is_retryable() => Some(Some(*window)),
         PipelineError::Models(source) if source.is_retryable() => Some(None),
         PipelineError::Deadline { window, .. } => Some(*window),
         _ => None,

@@ -215,7 +215,7 @@ where
                 let message = e.to_string();
                 self.settings.metrics.window_failed();
                 self.settings.metrics.gateway_error(match &e {
-                    PipelineError::Source { source, .. } | PipelineError::Models(source) => {
+                    PipelineError::Source { error: source, .. } | PipelineError::Models(source) => {
                         source_kind(source)
                     }
                     // The gateway did not answer in time.

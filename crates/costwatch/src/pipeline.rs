@@ -23,18 +23,19 @@ const MODELS_IN_USE_LOOKBACK_DAYS: i64 = 7;
 /// Why a run stopped early.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
-    /// The gateway could not be read; the window stays due.
-    #[error("window {window}: {source}")]
+    /// The gateway could not be read; the window stays due. (The message
+    /// carries the source error's text, so it is not also a `source()`,
+    /// which would print it twice in a chain.)
+    #[error("window {window}: {error}")]
     Source {
         /// The window that failed.
         window: Window,
         /// What failed.
-        #[source]
-        source: SourceError,
+        error: SourceError,
     },
     /// The catalogue could not be read.
     #[error("model catalogue: {0}")]
-    Models(#[source] SourceError),
+    Models(SourceError),
     /// The run's deadline passed while the gateway was being read; the
     /// window (or the catalogue, when `window` is `None`) stays due.
     #[error("{}: not read within the tick's deadline of {}", what_timed_out(window), humantime::format_duration(*after))]
@@ -388,7 +389,10 @@ where
             .source
             .sessions(window, |s: SessionRecord| analysis.observe(s))
             .await
-            .map_err(|source| PipelineError::Source { window, source })?;
+            .map_err(|source| PipelineError::Source {
+                window,
+                error: source,
+            })?;
         let history = self.store.load_baselines(&analysis.groups()).await?;
         let (mut pages, mut retries) = (stats.pages, stats.retries);
         let mut judgement = if analysis.overflowed() {
@@ -399,7 +403,10 @@ where
                 .source
                 .sessions(window, |s: SessionRecord| again.observe(s))
                 .await
-                .map_err(|source| PipelineError::Source { window, source })?;
+                .map_err(|source| PipelineError::Source {
+                    window,
+                    error: source,
+                })?;
             pages += second.pages;
             retries += second.retries;
             again.finish()
@@ -444,9 +451,12 @@ where
             };
             let (candidate, requests) = joined.map_err(|e| PipelineError::Source {
                 window,
-                source: SourceError::Transient(format!("drill-down task failed: {e}")),
+                error: SourceError::Transient(format!("drill-down task failed: {e}")),
             })?;
-            let requests = requests.map_err(|source| PipelineError::Source { window, source })?;
+            let requests = requests.map_err(|source| PipelineError::Source {
+                window,
+                error: source,
+            })?;
             if let Some(f) = self.detector.confirm_retry(&candidate, &requests, window) {
                 confirmed.push(f);
             }
