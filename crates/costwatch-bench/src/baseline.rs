@@ -165,6 +165,7 @@ mod tests {
             cache_write_usd_per_mtok: None,
             output_usd_per_mtok: input * 4.0,
             supports_prompt_cache: true,
+            min_cacheable_prompt_tokens: None,
         }
     }
 

@@ -375,7 +375,7 @@ where
     }
 
     /// Reads one window (twice when it has too many candidates), judges it
-    /// and drills into its retry-loop candidates. Stores nothing.
+    /// and drills into the candidates that need their request rows. Stores nothing.
     async fn read_window(
         &self,
         window: Window,
@@ -426,16 +426,17 @@ where
         })
     }
 
-    /// Fetches the requests of each retry-loop candidate (a few at a time)
-    /// and keeps the confirmed ones. Any failed drill-down fails the window.
+    /// Fetches the requests of each drill-down candidate (retry loops, and
+    /// no_cache sessions near the cacheable minimum; a few at a time) and
+    /// keeps the confirmed ones. Any failed drill-down fails the window.
     async fn drill_down(
         &self,
         window: Window,
-        candidates: Vec<crate::detect::RetryCandidate>,
+        candidates: Vec<crate::detect::Drilldown>,
     ) -> Result<Vec<Finding>, PipelineError> {
         let mut confirmed = Vec::new();
         let mut pending = candidates.into_iter();
-        let mut running: JoinSet<(crate::detect::RetryCandidate, Result<_, SourceError>)> =
+        let mut running: JoinSet<(crate::detect::Drilldown, Result<_, SourceError>)> =
             JoinSet::new();
         loop {
             while running.len() < self.drilldown_concurrency {
@@ -457,9 +458,7 @@ where
                 window,
                 error: source,
             })?;
-            if let Some(f) = self.detector.confirm_retry(&candidate, &requests, window) {
-                confirmed.push(f);
-            }
+            confirmed.extend(self.detector.confirm(&candidate, &requests, window));
         }
         Ok(confirmed)
     }

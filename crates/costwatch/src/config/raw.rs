@@ -430,6 +430,23 @@ pub(crate) struct RawNoCacheRule {
     /// the providers' cacheable minimum.
     #[serde(default = "no_cache_min_avg_input_tokens")]
     pub min_avg_input_tokens: u64,
+    /// Smallest prompt prefix, in tokens, that a model caches, for models
+    /// whose minimum neither `model_min_cacheable_tokens` nor the gateway's
+    /// catalogue gives.
+    #[serde(default = "no_cache_min_cacheable_tokens")]
+    #[schemars(range(min = 1))]
+    pub min_cacheable_tokens: u64,
+    /// Per-model smallest cacheable prefix, in tokens (model id to tokens);
+    /// overrides the gateway's catalogue and `min_cacheable_tokens`.
+    #[serde(default)]
+    pub model_min_cacheable_tokens: BTreeMap<String, u64>,
+    /// Average prompt per call on a model, as a multiple of the model's
+    /// cacheable minimum, from which the session's aggregates alone show its
+    /// calls could read the cache; closer to the minimum, its request rows
+    /// decide which calls could.
+    #[serde(default = "no_cache_clear_avg_input_ratio")]
+    #[schemars(range(min = 1.0))]
+    pub clear_avg_input_ratio: f64,
     /// Cached share of the prompt at or below which the session counts as
     /// uncached.
     #[serde(default = "no_cache_max_cached_share")]
@@ -565,6 +582,12 @@ fn no_cache_min_requests() -> u64 {
 }
 fn no_cache_min_avg_input_tokens() -> u64 {
     1024
+}
+fn no_cache_min_cacheable_tokens() -> u64 {
+    1024
+}
+fn no_cache_clear_avg_input_ratio() -> f64 {
+    2.0
 }
 fn no_cache_max_cached_share() -> f64 {
     0.05

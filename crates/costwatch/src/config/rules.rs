@@ -2,6 +2,7 @@
 
 use crate::domain::Labels;
 pub use crate::domain::Severity;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// Exact-match label selector; empty matches every session.
@@ -46,6 +47,14 @@ pub struct NoCacheRule {
     /// Smallest average prompt per call; shorter prompts are below the
     /// providers' cacheable minimum.
     pub min_avg_input_tokens: u64,
+    /// Smallest cacheable prompt prefix of models whose minimum neither
+    /// `model_min_cacheable_tokens` nor the gateway's catalogue gives.
+    pub min_cacheable_tokens: u64,
+    /// Per-model smallest cacheable prefix; overrides the catalogue.
+    pub model_min_cacheable_tokens: BTreeMap<String, u64>,
+    /// Average prompt per call, as a multiple of the model's minimum, from
+    /// which aggregates alone decide; closer to it, request rows decide.
+    pub clear_avg_input_ratio: f64,
     /// Cached share of the prompt at or below which the session counts as uncached.
     pub max_cached_share: f64,
     /// Peers' median cached share needed before an uncached session is unusual.

@@ -55,6 +55,14 @@ impl Catalogue {
             .is_some_and(|p| p.supports_prompt_cache && p.cached_input_usd_per_mtok.is_some())
     }
 
+    /// The smallest prompt prefix the model caches, where the gateway's
+    /// catalogue gives it.
+    pub fn min_cacheable(&self, model: &str) -> Option<u64> {
+        self.prices
+            .get(model)
+            .and_then(|p| p.min_cacheable_prompt_tokens)
+    }
+
     /// How many times the cheapest model in use this model costs; `None` for
     /// unknown models or before any model is known to be in use.
     pub fn price_ratio(&self, model: &str) -> Option<f64> {

@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod catalogue;
+pub mod drilldown;
 pub mod no_cache;
 pub mod oversized_model;
 pub mod retry_loop;
@@ -11,7 +12,8 @@ pub mod window;
 
 pub use baseline::{GroupBaseline, GroupStats, Ring};
 pub use catalogue::Catalogue;
-pub use window::{Detector, Judgement, Rejudge, RetryCandidate, WindowAnalysis};
+pub use drilldown::Drilldown;
+pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};
 
 use crate::config::Severity;
 use crate::source::{Labels, SessionRecord, Window};

@@ -1,11 +1,67 @@
 //! A multi-request conversation on a cache-capable model whose prompts are
 //! long enough to cache, yet it reads (almost) nothing from the cache while
 //! its peers do.
+//!
+//! A call can read the cache only if it and an earlier successful call of the
+//! session on the same model were each at least the model's minimum cacheable
+//! prefix. Aggregates settle the clear cases: too little prompt on every model
+//! for two such calls (never cacheable), or an average per call well above
+//! the minimum (cacheable). Between the two, the session's request rows
+//! decide which calls could have read the cache.
 
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::config::NoCacheRule;
-use crate::source::{SessionRecord, Window};
+use crate::source::{ModelUsage, RequestRecord, RequestStatus, SessionRecord, Window};
 use serde_json::json;
+use std::collections::BTreeMap;
+
+/// What the session aggregates say about whether any call could have read
+/// the prompt cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cacheability {
+    /// No model carries two calls of at least its minimum.
+    Never,
+    /// Every model that could is well above its minimum on average.
+    Clear,
+    /// Some model is near its minimum: the request rows decide.
+    Unsure,
+}
+
+/// The smallest cacheable prefix of `model`: the rule's per-model value,
+/// else the gateway's catalogue, else the rule's default.
+pub fn min_cacheable(model: &str, cat: &Catalogue, rule: &NoCacheRule) -> u64 {
+    rule.model_min_cacheable_tokens
+        .get(model)
+        .copied()
+        .or_else(|| cat.min_cacheable(model))
+        .unwrap_or(rule.min_cacheable_tokens)
+        .max(1)
+}
+
+fn model_cacheability(m: &ModelUsage, min: u64, rule: &NoCacheRule) -> Cacheability {
+    // One call writes the prefix, a later one reads it: both at least `min`.
+    if m.requests < 2 || m.input_tokens < min.saturating_mul(2) {
+        Cacheability::Never
+    } else if m.input_tokens as f64 / m.requests as f64 >= rule.clear_avg_input_ratio * min as f64 {
+        Cacheability::Clear
+    } else {
+        Cacheability::Unsure
+    }
+}
+
+/// Whether any of the session's calls could have read the cache, as far as
+/// its aggregates tell (O(models)).
+pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Cacheability {
+    let mut seen = Cacheability::Never;
+    for m in &s.by_model {
+        match model_cacheability(m, min_cacheable(&m.model, cat, rule), rule) {
+            Cacheability::Unsure => return Cacheability::Unsure,
+            Cacheability::Clear => seen = Cacheability::Clear,
+            Cacheability::Never => {}
+        }
+    }
+    seen
+}
 
 /// Whether the session could have used the prompt cache at all: enough calls,
 /// prompts above the cacheable minimum, and only models with a prompt cache.
@@ -14,11 +70,90 @@ pub fn eligible(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool 
         && avg_input(s) >= rule.min_avg_input_tokens as f64
         && !s.by_model.is_empty()
         && s.by_model.iter().all(|m| cat.supports_cache(&m.model))
+        && cacheability(s, cat, rule) != Cacheability::Never
 }
 
 /// The cheap test made on every session: eligible and uncached.
 pub fn is_candidate(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
     eligible(s, cat, rule) && cached_share(s) <= rule.max_cached_share
+}
+
+/// What the peers say a session of the group should cache.
+#[derive(Debug, Clone, PartialEq)]
+struct Peers {
+    /// Share of the cacheable prompt caching like the peers reads from cache.
+    expected_share: f64,
+    median: Option<f64>,
+    count: usize,
+    cold_start: bool,
+}
+
+/// One cache-capable model of a candidate: its minimum and what a cached
+/// prompt token saves on it.
+#[derive(Debug, Clone, PartialEq)]
+struct ModelCache {
+    model: String,
+    min_tokens: u64,
+    discount_usd_per_mtok: f64,
+}
+
+/// A candidate near the cacheable minimum, to judge from its request rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowCheck {
+    peers: Peers,
+    models: Vec<ModelCache>,
+    rule: NoCacheRule,
+}
+
+/// The outcome of judging a candidate from its aggregates.
+#[derive(Debug)]
+pub enum Verdict {
+    /// Not wasteful (or not worth a finding).
+    Clean,
+    /// Wasteful, from the aggregates alone.
+    Found(Box<Finding>),
+    /// Its request rows decide.
+    Rows(Box<RowCheck>),
+}
+
+/// The cacheable part of one model's calls.
+#[derive(Debug, Clone, Default)]
+struct Part {
+    calls: u64,
+    input: u64,
+    cached: u64,
+}
+
+fn peers(stats: &GroupStats, rule: &NoCacheRule) -> Option<Peers> {
+    let median = stats.cache_median;
+    let cold_start = stats.cache_peers < rule.min_peers;
+    if !cold_start && median.is_none_or(|m| m < rule.min_peer_cached_share) {
+        // The peers do not cache either: nothing unusual about this session.
+        return None;
+    }
+    // With too few peers, the rule's own floor is the expectation.
+    Some(Peers {
+        expected_share: median
+            .unwrap_or(rule.min_peer_cached_share)
+            .max(rule.min_peer_cached_share),
+        median,
+        count: stats.cache_peers,
+        cold_start,
+    })
+}
+
+fn model_caches(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Vec<ModelCache> {
+    s.by_model
+        .iter()
+        .filter_map(|m| {
+            let p = cat.get(&m.model)?;
+            Some(ModelCache {
+                model: m.model.clone(),
+                min_tokens: min_cacheable(&m.model, cat, rule),
+                discount_usd_per_mtok: p.input_usd_per_mtok - p.cached_input_usd_per_mtok?,
+            })
+        })
+        .collect()
 }
 
 /// Judges a candidate against its group.
@@ -29,43 +164,127 @@ pub fn judge(
     cat: &Catalogue,
     rule: &NoCacheRule,
     window: Window,
+) -> Verdict {
+    let Some(peers) = peers(stats, rule) else {
+        return Verdict::Clean;
+    };
+    let models = model_caches(s, cat, rule);
+    match cacheability(s, cat, rule) {
+        Cacheability::Never => Verdict::Clean,
+        Cacheability::Unsure => Verdict::Rows(Box::new(RowCheck {
+            peers,
+            models,
+            rule: rule.clone(),
+        })),
+        Cacheability::Clear => {
+            // Every call but the first on each model could have read the
+            // cache; the first is counted at the model's average.
+            let parts: Vec<Part> = models
+                .iter()
+                .map(|mc| {
+                    let usage = s.by_model.iter().find(|m| m.model == mc.model);
+                    usage
+                        .filter(|m| {
+                            model_cacheability(m, mc.min_tokens, rule) != Cacheability::Never
+                        })
+                        .map(|m| Part {
+                            calls: m.requests - 1,
+                            input: m.input_tokens - m.input_tokens / m.requests,
+                            cached: m.cached_tokens,
+                        })
+                        .unwrap_or_default()
+                })
+                .collect();
+            finding(s, group, &peers, &models, &parts, rule, window, false)
+                .map_or(Verdict::Clean, |f| Verdict::Found(Box::new(f)))
+        }
+    }
+}
+
+/// Judges a candidate from its request rows (oldest first): a successful
+/// call of at least the model's minimum is cacheable when an earlier
+/// successful call on the same model was too. No cacheable call, no finding.
+pub fn confirm(
+    s: &SessionRecord,
+    requests: &[RequestRecord],
+    check: &RowCheck,
+    group: &str,
+    window: Window,
 ) -> Option<Finding> {
-    let peer_median = stats.cache_median;
-    let cold_start = stats.cache_peers < rule.min_peers;
-    if !cold_start && peer_median.is_none_or(|m| m < rule.min_peer_cached_share) {
-        // The peers do not cache either: nothing unusual about this session.
+    let mut parts = vec![Part::default(); check.models.len()];
+    let mut primed = vec![false; check.models.len()];
+    for r in requests {
+        if r.status != RequestStatus::Success {
+            continue;
+        }
+        let Some(i) = check.models.iter().position(|m| m.model == r.model) else {
+            continue;
+        };
+        if r.input_tokens < check.models[i].min_tokens {
+            continue;
+        }
+        if primed[i] {
+            parts[i].calls += 1;
+            parts[i].input += r.input_tokens;
+            parts[i].cached += r.cached_tokens.min(r.input_tokens);
+        }
+        primed[i] = true;
+    }
+    finding(
+        s,
+        group,
+        &check.peers,
+        &check.models,
+        &parts,
+        &check.rule,
+        window,
+        true,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn finding(
+    s: &SessionRecord,
+    group: &str,
+    peers: &Peers,
+    models: &[ModelCache],
+    parts: &[Part],
+    rule: &NoCacheRule,
+    window: Window,
+    from_rows: bool,
+) -> Option<Finding> {
+    let cacheable_input: u64 = parts.iter().map(|p| p.input).sum();
+    let cacheable_calls: u64 = parts.iter().map(|p| p.calls).sum();
+    if cacheable_calls == 0 || cacheable_input == 0 {
         return None;
     }
-    // What caching like the peers would have saved; with too few peers, the
-    // rule's own floor is the expectation.
-    let expected_share = peer_median
-        .unwrap_or(rule.min_peer_cached_share)
-        .max(rule.min_peer_cached_share);
-    let saved_tokens = expected_share * s.input_tokens as f64 - s.cached_tokens as f64;
-    let impact: f64 = s
-        .by_model
+    // What caching the cacheable calls like the peers would have saved.
+    let impact: f64 = models
         .iter()
-        .filter_map(|m| {
-            let p = cat.get(&m.model)?;
-            let discount = p.input_usd_per_mtok - p.cached_input_usd_per_mtok?;
-            let share = m.input_tokens as f64 / s.input_tokens.max(1) as f64;
-            Some(saved_tokens.max(0.0) * share * discount / 1e6)
+        .zip(parts)
+        .map(|(m, p)| {
+            let saved = peers.expected_share * p.input as f64 - p.cached as f64;
+            saved.max(0.0) * m.discount_usd_per_mtok / 1e6
         })
         .sum();
     if impact < rule.min_impact_usd {
         return None;
     }
     let share = cached_share(s);
-    let models: Vec<&str> = s.by_model.iter().map(|m| m.model.as_str()).collect();
-    let peers_text = match (cold_start, peer_median) {
+    let names: Vec<&str> = s.by_model.iter().map(|m| m.model.as_str()).collect();
+    let minimums: BTreeMap<&str, u64> = models
+        .iter()
+        .map(|m| (m.model.as_str(), m.min_tokens))
+        .collect();
+    let peers_text = match (peers.cold_start, peers.median) {
         (false, Some(m)) => format!(
             "while {} peers in {group} cached a median {:.0}%",
-            stats.cache_peers,
+            peers.count,
             m * 100.0
         ),
         _ => format!(
             "and {group} has too little history to compare ({} peers), so the rule alone decided",
-            stats.cache_peers
+            peers.count
         ),
     };
     Some(Finding {
@@ -84,17 +303,23 @@ pub fn judge(
             "cached_tokens": s.cached_tokens,
             "cached_share": ratio(share),
             "avg_input_tokens": avg_input(s).round(),
-            "models": models,
-            "peer_median_cached_share": peer_median.map(ratio),
-            "peers": stats.cache_peers,
-            "cold_start": cold_start,
+            "models": names,
+            "min_cacheable_tokens": minimums,
+            "cacheable_calls": cacheable_calls,
+            "cacheable_input_tokens": cacheable_input,
+            "judged_from": if from_rows { "requests" } else { "aggregates" },
+            "peer_median_cached_share": peers.median.map(ratio),
+            "peers": peers.count,
+            "cold_start": peers.cold_start,
         }),
         explanation: format!(
-            "{} calls read {} of {} prompt tokens from the prompt cache ({:.1}%) {peers_text}; caching like them would have saved about ${:.4}",
+            "{} calls read {} of {} prompt tokens from the prompt cache ({:.1}%) {peers_text}; {} of the calls ({} prompt tokens) could have read it, and caching them like the peers would have saved about ${:.4}",
             s.requests,
             s.cached_tokens,
             s.input_tokens,
             share * 100.0,
+            cacheable_calls,
+            cacheable_input,
             impact
         ),
     })

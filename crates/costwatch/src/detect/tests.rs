@@ -7,9 +7,13 @@ use crate::source::{ModelPrice, ModelUsage, RequestRecord, RequestStatus};
 use chrono::{Duration, TimeZone, Utc};
 use std::collections::{BTreeSet, HashMap};
 
+mod no_cache;
+
 const LUNA: &str = "gpt-6-luna";
 const SOL: &str = "gpt-6.1-sol";
 const NOVA: &str = "nova-lite";
+/// A model whose catalogue entry gives a 4,096-token cacheable minimum.
+const OPUS: &str = "claude-opus-5";
 
 fn models() -> Vec<ModelPrice> {
     let m = |id: &str, i: f64, c: Option<f64>, o: f64| ModelPrice {
@@ -19,12 +23,32 @@ fn models() -> Vec<ModelPrice> {
         cache_write_usd_per_mtok: c.map(|c| c * 12.5),
         output_usd_per_mtok: o,
         supports_prompt_cache: c.is_some(),
+        min_cacheable_prompt_tokens: None,
     };
+    let mut opus = m(OPUS, 15.0, Some(1.50), 75.0);
+    opus.min_cacheable_prompt_tokens = Some(4_096);
     vec![
         m(LUNA, 0.10, Some(0.01), 0.40),
         m(SOL, 2.50, Some(0.25), 10.0),
         m(NOVA, 0.20, None, 0.80),
+        opus,
     ]
+}
+
+/// Request rows of one session on `model`, one call per prompt size, 5 s apart.
+fn prompts(id: &str, model: &str, sizes: &[u64]) -> Vec<RequestRecord> {
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(t, &input)| request(id, t as u64, model, input, RequestStatus::Success))
+        .collect()
+}
+
+/// One uncached session on `model` with these prompt sizes.
+fn uncached(id: &str, feature: &str, model: &str, sizes: &[u64]) -> SessionRecord {
+    let n = sizes.len() as u64;
+    let input = sizes.iter().sum();
+    session(id, feature, 0, &[(model, n, input, 0, 40 * n)])
 }
 
 fn shipped_rules() -> Rules {
@@ -169,7 +193,7 @@ fn run(
                 .get(&c.session.session_id)
                 .cloned()
                 .unwrap_or_default();
-            if let Some(f) = det.confirm_retry(c, &reqs, w) {
+            for f in det.confirm(c, &reqs, w) {
                 found.insert((f.kind, f.session_id.clone()));
             }
         }
@@ -255,6 +279,74 @@ fn cases() -> Vec<Case> {
             ),
             requests: vec![],
             expect: vec![(Kind::NoCache, "nc")],
+        },
+        Case {
+            name: "prompts of 775, 1,018 and 1,282 tokens average over 1,024 yet none could read the cache",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![uncached(
+                    "below",
+                    "support-agent",
+                    LUNA,
+                    &[775, 1_018, 1_282],
+                )],
+            ),
+            requests: vec![("below", prompts("below", LUNA, &[775, 1_018, 1_282]))],
+            expect: vec![],
+        },
+        Case {
+            name: "a 1,300-token first prompt then uncached repeats is no_cache",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![uncached(
+                    "repeats",
+                    "support-agent",
+                    LUNA,
+                    &[1_300, 1_350, 1_400, 1_450],
+                )],
+            ),
+            requests: vec![(
+                "repeats",
+                prompts("repeats", LUNA, &[1_300, 1_350, 1_400, 1_450]),
+            )],
+            expect: vec![(Kind::NoCache, "repeats")],
+        },
+        Case {
+            name: "prompts under a model's 4,096-token minimum are never no_cache",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![uncached(
+                    "opus",
+                    "support-agent",
+                    OPUS,
+                    &[2_500, 3_000, 3_500, 3_900],
+                )],
+            ),
+            requests: vec![("opus", prompts("opus", OPUS, &[2_500, 3_000, 3_500, 3_900]))],
+            expect: vec![],
+        },
+        Case {
+            name: "a rule's per-model minimum overrides the catalogue",
+            rules: Some(
+                "no_cache:\n  - name: nc\n    model_min_cacheable_tokens: {gpt-6-luna: 2048}\n",
+            ),
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![uncached(
+                    "luna-2k",
+                    "support-agent",
+                    LUNA,
+                    &[1_300, 1_350, 1_400, 1_450],
+                )],
+            ),
+            requests: vec![(
+                "luna-2k",
+                prompts("luna-2k", LUNA, &[1_300, 1_350, 1_400, 1_450]),
+            )],
+            expect: vec![],
         },
         Case {
             name: "a single-request session is never no_cache",
@@ -601,7 +693,7 @@ fn last_judgement(
         found.extend(
             j.drilldowns
                 .iter()
-                .map(|c| (Kind::RetryLoop, c.session.session_id.clone())),
+                .flat_map(|c| c.kinds().map(|k| (k, c.session.session_id.clone()))),
         );
         baselines = j.baselines;
         out = (found, j.diagnostics, overflowed);

@@ -1,8 +1,9 @@
 //! One window's pass: every session is seen once as its page streams by
 //! (O(1) work, folded into bounded per-group samples); only candidates are
 //! kept. After the last page, candidates are judged against their group's
-//! baseline (history plus this window), and retry-loop candidates are handed
-//! back for a request drill-down.
+//! baseline (history plus this window); retry-loop candidates, and no_cache
+//! candidates near the cacheable minimum, are handed back for a request
+//! drill-down.
 //!
 //! A window that nominates more sessions than `max_candidates` is read a
 //! second time ([`WindowAnalysis::rejudge`]): by then its baselines are
@@ -11,7 +12,7 @@
 //! result is the same as with no cap.
 
 use super::baseline::GroupBaseline;
-use super::retry_loop::Trigger;
+use super::drilldown::{Drilldown, RetryCheck};
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, cached_share, no_cache, oversized_model,
     retry_loop, write_group_key,
@@ -59,19 +60,6 @@ struct Candidate {
     nomination: Nomination,
 }
 
-/// A retry-loop candidate waiting for its requests.
-#[derive(Debug, Clone)]
-pub struct RetryCandidate {
-    /// The session.
-    pub session: SessionRecord,
-    /// Its peer group.
-    pub group: String,
-    /// Why it was nominated.
-    pub trigger: Trigger,
-    stats: GroupStats,
-    rule: RetryLoopRule,
-}
-
 /// The state of one window while its pages stream in.
 #[derive(Debug)]
 pub struct WindowAnalysis<'d> {
@@ -93,8 +81,8 @@ pub struct WindowAnalysis<'d> {
 pub struct Judgement {
     /// Findings that need nothing more.
     pub findings: Vec<Finding>,
-    /// Retry-loop candidates to confirm from their requests.
-    pub drilldowns: Vec<RetryCandidate>,
+    /// Candidates to judge from their request rows.
+    pub drilldowns: Vec<Drilldown>,
     /// Baselines to store for the groups seen.
     pub baselines: HashMap<String, GroupBaseline>,
     /// Odd things noticed.
@@ -161,16 +149,14 @@ impl Detector {
         }
     }
 
-    /// Confirms or drops a retry-loop candidate from its requests (oldest first).
-    pub fn confirm_retry(
+    /// Judges a drill-down candidate from its requests (oldest first).
+    pub fn confirm(
         &self,
-        c: &RetryCandidate,
+        c: &Drilldown,
         requests: &[RequestRecord],
         window: Window,
-    ) -> Option<Finding> {
-        retry_loop::confirm(
-            &c.session, requests, c.trigger, &c.group, &c.stats, &c.rule, window,
-        )
+    ) -> Vec<Finding> {
+        c.confirm(requests, window)
     }
 }
 
@@ -351,22 +337,20 @@ struct Verdicts<'d> {
     stats: HashMap<String, GroupStats>,
     empty: GroupStats,
     findings: Vec<Finding>,
-    drilldowns: Vec<RetryCandidate>,
+    drilldowns: Vec<Drilldown>,
 }
 
 impl Verdicts<'_> {
     /// Judges one nominated session of `group`.
     fn check(&mut self, s: SessionRecord, group: &str, n: Nomination) {
         let st = self.stats.get(group).unwrap_or(&self.empty);
+        let mut no_cache_rows = None;
         if let Some(rule) = self.det.no_cache_rule(&s).filter(|_| n.no_cache) {
-            self.findings.extend(no_cache::judge(
-                &s,
-                group,
-                st,
-                &self.catalogue,
-                rule,
-                self.window,
-            ));
+            match no_cache::judge(&s, group, st, &self.catalogue, rule, self.window) {
+                no_cache::Verdict::Clean => {}
+                no_cache::Verdict::Found(f) => self.findings.push(*f),
+                no_cache::Verdict::Rows(check) => no_cache_rows = Some(*check),
+            }
         }
         if let Some(rule) = self.det.oversized_rule(&s).filter(|_| n.oversized) {
             let tiny = oversized_model::tiny_premium(&s, &self.catalogue, rule);
@@ -388,16 +372,19 @@ impl Verdicts<'_> {
             }
         }
         let retry_rule = self.det.retry_rule(&s).filter(|_| n.retry);
-        if let Some((rule, trigger)) =
-            retry_rule.and_then(|r| retry_loop::trigger(&s, st, r).map(|t| (r, t)))
-        {
-            let (stats, rule) = (st.clone(), rule.clone());
-            self.drilldowns.push(RetryCandidate {
+        let retry = retry_rule.and_then(|r| {
+            retry_loop::trigger(&s, st, r).map(|trigger| RetryCheck {
+                trigger,
+                stats: st.clone(),
+                rule: r.clone(),
+            })
+        });
+        if retry.is_some() || no_cache_rows.is_some() {
+            self.drilldowns.push(Drilldown {
                 session: s,
                 group: group.to_owned(),
-                trigger,
-                stats,
-                rule,
+                retry,
+                no_cache: no_cache_rows,
             });
         }
     }

@@ -111,6 +111,10 @@ pub struct ModelPrice {
     pub output_usd_per_mtok: f64,
     /// Whether the model has a prompt cache at all.
     pub supports_prompt_cache: bool,
+    /// Smallest prompt prefix the model caches, in tokens, when the gateway
+    /// publishes it (`min_cacheable_prompt_tokens`, optional).
+    #[serde(default)]
+    pub min_cacheable_prompt_tokens: Option<u64>,
 }
 
 /// Why a source call failed, in terms the caller can act on.

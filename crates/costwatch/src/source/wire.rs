@@ -40,6 +40,8 @@ pub(super) struct WireModel {
     output_usd_per_mtok: f64,
     #[serde(default)]
     supports_prompt_cache: Option<bool>,
+    #[serde(default)]
+    min_cacheable_prompt_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -119,6 +121,7 @@ impl WireModel {
             cache_write_usd_per_mtok: self.cache_write_usd_per_mtok,
             output_usd_per_mtok: self.output_usd_per_mtok,
             supports_prompt_cache: supports,
+            min_cacheable_prompt_tokens: self.min_cacheable_prompt_tokens.filter(|t| *t > 0),
         }
     }
 }

@@ -230,10 +230,26 @@ impl RawRule for RawNoCacheRule {
             &child(path, "min_peer_cached_share"),
             self.min_peer_cached_share,
         );
+        doc.at_least_u64(
+            &child(path, "min_cacheable_tokens"),
+            self.min_cacheable_tokens,
+            1,
+        );
+        if let Some(least) = self.model_min_cacheable_tokens.values().min() {
+            doc.at_least_u64(&child(path, "model_min_cacheable_tokens"), *least, 1);
+        }
+        doc.at_least_f64(
+            &child(path, "clear_avg_input_ratio"),
+            self.clear_avg_input_ratio,
+            1.0,
+        );
         NoCacheRule {
             meta,
             min_requests: self.min_requests,
             min_avg_input_tokens: self.min_avg_input_tokens,
+            min_cacheable_tokens: self.min_cacheable_tokens,
+            model_min_cacheable_tokens: self.model_min_cacheable_tokens,
+            clear_avg_input_ratio: self.clear_avg_input_ratio,
             max_cached_share: self.max_cached_share,
             min_peer_cached_share: self.min_peer_cached_share,
             min_peers: doc.min_peers(path, self.min_peers),

@@ -1,0 +1,67 @@
+//! Candidates that need their request rows before they are judged: retry-loop
+//! candidates, and no_cache candidates whose prompts are near the model's
+//! cacheable minimum. A session needing both is fetched once.
+
+use super::retry_loop::Trigger;
+use super::{Finding, GroupStats, Kind, no_cache, retry_loop};
+use crate::config::RetryLoopRule;
+use crate::source::{RequestRecord, SessionRecord, Window};
+
+/// A candidate waiting for its request rows.
+#[derive(Debug, Clone)]
+pub struct Drilldown {
+    /// The session.
+    pub session: SessionRecord,
+    /// Its peer group.
+    pub group: String,
+    pub(super) retry: Option<RetryCheck>,
+    pub(super) no_cache: Option<no_cache::RowCheck>,
+}
+
+/// What a retry-loop candidate is confirmed against.
+#[derive(Debug, Clone)]
+pub(super) struct RetryCheck {
+    pub(super) trigger: Trigger,
+    pub(super) stats: GroupStats,
+    pub(super) rule: RetryLoopRule,
+}
+
+impl Drilldown {
+    /// Why it is a retry-loop candidate, if it is one.
+    pub fn retry_trigger(&self) -> Option<Trigger> {
+        self.retry.as_ref().map(|r| r.trigger)
+    }
+
+    /// The kinds its rows will decide.
+    pub fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
+        let retry = self.retry.as_ref().map(|_| Kind::RetryLoop);
+        let no_cache = self.no_cache.as_ref().map(|_| Kind::NoCache);
+        no_cache.into_iter().chain(retry)
+    }
+
+    /// Judges the candidate from its request rows (oldest first).
+    pub fn confirm(&self, requests: &[RequestRecord], window: Window) -> Vec<Finding> {
+        let mut found = Vec::new();
+        if let Some(c) = &self.no_cache {
+            found.extend(no_cache::confirm(
+                &self.session,
+                requests,
+                c,
+                &self.group,
+                window,
+            ));
+        }
+        if let Some(r) = &self.retry {
+            found.extend(retry_loop::confirm(
+                &self.session,
+                requests,
+                r.trigger,
+                &self.group,
+                &r.stats,
+                &r.rule,
+                window,
+            ));
+        }
+        found
+    }
+}

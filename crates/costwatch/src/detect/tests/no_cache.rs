@@ -1,0 +1,71 @@
+//! What a no_cache finding counts: only the calls that could have read the
+//! prompt cache.
+
+use super::*;
+
+/// The no_cache finding of the last window of `windows`, judged with the
+/// shipped rules and `requests` for its drill-downs.
+fn no_cache_finding(
+    windows: Vec<Vec<SessionRecord>>,
+    requests: &[RequestRecord],
+) -> Option<Finding> {
+    let det = Detector {
+        rules: shipped_rules(),
+        group_by: vec!["feature".into()],
+        baseline_samples: 512,
+        max_candidates: 10_000,
+    };
+    let mut baselines = HashMap::new();
+    let mut last = Vec::new();
+    for (i, sessions) in windows.into_iter().enumerate() {
+        let w = window(i as i64);
+        let mut a = det.begin(w, Catalogue::new(models(), [LUNA]));
+        sessions.into_iter().for_each(|s| a.observe(s));
+        let j = a.judge(std::mem::take(&mut baselines));
+        last = j.findings;
+        for c in &j.drilldowns {
+            last.extend(det.confirm(c, requests, w));
+        }
+        baselines = j.baselines;
+    }
+    last.into_iter().find(|f| f.kind == Kind::NoCache)
+}
+
+#[test]
+fn no_cache_saving_counts_only_the_calls_that_could_read_the_cache() {
+    // The first call (1,300 tokens) writes the prefix; the three after it
+    // (4,200 tokens) could have read it.
+    let sizes = [1_300, 1_350, 1_400, 1_450];
+    let windows = with_history(
+        healthy_history(4, 6),
+        vec![uncached("repeats", "support-agent", LUNA, &sizes)],
+    );
+    let f = no_cache_finding(windows, &prompts("repeats", LUNA, &sizes)).unwrap();
+    assert_eq!(f.evidence["cacheable_calls"], 3);
+    assert_eq!(f.evidence["cacheable_input_tokens"], 4_200);
+    let share = f.evidence["peer_median_cached_share"].as_f64().unwrap();
+    // Luna saves $0.09 per million cached prompt tokens.
+    let expected = share * 4_200.0 * 0.09 / 1e6;
+    assert!(
+        (f.impact_usd - expected).abs() < 1e-7,
+        "{} != {expected}",
+        f.impact_usd
+    );
+}
+
+#[test]
+fn no_cache_far_above_the_minimum_is_judged_without_request_rows() {
+    let windows = with_history(
+        healthy_history(4, 6),
+        vec![session(
+            "nc",
+            "support-agent",
+            0,
+            &[(LUNA, 6, 24_557, 0, 1_290)],
+        )],
+    );
+    let f = no_cache_finding(windows, &[]).unwrap();
+    assert_eq!(f.evidence["judged_from"], "aggregates");
+    // Every call but one call's worth of prompt.
+    assert_eq!(f.evidence["cacheable_input_tokens"], 24_557 - 24_557 / 6);
+}
