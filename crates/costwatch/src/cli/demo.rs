@@ -64,7 +64,8 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
     );
     for kind in Kind::ALL {
         let of_kind: Vec<&Finding> = replay.findings.iter().filter(|f| f.kind == kind).collect();
-        let impact: f64 = of_kind.iter().map(|f| f.impact_usd).sum();
+        // A fold from +0.0: an empty float sum is -0.0, printed "$-0.0000".
+        let impact = of_kind.iter().fold(0.0, |sum, f| sum + f.impact_usd);
         println!(
             "\n   {kind}: {} sessions, ${impact:.4} above their peers",
             of_kind.len()
