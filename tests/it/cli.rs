@@ -700,3 +700,81 @@ async fn a_rejected_page_is_logged_and_reported_with_gateway_text_escaped() {
             .any(|l| l.starts_with("2026-10-11T13:00:00Z"))
     );
 }
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = costwatch(&["--version"]).output().unwrap();
+    let version = text(&out.stdout);
+    let head = Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(manifest_dir())
+        .output()
+        .unwrap();
+    assert!(head.status.success(), "the tests run from a git checkout");
+    let head = text(&head.stdout).trim().to_owned();
+    assert_eq!(
+        version.trim(),
+        format!("costwatch {} (commit {head})", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+const SUBCOMMANDS: [&str; 10] = [
+    "check",
+    "run",
+    "once",
+    "test-alert",
+    "backtest",
+    "demo",
+    "schema",
+    "rules",
+    "completions",
+    "man",
+];
+
+#[test]
+fn completion_scripts_load_and_know_every_command() {
+    let script = |shell: &str| {
+        let out = costwatch(&["completions", shell]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let bash = script("bash");
+    let dir = TempDir::new().unwrap();
+    let file = dir.path().join("costwatch.bash");
+    std::fs::write(&file, &bash).unwrap();
+    let loaded = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {} && complete -p costwatch",
+            file.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        text(&loaded.stdout).contains("-F _costwatch costwatch"),
+        "{}",
+        text(&loaded.stderr)
+    );
+    let zsh = script("zsh");
+    assert!(zsh.starts_with("#compdef costwatch"), "{zsh}");
+    let fish = script("fish");
+    for command in SUBCOMMANDS {
+        for (shell, text) in [("bash", &bash), ("zsh", &zsh), ("fish", &fish)] {
+            assert!(text.contains(command), "{shell} lacks {command}");
+        }
+    }
+    assert!(fish.contains("complete -c costwatch"), "{fish}");
+}
+
+#[test]
+fn the_manual_page_has_a_section_per_command() {
+    let out = costwatch(&["man"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let page = text(&out.stdout);
+    assert!(page.contains(".TH costwatch 1"), "{page}");
+    for command in SUBCOMMANDS {
+        let section = format!(".SH \"COSTWATCH {}\"", command.to_uppercase());
+        assert!(page.contains(&section), "no {section}");
+    }
+    assert!(page.contains("\\-\\-config"), "options are documented");
+}

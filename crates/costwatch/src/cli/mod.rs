@@ -5,6 +5,7 @@
 mod backtest;
 mod check;
 mod demo;
+mod manual;
 mod once;
 mod output;
 
@@ -16,7 +17,11 @@ use std::path::PathBuf;
 
 /// Finds wasted LLM spend in an LLM gateway's logs.
 #[derive(Debug, Parser)]
-#[command(name = "costwatch", version, about)]
+#[command(
+    name = "costwatch",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("COSTWATCH_COMMIT"), ")"),
+    about
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -57,6 +62,29 @@ pub enum Command {
     Schema,
     /// Show the rules built into the binary.
     Rules(RulesArgs),
+    /// Print a shell completion script (bash, zsh or fish) on stdout.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout, e.g. `costwatch man > costwatch.1`.
+    Man,
+}
+
+/// `costwatch completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells `completions` writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    /// Bash: source it, or put it in /usr/share/bash-completion/completions/costwatch.
+    Bash,
+    /// Zsh: put it as `_costwatch` in a folder of `$fpath`.
+    Zsh,
+    /// Fish: put it in ~/.config/fish/completions/costwatch.fish.
+    Fish,
 }
 
 /// `costwatch rules`.
@@ -79,6 +107,8 @@ impl Command {
                 | Command::Check(_)
                 | Command::Schema
                 | Command::Rules(_)
+                | Command::Completions(_)
+                | Command::Man
         )
     }
 }
@@ -297,5 +327,7 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
             Ok(())
         }
         Command::Rules(a) => check::rules(a),
+        Command::Completions(a) => manual::completions(a.shell),
+        Command::Man => manual::man(),
     }
 }
