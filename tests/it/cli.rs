@@ -259,6 +259,20 @@ fn once_config(dir: &TempDir) -> std::path::PathBuf {
     path
 }
 
+/// `costwatch once --config config --at 13:00` of the seed day, reading `sim`.
+fn once_on_seed_day(config: &Path, sim: &costwatch_sim::server::SimServer) -> Command {
+    let mut cmd = costwatch(&[
+        "once",
+        "--config",
+        config.to_str().unwrap(),
+        "--at",
+        "2026-10-11T13:00:00Z",
+    ]);
+    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
+        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key");
+    cmd
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_against_the_simulator_stores_its_progress() {
     let sim = start_sim(seed_dataset()).await;
@@ -266,16 +280,8 @@ async fn once_against_the_simulator_stores_its_progress() {
     let config = once_config(&dir);
     let state = format!("sqlite://{}", dir.path().join("state.db").display());
     let once = || {
-        let mut cmd = costwatch(&[
-            "once",
-            "--config",
-            config.to_str().unwrap(),
-            "--at",
-            "2026-10-11T13:00:00Z",
-        ]);
-        cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
-            .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
-            .env("COSTWATCH_STATE__URL", &state)
+        let mut cmd = once_on_seed_day(&config, &sim);
+        cmd.env("COSTWATCH_STATE__URL", &state)
             .current_dir(dir.path());
         cmd
     };
@@ -497,16 +503,8 @@ async fn the_state_file_follows_the_configuration_not_the_working_directory() {
     let config = once_config(&dir);
     let elsewhere = TempDir::new().unwrap();
     let once = |cwd: &Path| {
-        let mut cmd = costwatch(&[
-            "once",
-            "--config",
-            config.to_str().unwrap(),
-            "--at",
-            "2026-10-11T13:00:00Z",
-        ]);
-        cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
-            .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
-            .current_dir(cwd);
+        let mut cmd = once_on_seed_day(&config, &sim);
+        cmd.current_dir(cwd);
         cmd
     };
     let out = run(once(dir.path())).await;
@@ -537,16 +535,8 @@ async fn once_logs(journal: bool) -> String {
     let config = once_config(&dir);
     let (mut reader, writer) = std::io::pipe().unwrap();
     let meta = std::fs::metadata(format!("/proc/self/fd/{}", writer.as_raw_fd())).unwrap();
-    let mut cmd = costwatch(&[
-        "-v",
-        "once",
-        "--config",
-        config.to_str().unwrap(),
-        "--at",
-        "2026-10-11T13:00:00Z",
-    ]);
-    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
-        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
+    let mut cmd = once_on_seed_day(&config, &sim);
+    cmd.arg("-v")
         .env_remove("JOURNAL_STREAM")
         .stdout(std::process::Stdio::null())
         .stderr(writer);
@@ -618,16 +608,8 @@ async fn once_prints_session_ids_with_control_characters_escaped() {
     let sim = start_sim(seed_with_hostile_ids(tail)).await;
     let dir = TempDir::new().unwrap();
     let config = once_config(&dir);
-    let mut cmd = costwatch(&[
-        "once",
-        "--config",
-        config.to_str().unwrap(),
-        "--at",
-        "2026-10-11T13:00:00Z",
-    ]);
-    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
-        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
-        .current_dir(dir.path());
+    let mut cmd = once_on_seed_day(&config, &sim);
+    cmd.current_dir(dir.path());
     let out = run(cmd).await;
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -670,16 +652,8 @@ async fn a_rejected_page_is_logged_and_reported_with_gateway_text_escaped() {
     )));
     let dir = TempDir::new().unwrap();
     let config = once_config(&dir);
-    let mut cmd = costwatch(&[
-        "once",
-        "--config",
-        config.to_str().unwrap(),
-        "--at",
-        "2026-10-11T13:00:00Z",
-    ]);
-    cmd.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
-        .env("COSTWATCH_ADMIN_KEY", "sim-admin-key")
-        .current_dir(dir.path());
+    let mut cmd = once_on_seed_day(&config, &sim);
+    cmd.current_dir(dir.path());
     let out = run(cmd).await;
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -98,13 +98,7 @@ async fn rig(days: u32, first_tick: ChronoDuration) -> Rig {
     let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
     let clock = FakeClock::new(start + first_tick);
     let shared: Arc<dyn Clock> = Arc::new(clock.clone());
-    let schedule = Schedule {
-        job: "main".into(),
-        size: Duration::from_secs(900),
-        settle_lag: Duration::from_secs(120),
-        start: Some(start),
-        max_backfill: Duration::from_secs(7 * 86_400),
-    };
+    let schedule = quarter_hours(start);
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
     let recorder = Arc::new(Recorder::default());
     let settings = settings(vec![recorder.clone() as Arc<dyn Channel>]);

@@ -11,7 +11,7 @@ use costwatch::daemon::Daemon;
 use costwatch::notify::outbox::Channel;
 use costwatch::notify::{AlertKind, AlertStatus};
 use costwatch::ops::metrics::Metrics;
-use costwatch::pipeline::{Pipeline, Schedule};
+use costwatch::pipeline::Pipeline;
 use costwatch::source::gateway::GatewaySource;
 use costwatch::source::{
     ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
@@ -95,13 +95,7 @@ async fn a_stalled_read_hits_the_deadline_and_a_tick_without_progress_raises_sou
     // 00:47: the windows 00:00, 00:15 and 00:30 are due.
     let clock = FakeClock::new(start + ChronoDuration::minutes(47));
     let shared: Arc<dyn Clock> = Arc::new(clock.clone());
-    let schedule = Schedule {
-        job: "main".into(),
-        size: Duration::from_secs(900),
-        settle_lag: Duration::from_secs(120),
-        start: Some(start),
-        max_backfill: Duration::from_secs(7 * 86_400),
-    };
+    let schedule = quarter_hours(start);
     let pipeline = Pipeline::new(
         source.clone(),
         store,

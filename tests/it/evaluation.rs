@@ -17,17 +17,10 @@ use costwatch::store::{SqlStore, Store};
 use costwatch_sim::SimServer;
 use costwatch_sim::scenario::{ScenarioParams, generate};
 use std::sync::Arc;
-use std::time::Duration;
 use tempfile::TempDir;
 
 fn schedule(start: DateTime<Utc>) -> Schedule {
-    Schedule {
-        job: "main".into(),
-        size: Duration::from_secs(900),
-        settle_lag: Duration::from_secs(120),
-        start: Some(start),
-        max_backfill: Duration::from_secs(7 * 86_400),
-    }
+    quarter_hours(start)
 }
 
 /// A fresh process: a new connection to the state and a new daemon.

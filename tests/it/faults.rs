@@ -74,6 +74,34 @@ fn requests(sim: &SimServer) -> u64 {
     sim.stats().hits.values().sum()
 }
 
+/// Replays the seed window's hour (11:00 to 12:00) from `sim`, reading a
+/// failed window again like the daemon; the backoff waits it took.
+async fn replay_seed_hour(
+    sim: &SimServer,
+) -> (
+    Result<backtest::Replay, costwatch::pipeline::PipelineError>,
+    RecordingSleeper,
+) {
+    let (source, _) = gateway(sim, 50);
+    let waits = RecordingSleeper::default();
+    let retries = WindowRetries::like_source(&limits()).with_sleeper(Arc::new(waits.clone()));
+    let to = ts("2026-10-11T12:00:00Z");
+    let replay = backtest::replay(
+        source,
+        detector(),
+        "sqlite::memory:",
+        ts("2026-10-11T11:00:00Z"),
+        to,
+        Duration::from_secs(3600),
+        4,
+        clock(to),
+        &retries,
+        |_| {},
+    )
+    .await;
+    (replay, waits)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_reads_a_failed_window_again_and_reports_it() {
     let sim = start_sim(seed_dataset()).await;
@@ -83,24 +111,9 @@ async fn a_replay_reads_a_failed_window_again_and_reports_it() {
         sim.faults()
             .push(Fault::on(FaultPath::Sessions, FaultKind::Truncated));
     }
-    let (source, _) = gateway(&sim, 50);
-    let waits = RecordingSleeper::default();
-    let retries = WindowRetries::like_source(&limits()).with_sleeper(Arc::new(waits.clone()));
     let (from, to) = (ts("2026-10-11T11:00:00Z"), ts("2026-10-11T12:00:00Z"));
-    let replay = backtest::replay(
-        source,
-        detector(),
-        "sqlite::memory:",
-        from,
-        to,
-        Duration::from_secs(3600),
-        4,
-        clock(to),
-        &retries,
-        |_| {},
-    )
-    .await
-    .expect("the window read whole the second time");
+    let (replay, waits) = replay_seed_hour(&sim).await;
+    let replay = replay.expect("the window read whole the second time");
     assert_eq!(replay.windows, 1);
     assert_eq!(replay.findings.len(), 3, "the seed window's three sessions");
     assert_eq!(replay.retried.len(), 1, "{:?}", replay.retried);
@@ -131,23 +144,8 @@ async fn a_replay_reads_a_failed_window_again_and_reports_it() {
         FaultPath::Sessions,
         FaultKind::ServerError { status: 503 },
     )));
-    let (source, _) = gateway(&sim, 50);
-    let waits = RecordingSleeper::default();
-    let retries = WindowRetries::like_source(&limits()).with_sleeper(Arc::new(waits.clone()));
-    let err = backtest::replay(
-        source,
-        detector(),
-        "sqlite::memory:",
-        from,
-        to,
-        Duration::from_secs(3600),
-        4,
-        clock(to),
-        &retries,
-        |_| {},
-    )
-    .await
-    .unwrap_err();
+    let (replay, waits) = replay_seed_hour(&sim).await;
+    let err = replay.unwrap_err();
     assert!(err.to_string().contains("503"), "{err}");
     assert_eq!(waits.delays().len(), WindowRetries::READS as usize - 1);
 }

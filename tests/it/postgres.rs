@@ -12,7 +12,7 @@ use costwatch::detect::Finding;
 use costwatch::investigate::BudgetLedger;
 use costwatch::notify::AlertStatus;
 use costwatch::notify::outbox::Channel;
-use costwatch::pipeline::{Pipeline, Schedule};
+use costwatch::pipeline::Pipeline;
 use costwatch::source::Window;
 use costwatch::store::{SqlStore, Store, StoreError};
 use costwatch_sim::scenario::{ScenarioParams, generate};
@@ -314,13 +314,7 @@ async fn the_daemon_survives_a_database_outage_and_catches_up() {
     let store = SqlStore::open(&pg.url()).await.unwrap();
     let fake = FakeClock::new(start + ChronoDuration::hours(2) + ChronoDuration::minutes(2));
     let shared: Arc<dyn Clock> = Arc::new(fake.clone());
-    let schedule = Schedule {
-        job: "main".into(),
-        size: Duration::from_secs(900),
-        settle_lag: Duration::from_secs(120),
-        start: Some(start),
-        max_backfill: Duration::from_secs(7 * 86_400),
-    };
+    let schedule = quarter_hours(start);
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
     let settings = settings(vec![Arc::new(Recorder::default()) as Arc<dyn Channel>]);
     let daemon = Daemon::new(pipeline, settings, shared);

@@ -14,7 +14,7 @@ use costwatch::config::WebhookShape;
 use costwatch::daemon::Daemon;
 use costwatch::notify::outbox::Channel;
 use costwatch::notify::webhook::{WebhookNotifier, WebhookSettings};
-use costwatch::pipeline::{Pipeline, Schedule};
+use costwatch::pipeline::Pipeline;
 use costwatch::source::gateway::GatewaySource;
 use costwatch::store::{SqlStore, Store};
 use costwatch_sim::SimServer;
@@ -39,13 +39,7 @@ async fn node(
     let (source, _) = gateway(sim, 50);
     let store = SqlStore::open(url).await.unwrap();
     let shared: Arc<dyn Clock> = Arc::new(clock.clone());
-    let schedule = Schedule {
-        job: "main".into(),
-        size: Duration::from_secs(900),
-        settle_lag: Duration::from_secs(120),
-        start: Some(start),
-        max_backfill: Duration::from_secs(7 * 86_400),
-    };
+    let schedule = quarter_hours(start);
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
     let channel = WebhookNotifier::new(WebhookSettings {
         name: "am".into(),

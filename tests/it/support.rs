@@ -232,3 +232,15 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The daemon's `main` job over 15-minute windows from `start`, read two
+/// minutes after they end, reaching back at most a week.
+pub fn quarter_hours(start: DateTime<Utc>) -> costwatch::pipeline::Schedule {
+    costwatch::pipeline::Schedule {
+        job: "main".into(),
+        size: Duration::from_secs(900),
+        settle_lag: Duration::from_secs(120),
+        start: Some(start),
+        max_backfill: Duration::from_secs(7 * 86_400),
+    }
+}

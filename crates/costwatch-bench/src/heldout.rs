@@ -4,7 +4,7 @@
 //! found or missed, situation by situation.
 
 use super::family::{Family, FamilyRun, SituationTally};
-use super::quality::{self, Figures, SeedResult, Target, median, render};
+use super::quality::{self, SeedResult, Target, cells, median, render};
 use costwatch::detect::Kind;
 use costwatch_sim::scenario::adversarial::Situation;
 use std::collections::BTreeMap;
@@ -42,35 +42,10 @@ impl HeldOut {
     }
 }
 
-fn cells(f: &Figures) -> [String; 5] {
-    [
-        format!("{:.3}", f.precision),
-        format!("{:.3}", f.recall),
-        format!("{:.3}", f.f1),
-        format!("{:.2}", f.alerts_per_incident),
-        format!("{:.1}", f.false_alerts),
-    ]
-}
-
 /// One row per family and kind: the medians over the family's held-out
 /// seeds, costwatch beside the static baseline.
 pub fn summary_table(h: &HeldOut, markdown: bool) -> String {
-    let header = [
-        "family",
-        "kind",
-        "seeds",
-        "incidents",
-        "cw P",
-        "cw R",
-        "cw F1",
-        "cw alerts/inc",
-        "cw false alerts",
-        "static P",
-        "static R",
-        "static F1",
-        "static alerts/inc",
-        "static false alerts",
-    ];
+    let header = [&["family", "kind", "seeds"][..], &quality::FIGURE_COLUMNS].concat();
     let mut rows = Vec::new();
     for family in Family::ALL {
         let results = h.results(family);

@@ -355,7 +355,24 @@ pub fn render(header: &[&str], rows: &[Vec<String>], markdown: bool) -> String {
     out
 }
 
-fn cells(f: &Figures) -> [String; 5] {
+/// The column names of [`cells`] for costwatch, then for the static
+/// baseline, after a table's own leading columns.
+pub const FIGURE_COLUMNS: [&str; 11] = [
+    "incidents",
+    "cw P",
+    "cw R",
+    "cw F1",
+    "cw alerts/inc",
+    "cw false alerts",
+    "static P",
+    "static R",
+    "static F1",
+    "static alerts/inc",
+    "static false alerts",
+];
+
+/// A side's figures as table cells, in [`FIGURE_COLUMNS`] order.
+pub fn cells(f: &Figures) -> [String; 5] {
     [
         format!("{:.3}", f.precision),
         format!("{:.3}", f.recall),
@@ -368,21 +385,7 @@ fn cells(f: &Figures) -> [String; 5] {
 /// The side-by-side table: one row per seed and kind, then the median and
 /// the mean over seeds.
 pub fn table(results: &[SeedResult], markdown: bool) -> String {
-    let header = [
-        "seed",
-        "kind",
-        "incidents",
-        "cw P",
-        "cw R",
-        "cw F1",
-        "cw alerts/inc",
-        "cw false alerts",
-        "static P",
-        "static R",
-        "static F1",
-        "static alerts/inc",
-        "static false alerts",
-    ];
+    let header = [&["seed", "kind"][..], &FIGURE_COLUMNS].concat();
     let mut rows = Vec::new();
     for r in results {
         for kind in Kind::ALL {

@@ -13,16 +13,27 @@ pub const SONNET: &str = "claude-sonnet-5.5";
 /// A cheap model without prompt cache.
 pub const NOVA: &str = "nova-lite";
 
-/// The simulated gateway's model catalogue.
-pub fn catalogue() -> Vec<SimModel> {
-    let model = |id: &str, input, cached, write, output| SimModel {
+/// A catalogue entry with its prices per million tokens; it supports the
+/// prompt cache when it has a cached-input price.
+pub(in crate::scenario) fn model(
+    id: &str,
+    input: f64,
+    cached: Option<f64>,
+    write: Option<f64>,
+    output: f64,
+) -> SimModel {
+    SimModel {
         id: id.to_string(),
         input_usd_per_mtok: input,
         cached_input_usd_per_mtok: cached,
         cache_write_usd_per_mtok: write,
         output_usd_per_mtok: output,
         supports_prompt_cache: cached.is_some(),
-    };
+    }
+}
+
+/// The simulated gateway's model catalogue.
+pub fn catalogue() -> Vec<SimModel> {
     vec![
         model(LUNA, 0.10, Some(0.01), Some(0.125), 0.40),
         model(SOL, 2.50, Some(0.25), Some(3.125), 10.0),

@@ -630,15 +630,7 @@ fn findings_carry_impact_and_evidence() {
         baseline_samples: 512,
         max_candidates: 100,
     };
-    let mut baselines = HashMap::new();
-    let mut last = Vec::new();
-    for (i, sessions) in windows.into_iter().enumerate() {
-        let mut a = det.begin(window(i as i64), Catalogue::new(models(), [LUNA]));
-        sessions.into_iter().for_each(|s| a.observe(s));
-        let j = a.judge(std::mem::take(&mut baselines));
-        baselines = j.baselines;
-        last = j.findings;
-    }
+    let last = last_window_findings(&det, windows, &[]);
     let f = last.iter().find(|f| f.session_id == "nc").unwrap();
     assert_eq!(f.group, "feature=support-agent");
     assert!(
@@ -660,6 +652,29 @@ fn group_keys_name_every_group_by_label() {
         "feature=a,team="
     );
     assert_eq!(group_key(&labels, &[]), "all");
+}
+
+/// Runs `windows` through `det`, carrying baselines, and returns the last
+/// window's findings, drill-downs confirmed from `requests`.
+fn last_window_findings(
+    det: &Detector,
+    windows: Vec<Vec<SessionRecord>>,
+    requests: &[RequestRecord],
+) -> Vec<Finding> {
+    let mut baselines = HashMap::new();
+    let mut last = Vec::new();
+    for (i, sessions) in windows.into_iter().enumerate() {
+        let w = window(i as i64);
+        let mut a = det.begin(w, Catalogue::new(models(), [LUNA]));
+        sessions.into_iter().for_each(|s| a.observe(s));
+        let j = a.judge(std::mem::take(&mut baselines));
+        last = j.findings;
+        for c in &j.drilldowns {
+            last.extend(det.confirm(c, requests, w));
+        }
+        baselines = j.baselines;
+    }
+    last
 }
 
 /// Runs `windows` through `det` and returns the last window's judgement

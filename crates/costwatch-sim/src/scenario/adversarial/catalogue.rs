@@ -56,14 +56,7 @@ pub fn cache_blocks(tokens: u64) -> u64 {
 /// The family's catalogue: the first family's four models, a small Claude
 /// model and the largest one.
 pub fn catalogue() -> Vec<SimModel> {
-    let model = |id: &str, input, cached, write, output| SimModel {
-        id: id.to_string(),
-        input_usd_per_mtok: input,
-        cached_input_usd_per_mtok: cached,
-        cache_write_usd_per_mtok: write,
-        output_usd_per_mtok: output,
-        supports_prompt_cache: cached.is_some(),
-    };
+    use super::super::models::model;
     vec![
         model(LUNA, 0.10, Some(0.01), Some(0.125), 0.40),
         model(SOL, 2.50, Some(0.25), Some(3.125), 10.0),

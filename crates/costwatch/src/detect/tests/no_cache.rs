@@ -15,20 +15,9 @@ fn no_cache_finding(
         baseline_samples: 512,
         max_candidates: 10_000,
     };
-    let mut baselines = HashMap::new();
-    let mut last = Vec::new();
-    for (i, sessions) in windows.into_iter().enumerate() {
-        let w = window(i as i64);
-        let mut a = det.begin(w, Catalogue::new(models(), [LUNA]));
-        sessions.into_iter().for_each(|s| a.observe(s));
-        let j = a.judge(std::mem::take(&mut baselines));
-        last = j.findings;
-        for c in &j.drilldowns {
-            last.extend(det.confirm(c, requests, w));
-        }
-        baselines = j.baselines;
-    }
-    last.into_iter().find(|f| f.kind == Kind::NoCache)
+    last_window_findings(&det, windows, requests)
+        .into_iter()
+        .find(|f| f.kind == Kind::NoCache)
 }
 
 #[test]

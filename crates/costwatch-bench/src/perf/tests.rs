@@ -1,0 +1,75 @@
+//! The performance benchmark's reports and parsing.
+
+use super::*;
+
+fn time(cpu: f64, wall: f64, rss_kib: u64) -> TimeReport {
+    TimeReport {
+        user_secs: cpu,
+        sys_secs: 0.0,
+        wall_secs: wall,
+        max_rss_kib: rss_kib,
+        exit_status: 0,
+    }
+}
+
+#[test]
+fn medians_and_per_session_cpu() {
+    let runs = [
+        time(3.0, 10.0, 2048),
+        time(1.0, 30.0, 1024),
+        time(2.0, 20.0, 4096),
+    ];
+    let m = Medians::of(&runs);
+    assert_eq!((m.cpu_secs, m.wall_secs, m.max_rss_mib), (2.0, 20.0, 2.0));
+    assert_eq!(m.cpu_us_per_session(1_000_000), 2.0);
+}
+
+#[test]
+fn targets_compare_medians_with_the_issue() {
+    let mut r = PerfReport {
+        sessions: 1_000_000,
+        requests: 0,
+        costwatch: vec![time(2.5, 10.0, 30 * 1024)],
+        costwatch_scores: Vec::new(),
+        scenario: Vec::new(),
+        scenario_scores: Vec::new(),
+        python: vec![time(20.0, 30.0, 60 * 1024)],
+        python_flagged: BTreeMap::new(),
+        python_matches_rust: None,
+        python_scores: Vec::new(),
+        idle: Ok(vec![IdleReport {
+            sessions: 10_000,
+            rss_max_mib: 18.0,
+            ..IdleReport::default()
+        }]),
+    };
+    let t = targets(&r);
+    let met: Vec<bool> = t.iter().map(|t| t.met).collect();
+    assert_eq!(met, [true, false, true, true]);
+    assert!(t[1].result.starts_with("8.0x"), "{}", t[1].result);
+    r.costwatch = vec![time(3.5, 10.0, 300 * 1024)];
+    r.idle = Err("pending".into());
+    let met: Vec<bool> = targets(&r).iter().map(|t| t.met).collect();
+    assert_eq!(met, [false, false, false, false]);
+}
+
+#[test]
+fn the_serve_announcement_round_trips() {
+    let line = serve_announcement("http://127.0.0.1:1/v1", "k", 10, 26, 1.5);
+    assert_eq!(field(&line, "url"), Some("http://127.0.0.1:1/v1"));
+    assert_eq!(field(&line, "key"), Some("k"));
+    assert_eq!(field(&line, "requests"), Some("26"));
+    assert_eq!(field(&line, "generate_secs"), Some("1.50"));
+    assert_eq!(field(&line, "nope"), None);
+}
+
+#[test]
+fn jsonl_findings_keep_kind_and_session() {
+    let text = "{\"kind\":\"retry_loop\",\"session_id\":\"a\"}\nnot json\n{\"kind\":\"nope\",\"session_id\":\"b\"}\n";
+    let f = read_jsonl_findings(text);
+    assert_eq!(f.len(), 1);
+    assert_eq!(
+        (f[0].kind, f[0].session_id.as_str()),
+        (Kind::RetryLoop, "a")
+    );
+}
