@@ -98,6 +98,12 @@ impl WindowRetries {
         }
     }
 
+    /// After `failures` failed reads of one window, the wait before the next
+    /// read, or `None` when no read is left.
+    fn wait_after(&self, failures: u32) -> Option<Duration> {
+        (failures < self.reads.max(1)).then(|| self.backoff.delay(failures.saturating_sub(1), None))
+    }
+
     /// The same retries, waiting on `sleeper`.
     pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> WindowRetries {
         self.sleeper = sleeper;
@@ -187,11 +193,10 @@ where
             Some((w, n, _)) if *w == read => n + 1,
             _ => 1,
         };
-        if failures >= retries.reads.max(1) {
+        let Some(wait) = retries.wait_after(failures) else {
             tracing::warn!(reads = failures, error = %error, "the read failed every time; the replay stops");
             return Err(error);
-        }
-        let wait = retries.backoff.delay(failures - 1, None);
+        };
         tracing::warn!(
             reads = failures,
             wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
@@ -452,8 +457,7 @@ where
         out.alerts.extend(r.alerts);
         if let Some(error) = r.source_error {
             failures += 1;
-            if failures < retries.reads.max(1) {
-                let wait = retries.backoff.delay(failures - 1, None);
+            if let Some(wait) = retries.wait_after(failures) {
                 tracing::warn!(reads = failures, error = %error, "read failed; reading it again");
                 retries.sleeper.sleep(wait).await;
                 continue;
