@@ -14,37 +14,28 @@
 //! read forever, or any other repeat, which would hand rows over twice) or
 //! that runs past `max_pages` pages fails the read.
 
+use super::fetch::{CursorsSeen, PageFetcher};
 use super::wire::{self, ModelList, Page, WireRequest, WireSession};
 use super::{
     HttpLimits, Labels, ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError,
     Window,
 };
-use crate::clock::{Sleeper, TokioSleeper};
+use crate::clock::Sleeper;
 use crate::config::DEFAULT_MAX_PAGES;
-use crate::http::{Attempt, ClientSettings, GaveUp, HttpClient, HttpError, RetryPolicy, Target};
 use crate::secret::Secret;
 use chrono::SecondsFormat;
-use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::de::DeserializeOwned;
-use std::collections::HashMap;
-use std::collections::hash_map::RandomState;
-use std::fmt;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use url::Url;
 
 /// Client for one gateway.
 #[derive(Clone)]
 pub struct GatewaySource {
-    http: HttpClient,
+    fetch: PageFetcher,
     base: Url,
-    auth: HeaderValue,
     page_limit: u32,
     max_pages: u64,
     labels: Labels,
-    max_body_bytes: usize,
-    retry: RetryPolicy,
-    sleeper: Arc<dyn Sleeper>,
 }
 
 impl std::fmt::Debug for GatewaySource {
@@ -67,35 +58,20 @@ impl GatewaySource {
         labels: Labels,
         limits: HttpLimits,
     ) -> Result<Self, SourceError> {
-        let http = HttpClient::new(ClientSettings::with_timeouts(
-            limits.timeout,
-            limits.connect_timeout,
-        ))
-        .map_err(|e| SourceError::Rejected(e.to_string()))?;
         let auth = crate::http::bearer(admin_key)
             .ok_or_else(|| SourceError::Rejected("admin key is not a valid header value".into()))?;
         Ok(GatewaySource {
-            http,
+            fetch: PageFetcher::new(auth, &limits)?,
             base: crate::http::as_directory(base),
-            auth,
             page_limit: page_limit.clamp(1, 50),
             max_pages: DEFAULT_MAX_PAGES,
             labels,
-            max_body_bytes: limits.max_body_bytes,
-            // 429, 5xx, network failures, cut-off and damaged bodies: a
-            // read is harmless to repeat.
-            retry: RetryPolicy::exponential(
-                limits.max_retries,
-                limits.retry_base,
-                limits.retry_max,
-            ),
-            sleeper: Arc::new(TokioSleeper),
         })
     }
 
     /// Replaces how backoff waits (tests record instead of sleeping).
     pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
-        self.sleeper = sleeper;
+        self.fetch = self.fetch.with_sleeper(sleeper);
         self
     }
 
@@ -121,78 +97,6 @@ impl GatewaySource {
         self.labels
             .iter()
             .map(|(k, v)| (format!("metadata.{k}"), v.clone()))
-    }
-
-    /// GETs one URL and parses its body as `T`, with retries: 429, 5xx and
-    /// network failures, and bodies that are not JSON at all (cut off, or
-    /// an error page a proxy put in), are tried again under the retry
-    /// policy. `what` names the page in errors (`sessions page 2`).
-    async fn read<T: DeserializeOwned>(
-        &self,
-        url: Url,
-        what: &str,
-        stats: &mut ReadStats,
-    ) -> Result<T, SourceError> {
-        // The query may carry label values: messages show the path only.
-        let target = Target::path("GET", &url);
-        let call = target.to_string();
-        let attempt = || async {
-            let request = self
-                .http
-                .reqwest()
-                .get(url.clone())
-                .header(AUTHORIZATION, self.auth.clone());
-            let body = self
-                .http
-                .fetch(request, &target, self.max_body_bytes)
-                .await
-                .map_err(|e| match self.retry.attempt(e) {
-                    Attempt::Retry { error, retry_after } => Attempt::Retry {
-                        error: ReadFailure::Http(error),
-                        retry_after,
-                    },
-                    Attempt::Stop(error) => Attempt::Stop(ReadFailure::Http(error)),
-                })?;
-            wire::parse::<T>(&body).map_err(|message| {
-                if damaged(&body) {
-                    Attempt::Retry {
-                        error: ReadFailure::Damaged { message },
-                        retry_after: None,
-                    }
-                } else {
-                    Attempt::Stop(ReadFailure::Invalid { message })
-                }
-            })
-        };
-        let done = self
-            .retry
-            .run(self.sleeper.as_ref(), &call, attempt)
-            .await
-            .map_err(|gave_up| self.read_error(what, gave_up))?;
-        stats.retries += u64::from(done.retries);
-        Ok(done.value)
-    }
-
-    /// What a read that gave up means for the window.
-    fn read_error(&self, what: &str, gave_up: GaveUp<ReadFailure>) -> SourceError {
-        match gave_up.error {
-            ReadFailure::Http(e) => self.source_error(e),
-            ReadFailure::Damaged { message } if gave_up.attempts > 1 => SourceError::Invalid(
-                format!("{what}: {message} (read {} times)", gave_up.attempts),
-            ),
-            ReadFailure::Damaged { message } | ReadFailure::Invalid { message } => {
-                SourceError::Invalid(format!("{what}: {message}"))
-            }
-        }
-    }
-
-    /// What a failed call means for the window.
-    fn source_error(&self, error: HttpError) -> SourceError {
-        match error {
-            HttpError::TooLarge { .. } => SourceError::Invalid(error.to_string()),
-            e if self.retry.is_transient(&e) => SourceError::Transient(e.to_string()),
-            e => SourceError::Rejected(e.to_string()),
-        }
     }
 
     /// Walks a cursor-paginated listing, handing every row to `each`. Fails
@@ -228,7 +132,7 @@ impl GatewaySource {
             }
             let url = with_query(endpoint.clone(), &query);
             let what = format!("{path} page {}", stats.pages + 1);
-            let page: Page<T> = self.read(url, &what, &mut stats).await?;
+            let page: Page<T> = self.fetch.get_json(url, &what, &mut stats).await?;
             pages
                 .check(&page.data)
                 .map_err(|e| SourceError::Invalid(format!("{what}: {e}")))?;
@@ -254,68 +158,6 @@ impl GatewaySource {
     }
 }
 
-/// Why one attempt at reading a page failed.
-#[derive(Debug)]
-enum ReadFailure {
-    /// The exchange failed.
-    Http(HttpError),
-    /// The body is not JSON at all: cut off, or some other document.
-    Damaged {
-        /// What the parser said.
-        message: String,
-    },
-    /// The body is JSON that breaks the contract.
-    Invalid {
-        /// Which field, and what is wrong with it.
-        message: String,
-    },
-}
-
-impl fmt::Display for ReadFailure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReadFailure::Http(e) => e.fmt(f),
-            ReadFailure::Damaged { message } => write!(f, "damaged body: {message}"),
-            ReadFailure::Invalid { message } => write!(f, "invalid body: {message}"),
-        }
-    }
-}
-
-/// Whether `body` is not a JSON document at all (cut off, an HTML error
-/// page), as opposed to JSON that breaks the contract. A damaged body may
-/// read whole next time; a contract violation will not.
-fn damaged(body: &[u8]) -> bool {
-    serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err()
-}
-
-/// The cursors one listing handed out, with the page that gave each.
-///
-/// Kept as 64-bit fingerprints under a key drawn for this listing, so even
-/// a listing at the page cap costs a few megabytes at most. Two different cursors that
-/// share a fingerprint would fail the read as a cycle; with a fresh key per
-/// listing that is vanishingly rare and does not repeat when the window is
-/// read again.
-#[derive(Default)]
-struct CursorsSeen {
-    key: RandomState,
-    pages: HashMap<u64, u64>,
-}
-
-impl CursorsSeen {
-    /// Records that page `page` gave `cursor`; returns the page that gave it
-    /// before, if one did.
-    fn insert(&mut self, cursor: &str, page: u64) -> Option<u64> {
-        let fingerprint = self.key.hash_one(cursor);
-        match self.pages.get(&fingerprint) {
-            Some(first) => Some(*first),
-            None => {
-                self.pages.insert(fingerprint, page);
-                None
-            }
-        }
-    }
-}
-
 /// `url` with `query` appended.
 fn with_query(mut url: Url, query: &[(String, String)]) -> Url {
     url.query_pairs_mut().extend_pairs(query.iter());
@@ -330,7 +172,7 @@ impl Source for GatewaySource {
     async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
         let mut stats = ReadStats::default();
         let url = self.url("models", &[])?;
-        let list: ModelList = self.read(url, "models", &mut stats).await?;
+        let list: ModelList = self.fetch.get_json(url, "models", &mut stats).await?;
         wire::models(list).map_err(|e| SourceError::Invalid(format!("models: {e}")))
     }
 

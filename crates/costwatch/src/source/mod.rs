@@ -3,7 +3,10 @@
 //! Only this module knows a gateway's JSON. Everything downstream sees the
 //! gateway-agnostic records defined here.
 
+pub mod fetch;
 pub mod gateway;
+pub mod prices;
+pub mod rows;
 mod wire;
 
 use chrono::{DateTime, Utc};

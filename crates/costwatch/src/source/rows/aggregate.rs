@@ -1,0 +1,1 @@
+//! Grouping call rows into sessions.

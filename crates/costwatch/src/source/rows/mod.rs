@@ -1,0 +1,101 @@
+//! Sources that log one row per model call (the LiteLLM proxy's spend logs,
+//! Langfuse's observations) rather than session aggregates.
+//!
+//! A [`RowReader`] speaks one system's API and turns each of its rows into
+//! a gateway-agnostic [`CallRow`]: the session key resolved as
+//! `source.session_key` says, labels picked as `source.labels` says, the
+//! whole prompt in `input_tokens` (cache reads and writes included), the
+//! gateway's cost when it reports one. [`RowSource`] groups those rows into
+//! the [`SessionRecord`](super::SessionRecord)s the reference API would have
+//! served for the same traffic, prices calls the gateway did not price, and
+//! answers drill-downs from rows it already read.
+
+mod aggregate;
+mod settings;
+mod source;
+
+pub use self::settings::{LabelField, RowSettings, SessionKey};
+pub use self::source::RowSource;
+
+use super::{Labels, ModelPrice, ReadStats, RequestStatus, SourceError};
+use chrono::{DateTime, Utc};
+use std::future::Future;
+
+/// One model call as a row source reports it, already mapped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRow {
+    /// The gateway's id for the call; unique within the source.
+    pub request_id: String,
+    /// The session the call belongs to under `source.session_key`; `None`
+    /// when the call carries none (it is then judged on its own).
+    pub session_id: Option<String>,
+    /// When the call started.
+    pub created_at: DateTime<Utc>,
+    /// Model called, as the provider answered it where known.
+    pub model: String,
+    /// Whether it succeeded.
+    pub status: RequestStatus,
+    /// HTTP status the provider answered, if known.
+    pub http_status: Option<u16>,
+    /// Kind of failure (`RateLimitError`, `Timeout`, ...).
+    pub error_type: Option<String>,
+    /// The whole prompt: uncached, cache-read and cache-write tokens.
+    pub input_tokens: u64,
+    /// Prompt tokens read from the provider's prompt cache (a part of
+    /// `input_tokens`).
+    pub cached_tokens: u64,
+    /// Prompt tokens written to the prompt cache (a part of `input_tokens`).
+    pub cache_write_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// What the gateway says the call cost, in dollars; `None` when it
+    /// reports no cost (costwatch then prices it from its table).
+    pub cost_usd: Option<f64>,
+    /// Labels picked from the row as `source.labels` says.
+    pub labels: Labels,
+}
+
+/// One system's API, read as call rows.
+pub trait RowReader: Send + Sync {
+    /// What the system calls itself in messages (`LiteLLM proxy`).
+    fn name(&self) -> &'static str;
+
+    /// Prices the system publishes (may be empty or partial; the price
+    /// table fills the rest).
+    fn models(&self) -> impl Future<Output = Result<Vec<ModelPrice>, SourceError>> + Send;
+
+    /// Streams every call that started in `[start, end)`, page by page,
+    /// into `sink`, each call once. Any error means the range was not read
+    /// completely; an error returned by `sink` stops the read and is
+    /// returned as is.
+    fn calls<F>(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        sink: F,
+    ) -> impl Future<Output = Result<ReadStats, SourceError>> + Send
+    where
+        F: FnMut(CallRow) -> Result<(), SourceError> + Send;
+
+    /// Every call of one session that started in `[start, end)`. The
+    /// default reads the range and keeps the session's calls; a system that
+    /// can filter by session on the server does that instead.
+    fn session_calls(
+        &self,
+        session_id: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<CallRow>, SourceError>> + Send {
+        async move {
+            let mut out = Vec::new();
+            self.calls(start, end, |row| {
+                if row.session_id.as_deref() == Some(session_id) {
+                    out.push(row);
+                }
+                Ok(())
+            })
+            .await?;
+            Ok(out)
+        }
+    }
+}
