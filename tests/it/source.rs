@@ -60,7 +60,8 @@ async fn pagination_delivers_every_active_session_once_in_order() {
         ReadStats {
             pages: n.div_ceil(3),
             rows: n,
-            retries: 0
+            retries: 0,
+            ..ReadStats::default()
         }
     );
     assert_eq!(hits(&sim, SESSIONS), n.div_ceil(3));

@@ -204,6 +204,7 @@ mod tests {
             cost_usd: 0.01,
             by_model,
             labels: Default::default(),
+            cost_computed: false,
         }
     }
 

@@ -30,8 +30,10 @@ use crate::notify::webhook::WebhookNotifier;
 use crate::ops::metrics::Metrics;
 use crate::ops::stall::TickWatch;
 use crate::pipeline::{Pipeline, PipelineError, Schedule};
+use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
-use crate::source::{HttpLimits, Source, SourceError};
+use crate::source::prices::{self, PriceTable};
+use crate::source::{HttpLimits, Source, SourceError, SourceKind};
 use crate::store::{SqlStore, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -120,7 +122,7 @@ pub struct App {
     /// The configuration it was built from.
     pub config: Config,
     /// The detection job.
-    pub daemon: Daemon<GatewaySource, SqlStore>,
+    pub daemon: Daemon<AnySource, SqlStore>,
     /// The parts that outlive a reload.
     shared: Shared,
 }
@@ -209,8 +211,8 @@ pub fn channels(cfg: &Config) -> Result<Vec<Arc<dyn Channel>>, AppError> {
     Ok(out)
 }
 
-/// A gateway client for a configuration; fails without an admin key.
-pub fn gateway(cfg: &Config) -> Result<GatewaySource, AppError> {
+/// The source a configuration names; fails without an admin key.
+pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
     let key = cfg
         .source
         .admin_key
@@ -219,14 +221,30 @@ pub fn gateway(cfg: &Config) -> Result<GatewaySource, AppError> {
             path: cfg.path.clone(),
         })?;
     let s = &cfg.source;
-    Ok(GatewaySource::new(
-        s.api_url.clone(),
-        key,
-        s.page_limit,
-        s.labels.clone(),
-        HttpLimits::from(s),
-    )?
-    .with_max_pages(s.max_pages))
+    match s.kind {
+        SourceKind::Reference => Ok(AnySource::Reference(
+            GatewaySource::new(
+                s.api_url.clone(),
+                key,
+                s.page_limit,
+                s.labels.clone(),
+                HttpLimits::from(s),
+            )?
+            .with_max_pages(s.max_pages),
+        )),
+        other => Err(AppError::failed(
+            "source.kind",
+            SourceError::Rejected(format!("{other} is not available in this build")),
+        )),
+    }
+}
+
+/// The price table of a row source: `source.models_file`, then the table
+/// shipped inside the binary.
+pub fn price_table(cfg: &Config) -> PriceTable {
+    let mut table = PriceTable::new(cfg.source.rows.models.clone());
+    table.extend(prices::default_table());
+    table
 }
 
 /// The detector a configuration describes.
@@ -254,7 +272,7 @@ fn detector_of(rules: Rules, group_by: Vec<String>, d: &DetectionConfig) -> Dete
 pub async fn main_pipeline(
     cfg: &Config,
     clock: Arc<dyn Clock>,
-) -> Result<Pipeline<GatewaySource, SqlStore>, AppError> {
+) -> Result<Pipeline<AnySource, SqlStore>, AppError> {
     let store = SqlStore::open_with(&cfg.state.url, cfg.state.max_connections)
         .await
         .map_err(|e| AppError::failed("cannot open the state database", e))?;

@@ -21,8 +21,11 @@ pub use rules::{
 
 use crate::domain::{Kind, Labels};
 use crate::secret::Secret;
+use crate::source::rows::{LabelField, RowSettings, SessionKey};
+use crate::source::{ModelPrice, SourceKind};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 use url::Url;
@@ -253,16 +256,23 @@ pub struct ServerConfig {
     pub listen: Option<std::net::SocketAddr>,
 }
 
-/// The gateway REST source.
+/// Where session data comes from.
 #[derive(Debug, Clone)]
 pub struct SourceConfig {
-    /// Base URL of the gateway API, e.g. `https://gateway.example/v1`.
+    /// Which API `api_url` serves.
+    pub kind: SourceKind,
+    /// Base URL of the API: the reference gateway's (e.g.
+    /// `https://gateway.example/v1`), the LiteLLM proxy's or the Langfuse
+    /// host's.
     pub api_url: Url,
-    /// Admin key (scope `logs.read`), from `COSTWATCH_ADMIN_KEY` or
-    /// `admin_key_file`. `None` when neither is set; commands that talk to the
-    /// gateway refuse to start without it.
+    /// Admin key (the reference gateway's `logs.read` key, a LiteLLM key,
+    /// or Langfuse's secret key), from `COSTWATCH_ADMIN_KEY` or
+    /// `admin_key_file`. `None` when neither is set; commands that talk to
+    /// the gateway refuse to start without it.
     pub admin_key: Option<Secret>,
-    /// Page size for `/sessions` and `/requests` (1..=50).
+    /// Langfuse's public key.
+    pub public_key: Option<String>,
+    /// Page size for listing calls.
     pub page_limit: u32,
     /// Most pages read in one listing; a listing that goes on longer fails
     /// the read.
@@ -279,8 +289,46 @@ pub struct SourceConfig {
     pub retry_max: Duration,
     /// Largest response body accepted, in bytes.
     pub max_body_bytes: usize,
-    /// Label filter sent as `metadata.<key>=<value>` (AND).
+    /// Label filter (AND): sent as `metadata.<key>=<value>` to the
+    /// reference gateway, applied to each call by row sources.
     pub labels: Labels,
+    /// How row sources group and label calls.
+    pub rows: RowConfig,
+}
+
+/// The settings only row sources (LiteLLM, Langfuse) read.
+#[derive(Debug, Clone)]
+pub struct RowConfig {
+    /// What groups calls into sessions.
+    pub session_key: SessionKey,
+    /// Label name -> the row field its value comes from.
+    pub labels: BTreeMap<String, LabelField>,
+    /// `source.models_file`, resolved, if set.
+    pub models_file: Option<PathBuf>,
+    /// The prices it holds.
+    pub models: Vec<ModelPrice>,
+    /// How far before a window calls are read.
+    pub session_lookback: Duration,
+    /// Most open sessions in one read.
+    pub max_open_sessions: usize,
+    /// Most calls kept for drill-downs.
+    pub max_kept_rows: usize,
+}
+
+impl SourceConfig {
+    /// What a row reader needs to know.
+    pub fn row_settings(&self) -> RowSettings {
+        RowSettings {
+            session_key: self.rows.session_key.clone(),
+            labels: self.rows.labels.clone(),
+            filter: self.labels.clone(),
+            page_limit: self.page_limit,
+            max_pages: self.max_pages,
+            session_lookback: self.rows.session_lookback,
+            max_open_sessions: self.rows.max_open_sessions,
+            max_kept_rows: self.rows.max_kept_rows,
+        }
+    }
 }
 
 /// How time is cut into windows.

@@ -101,12 +101,16 @@ pub const DEFAULT_MAX_PAGES: u64 = 100_000;
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct RawSource {
+    /// Which API `api_url` serves: `reference`, `litellm` or `langfuse`.
+    pub kind: String,
     /// Base URL of the gateway API; required, here or in the environment.
     pub api_url: Option<String>,
     /// File holding the admin key, relative to the configuration file's folder.
     pub admin_key_file: Option<String>,
-    /// Page size for listing calls.
-    pub page_limit: u32,
+    /// Langfuse's public key (the secret key is the admin key).
+    pub public_key: Option<String>,
+    /// Page size for listing calls; the default depends on `kind`.
+    pub page_limit: Option<u32>,
     /// Most pages read in one listing (a window's sessions, a session's
     /// requests); a listing that goes on longer fails the read.
     pub max_pages: u64,
@@ -122,16 +126,31 @@ pub(crate) struct RawSource {
     pub retry_max: HumanDuration,
     /// Largest response body accepted, in bytes.
     pub max_body_bytes: u64,
-    /// Label filter.
+    /// `reference`: the label filter (the old spelling of `filter`). Row
+    /// sources: label name -> the row field it comes from.
     pub labels: BTreeMap<String, String>,
+    /// Only sessions (calls) carrying all these labels are read.
+    pub filter: BTreeMap<String, String>,
+    /// Row sources: what groups calls into sessions.
+    pub session_key: Option<String>,
+    /// Row sources: a price table in the `GET /models` shape.
+    pub models_file: Option<String>,
+    /// Row sources: how far before a window calls are read.
+    pub session_lookback: HumanDuration,
+    /// Row sources: most open sessions in one read.
+    pub max_open_sessions: u64,
+    /// Row sources: most calls kept for drill-downs.
+    pub max_kept_rows: u64,
 }
 
 impl Default for RawSource {
     fn default() -> Self {
         RawSource {
+            kind: "reference".to_owned(),
             api_url: None,
             admin_key_file: None,
-            page_limit: 50,
+            public_key: None,
+            page_limit: None,
             max_pages: DEFAULT_MAX_PAGES,
             timeout: HumanDuration::secs(30),
             connect_timeout: HumanDuration::secs(5),
@@ -140,6 +159,12 @@ impl Default for RawSource {
             retry_max: HumanDuration::secs(60),
             max_body_bytes: 8 * 1024 * 1024,
             labels: BTreeMap::new(),
+            filter: BTreeMap::new(),
+            session_key: None,
+            models_file: None,
+            session_lookback: HumanDuration::secs(6 * 3600),
+            max_open_sessions: 2_000_000,
+            max_kept_rows: 500_000,
         }
     }
 }

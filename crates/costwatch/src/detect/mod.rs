@@ -16,6 +16,7 @@ pub use drilldown::Drilldown;
 pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};
 
 use crate::config::Severity;
+use crate::source::rows::PER_CALL_LABEL;
 use crate::source::{Labels, SessionRecord, Window};
 use serde::{Deserialize, Serialize};
 
@@ -68,11 +69,14 @@ pub fn group_key(labels: &Labels, group_by: &[String]) -> String {
 
 /// Writes [`group_key`] into `key` (cleared first), so one buffer can serve
 /// every session of a window.
+///
+/// Sessions a row source built from single calls without a session id
+/// carry [`PER_CALL_LABEL`] and get it appended, so they form groups of
+/// their own (`feature=batch,costwatch.session=per-call`).
 pub fn write_group_key(labels: &Labels, group_by: &[String], key: &mut String) {
     key.clear();
     if group_by.is_empty() {
         key.push_str("all");
-        return;
     }
     for (i, k) in group_by.iter().enumerate() {
         if i > 0 {
@@ -82,6 +86,27 @@ pub fn write_group_key(labels: &Labels, group_by: &[String], key: &mut String) {
         key.push('=');
         key.push_str(labels.get(k).map(String::as_str).unwrap_or(""));
     }
+    if let Some(v) = labels.get(PER_CALL_LABEL)
+        && !group_by.iter().any(|k| k == PER_CALL_LABEL)
+    {
+        key.push(',');
+        key.push_str(PER_CALL_LABEL);
+        key.push('=');
+        key.push_str(v);
+    }
+}
+
+/// Notes on `f` that costwatch priced some of `s`'s calls itself, from its
+/// price table, because the gateway reported no cost for them.
+pub(crate) fn note_computed_cost(s: &SessionRecord, f: &mut Finding) {
+    if !s.cost_computed {
+        return;
+    }
+    if let Some(map) = f.evidence.as_object_mut() {
+        map.insert("cost_computed".to_owned(), serde_json::Value::Bool(true));
+    }
+    f.explanation
+        .push_str(" (Cost computed by costwatch from its price table: the gateway reported none.)");
 }
 
 /// Share of the prompt read from cache, in `[0, 1]`.

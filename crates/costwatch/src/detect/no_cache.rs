@@ -287,7 +287,7 @@ fn finding(
             peers.count
         ),
     };
-    Some(Finding {
+    let mut f = Finding {
         kind: Kind::NoCache,
         session_id: s.session_id.clone(),
         window,
@@ -322,5 +322,7 @@ fn finding(
             cacheable_input,
             impact
         ),
-    })
+    };
+    super::note_computed_cost(s, &mut f);
+    Some(f)
 }

@@ -162,7 +162,7 @@ pub fn judge(
             })
         })
         .collect();
-    Some(Finding {
+    let mut f = Finding {
         kind: Kind::OversizedModel,
         session_id: s.session_id.clone(),
         window,
@@ -190,5 +190,7 @@ pub fn judge(
             on_usual,
             tiny.cost_usd
         ),
-    })
+    };
+    super::note_computed_cost(s, &mut f);
+    Some(f)
 }

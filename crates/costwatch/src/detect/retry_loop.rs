@@ -161,7 +161,7 @@ pub fn confirm(
     } else {
         format!("{} failed calls in a row", ev.error_streak)
     };
-    Some(Finding {
+    let mut f = Finding {
         kind: Kind::RetryLoop,
         session_id: s.session_id.clone(),
         window,
@@ -191,5 +191,7 @@ pub fn confirm(
             "{} calls where peers in {group} make a median {:.0}: {what}; the extra calls cost about ${:.5}",
             calls as u64, expected, impact
         ),
-    })
+    };
+    super::note_computed_cost(s, &mut f);
+    Some(f)
 }

@@ -98,6 +98,7 @@ fn session(id: &str, feature: &str, w: i64, calls: &[(&str, u64, u64, u64, u64)]
         cost_usd: by_model.iter().map(|m| m.cost_usd).sum(),
         by_model,
         labels: Labels::from([("feature".to_string(), feature.to_string())]),
+        cost_computed: false,
     }
 }
 

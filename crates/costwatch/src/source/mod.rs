@@ -3,6 +3,7 @@
 //! Only this module knows a gateway's JSON. Everything downstream sees the
 //! gateway-agnostic records defined here.
 
+pub mod any;
 pub mod fetch;
 pub mod gateway;
 pub mod prices;
@@ -15,6 +16,78 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use crate::domain::{Labels, Window};
+
+/// Which API a source speaks (`source.kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// The reference gateway contract (`/sessions`, `/requests`, `/models`).
+    Reference,
+    /// The LiteLLM proxy's spend logs.
+    Litellm,
+    /// Langfuse's observations.
+    Langfuse,
+}
+
+impl SourceKind {
+    /// Every kind, in the order the docs list them.
+    pub const ALL: [SourceKind; 3] = [
+        SourceKind::Reference,
+        SourceKind::Litellm,
+        SourceKind::Langfuse,
+    ];
+
+    /// The config spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SourceKind::Reference => "reference",
+            SourceKind::Litellm => "litellm",
+            SourceKind::Langfuse => "langfuse",
+        }
+    }
+
+    /// Parses the config spelling.
+    pub fn parse(s: &str) -> Option<SourceKind> {
+        SourceKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Largest page the API serves.
+    pub fn max_page_limit(self) -> u32 {
+        match self {
+            SourceKind::Reference => 50,
+            SourceKind::Litellm | SourceKind::Langfuse => 1000,
+        }
+    }
+
+    /// Page size when `source.page_limit` is not set.
+    pub fn default_page_limit(self) -> u32 {
+        match self {
+            SourceKind::Reference => 50,
+            SourceKind::Litellm | SourceKind::Langfuse => 500,
+        }
+    }
+
+    /// Whether the API serves one row per call (grouped into sessions by
+    /// costwatch) rather than sessions.
+    pub fn is_row_source(self) -> bool {
+        self != SourceKind::Reference
+    }
+
+    /// Row fields `source.labels` may name besides `metadata.<key>` and
+    /// `tag:<prefix>`.
+    pub fn label_fields(self) -> &'static [&'static str] {
+        match self {
+            SourceKind::Reference => &[],
+            SourceKind::Litellm => &["team_id", "user", "model_group", "key_alias"],
+            SourceKind::Langfuse => &["user", "trace_name", "name", "environment", "version"],
+        }
+    }
+}
+
+impl std::fmt::Display for SourceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// One model's share of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,6 +133,10 @@ pub struct SessionRecord {
     pub by_model: Vec<ModelUsage>,
     /// Session labels.
     pub labels: Labels,
+    /// Whether costwatch computed some of the cost from its price table
+    /// because the gateway reported none.
+    #[serde(default)]
+    pub cost_computed: bool,
 }
 
 /// Outcome of one request.
@@ -156,6 +233,14 @@ pub struct ReadStats {
     pub rows: u64,
     /// Requests retried after a transient failure.
     pub retries: u64,
+    /// Calls without a session id, each judged as a session of its own
+    /// (row sources only).
+    pub calls_without_session: u64,
+    /// Calls the gateway did not price, priced from the price table.
+    pub priced_calls: u64,
+    /// Calls priced by neither the gateway nor the price table (counted at
+    /// $0).
+    pub unpriced_calls: u64,
 }
 
 /// Retry and size limits for talking to a gateway.

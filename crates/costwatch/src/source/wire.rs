@@ -167,6 +167,7 @@ impl WireSession {
             cost_usd: self.cost_usd,
             by_model,
             labels: self.labels,
+            cost_computed: false,
         }
     }
 }

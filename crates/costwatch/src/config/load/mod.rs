@@ -26,6 +26,9 @@ mod tests_config;
 #[cfg(test)]
 mod tests_rules;
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests_source;
+#[cfg(test)]
 mod tests_support;
 
 pub(crate) use document::yaml_message;

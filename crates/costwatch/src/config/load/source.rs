@@ -1,22 +1,41 @@
 //! The `source` section.
 
 use super::document::Doc;
-use super::fields::{http_url, secret};
-use crate::config::SourceConfig;
+use super::fields::{existing_file, http_url, secret};
 use crate::config::env::ADMIN_KEY_VAR;
 use crate::config::raw::RawSource;
+use crate::config::{RowConfig, SourceConfig};
+use crate::domain::Labels;
+use crate::printable::printable;
 use crate::secret::Secret;
+use crate::source::SourceKind;
+use crate::source::rows::{LabelField, SessionKey};
 use std::collections::BTreeMap;
 use url::Url;
 
 pub(super) fn source_config(
     doc: &mut Doc,
-    raw: RawSource,
+    mut raw: RawSource,
     env: &BTreeMap<String, String>,
 ) -> Option<SourceConfig> {
+    let kind = SourceKind::parse(&raw.kind);
+    doc.check(kind.is_some(), "source.kind", || {
+        format!(
+            "unknown source kind `{}`; expected one of {}",
+            printable(&raw.kind),
+            SourceKind::ALL.map(SourceKind::as_str).join(", ")
+        )
+    });
+    let kind = kind.unwrap_or(SourceKind::Reference);
     let api_url = api_url(doc, raw.api_url.as_deref());
     let admin_key = admin_key(doc, raw.admin_key_file.as_deref(), env);
-    doc.between_u64("source.page_limit", raw.page_limit.into(), 1, 50);
+    let page_limit = raw.page_limit.unwrap_or(kind.default_page_limit());
+    doc.between_u64(
+        "source.page_limit",
+        page_limit.into(),
+        1,
+        kind.max_page_limit().into(),
+    );
     doc.at_least_u64("source.max_pages", raw.max_pages, 1);
     doc.positive_duration("source.timeout", raw.timeout.0);
     doc.positive_duration("source.connect_timeout", raw.connect_timeout.0);
@@ -35,15 +54,20 @@ pub(super) fn source_config(
     }
     let max_body_bytes = usize::try_from(raw.max_body_bytes).unwrap_or(usize::MAX);
     doc.at_least_u64("source.max_body_bytes", raw.max_body_bytes, 1);
-    doc.check(
-        raw.labels.keys().all(|k| !k.is_empty()),
-        "source.labels",
-        || "label names must not be empty".to_owned(),
+    let public_key = public_key(doc, kind, raw.public_key.take());
+    let (filter, label_map) = filter_and_labels(
+        doc,
+        kind,
+        std::mem::take(&mut raw.labels),
+        std::mem::take(&mut raw.filter),
     );
+    let rows = row_config(doc, kind, &raw.session_key, label_map, &raw)?;
     Some(SourceConfig {
+        kind,
         api_url: api_url?,
         admin_key,
-        page_limit: raw.page_limit,
+        public_key,
+        page_limit,
         max_pages: raw.max_pages,
         timeout: raw.timeout.0,
         connect_timeout: raw.connect_timeout.0,
@@ -51,7 +75,128 @@ pub(super) fn source_config(
         retry_base: raw.retry_base.0,
         retry_max: raw.retry_max.0,
         max_body_bytes,
-        labels: raw.labels,
+        labels: filter,
+        rows,
+    })
+}
+
+/// Langfuse's public key: required there (it is half of the Basic auth),
+/// meaningless elsewhere.
+fn public_key(doc: &mut Doc, kind: SourceKind, key: Option<String>) -> Option<String> {
+    const PATH: &str = "source.public_key";
+    let key = key.filter(|k| !k.trim().is_empty());
+    if kind == SourceKind::Langfuse {
+        doc.check(key.is_some(), PATH, || {
+            "missing; Langfuse needs its public key (pk-lf-...) here or in \
+             COSTWATCH_SOURCE__PUBLIC_KEY, and its secret key as the admin key"
+                .to_owned()
+        });
+    } else {
+        doc.check(key.is_none(), PATH, || {
+            format!("only read with kind: langfuse (this source is {kind})")
+        });
+    }
+    key
+}
+
+/// The label filter and, for row sources, the label map. `source.labels`
+/// is the filter's old spelling for the reference gateway and the label
+/// map for row sources; `source.filter` is the filter everywhere.
+fn filter_and_labels(
+    doc: &mut Doc,
+    kind: SourceKind,
+    labels: BTreeMap<String, String>,
+    filter: BTreeMap<String, String>,
+) -> (Labels, BTreeMap<String, LabelField>) {
+    doc.check(
+        filter.keys().all(|k| !k.is_empty()),
+        "source.filter",
+        || "label names must not be empty".to_owned(),
+    );
+    doc.check(
+        labels.keys().all(|k| !k.is_empty()),
+        "source.labels",
+        || "label names must not be empty".to_owned(),
+    );
+    if !kind.is_row_source() {
+        doc.check(
+            labels.is_empty() || filter.is_empty(),
+            "source.labels",
+            || "set source.filter or source.labels (its old spelling), not both".to_owned(),
+        );
+        let filter = if filter.is_empty() { labels } else { filter };
+        return (filter, BTreeMap::new());
+    }
+    let mut map = BTreeMap::new();
+    for (name, field) in labels {
+        match LabelField::parse(&field, kind.label_fields()) {
+            Ok(f) => {
+                map.insert(name, f);
+            }
+            Err(e) => {
+                doc.check(false, &format!("source.labels.{name}"), || e);
+            }
+        }
+    }
+    (filter, map)
+}
+
+/// The settings only row sources read; set for another kind, they are
+/// refused rather than silently ignored.
+fn row_config(
+    doc: &mut Doc,
+    kind: SourceKind,
+    session_key: &Option<String>,
+    labels: BTreeMap<String, LabelField>,
+    raw: &RawSource,
+) -> Option<RowConfig> {
+    if !kind.is_row_source() {
+        for (set, path) in [
+            (session_key.is_some(), "source.session_key"),
+            (raw.models_file.is_some(), "source.models_file"),
+        ] {
+            doc.check(!set, path, || {
+                format!("only read by row sources (litellm, langfuse); this source is {kind}")
+            });
+        }
+    }
+    let key = match session_key.as_deref() {
+        None => SessionKey::Session,
+        Some(s) => {
+            let parsed = SessionKey::parse(s);
+            doc.check(parsed.is_some(), "source.session_key", || {
+                format!(
+                    "`{}` is not a session key: use session_id, user, trace, \
+                     metadata.<key> or tag:<prefix>",
+                    printable(s)
+                )
+            });
+            parsed.unwrap_or(SessionKey::Session)
+        }
+    };
+    let (models_file, models) = match raw.models_file.as_deref() {
+        None => (None, Vec::new()),
+        Some(f) => match existing_file(doc, "source.models_file", f) {
+            None => (None, Vec::new()),
+            Some(path) => match crate::source::prices::load_file(&path) {
+                Ok(models) => (Some(path), models),
+                Err(e) => {
+                    doc.check(false, "source.models_file", || e);
+                    (None, Vec::new())
+                }
+            },
+        },
+    };
+    doc.positive_duration("source.session_lookback", raw.session_lookback.0);
+    doc.at_least_u64("source.max_open_sessions", raw.max_open_sessions, 1);
+    Some(RowConfig {
+        session_key: key,
+        labels,
+        models_file,
+        models,
+        session_lookback: raw.session_lookback.0,
+        max_open_sessions: usize::try_from(raw.max_open_sessions).unwrap_or(usize::MAX),
+        max_kept_rows: usize::try_from(raw.max_kept_rows).unwrap_or(usize::MAX),
     })
 }
 

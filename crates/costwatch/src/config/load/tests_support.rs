@@ -47,9 +47,10 @@ pub(super) fn fixture_problems(
 pub(super) const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_by`, `state`, \
     `detection`, `schedule`, `alerts`, `notify`, `server`, `investigation`, `rules`";
 
-pub(super) const SOURCE_KEYS: &str = "expected one of `api_url`, `admin_key_file`, `page_limit`, \
-    `max_pages`, `timeout`, `connect_timeout`, `max_retries`, `retry_base`, `retry_max`, \
-    `max_body_bytes`, `labels`";
+pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `api_url`, `admin_key_file`, \
+    `public_key`, `page_limit`, `max_pages`, `timeout`, `connect_timeout`, `max_retries`, \
+    `retry_base`, `retry_max`, `max_body_bytes`, `labels`, `filter`, `session_key`, `models_file`, \
+    `session_lookback`, `max_open_sessions`, `max_kept_rows`";
 
 /// The rules of `rules/`, with the parameter defaults of the spec.
 pub(super) fn default_rules(dir: &Path) -> Rules {

@@ -14,6 +14,7 @@ mod aggregate;
 mod settings;
 mod source;
 
+pub use self::aggregate::{PER_CALL_LABEL, PER_CALL_VALUE, per_call_id};
 pub use self::settings::{LabelField, RowSettings, SessionKey};
 pub use self::source::RowSource;
 
@@ -99,3 +100,7 @@ pub trait RowReader: Send + Sync {
         }
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;

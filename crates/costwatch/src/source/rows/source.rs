@@ -1,43 +1,314 @@
 //! [`RowSource`]: a [`Source`] over a [`RowReader`].
+//!
+//! A window `[start, end)` is read as calls from `start - session_lookback`
+//! to `end`, grouped by session; the sessions with a call in the window are
+//! handed on, each aggregated over every call read (so a session that began
+//! before the window counts its earlier calls, as the reference API's
+//! session rows do). After a window is read, the sessions still open
+//! within the lookback are carried over: when the next window starts where
+//! this one ended, only that window's calls are read, and the carried
+//! sessions are extended. Any other window (the first, a replay, a gap, a
+//! retry after a failed read) is read with its full lookback, so the carry
+//! only saves work and never changes what is found.
+//!
+//! Memory: the open sessions of the lookback and window (at most
+//! `source.max_open_sessions`, else the read fails with a message that says
+//! to shorten the window), plus the calls themselves up to
+//! `source.max_kept_rows` for drill-downs; a session whose calls were not
+//! all kept is read again, over its own time span, when drilled into.
 
-use super::{RowReader, RowSettings};
+use super::aggregate::{Cost, OpenSession, PER_CALL_LABEL, PER_CALL_VALUE, per_call_id};
+use super::{CallRow, RowReader, RowSettings};
 use crate::source::prices::PriceTable;
 use crate::source::{
     ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
 };
+use chrono::{DateTime, TimeDelta, Utc};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
-/// Sessions built from a row reader's calls.
+/// Sessions built from a row reader's calls. Clones share the reader and
+/// what was carried over from the last window.
 pub struct RowSource<R> {
-    reader: R,
-    settings: RowSettings,
-    prices: PriceTable,
+    reader: Arc<R>,
+    settings: Arc<RowSettings>,
+    /// `source.models_file` then the shipped table.
+    tables: Arc<PriceTable>,
+    state: Arc<Mutex<State>>,
+}
+
+impl<R> Clone for RowSource<R> {
+    fn clone(&self) -> Self {
+        RowSource {
+            reader: self.reader.clone(),
+            settings: self.settings.clone(),
+            tables: self.tables.clone(),
+            state: self.state.clone(),
+        }
+    }
+}
+
+impl<R> std::fmt::Debug for RowSource<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RowSource")
+            .field("session_key", &self.settings.session_key.to_string())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one read leaves for the next.
+#[derive(Default)]
+struct State {
+    /// The sessions open at the end of the last window read.
+    carry: Option<Carry>,
+    /// The prices the reader publishes, once read.
+    published: Option<Arc<PriceTable>>,
+}
+
+struct Carry {
+    /// End of the window they were read up to.
+    end: DateTime<Utc>,
+    sessions: HashMap<String, OpenSession>,
+    /// Calls kept across those sessions.
+    kept: usize,
 }
 
 impl<R: RowReader> RowSource<R> {
-    /// A source over `reader`, pricing unpriced calls from `prices`.
-    pub fn new(reader: R, settings: RowSettings, prices: PriceTable) -> RowSource<R> {
+    /// A source over `reader`; calls it does not price are priced from the
+    /// reader's own catalogue, then from `tables`.
+    pub fn new(reader: R, settings: RowSettings, tables: PriceTable) -> RowSource<R> {
         RowSource {
-            reader,
-            settings,
-            prices,
+            reader: Arc::new(reader),
+            settings: Arc::new(settings),
+            tables: Arc::new(tables),
+            state: Arc::new(Mutex::new(State::default())),
         }
+    }
+
+    /// The reader underneath (for probes).
+    pub fn reader(&self) -> &R {
+        &self.reader
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The reader's prices then the tables; the reader is asked once per
+    /// process, and again after a failure (the tables serve meanwhile).
+    async fn prices(&self) -> Arc<PriceTable> {
+        if let Some(p) = self.lock().published.clone() {
+            return p;
+        }
+        match self.reader.models().await {
+            Ok(models) => {
+                let mut table = PriceTable::new(models);
+                table.extend(self.tables.models().iter().cloned());
+                let table = Arc::new(table);
+                self.lock().published = Some(table.clone());
+                table
+            }
+            Err(e) => {
+                tracing::warn!(
+                    source = self.reader.name(),
+                    error = %e,
+                    "cannot read the source's model prices; using the price table"
+                );
+                self.tables.clone()
+            }
+        }
+    }
+
+    fn lookback(&self) -> TimeDelta {
+        TimeDelta::from_std(self.settings.session_lookback).unwrap_or(TimeDelta::MAX)
+    }
+}
+
+/// Folds calls into open sessions under the memory limits.
+struct Fold<'a> {
+    settings: &'a RowSettings,
+    prices: &'a PriceTable,
+    sessions: HashMap<String, OpenSession>,
+    kept: usize,
+    stats: ReadStats,
+}
+
+impl Fold<'_> {
+    fn add(&mut self, mut row: CallRow) -> Result<(), SourceError> {
+        if !self
+            .settings
+            .filter
+            .iter()
+            .all(|(k, v)| row.labels.get(k) == Some(v))
+        {
+            return Ok(());
+        }
+        let id = match row.session_id.take() {
+            Some(id) if !id.is_empty() => id,
+            _ => {
+                self.stats.calls_without_session += 1;
+                row.labels
+                    .insert(PER_CALL_LABEL.to_owned(), PER_CALL_VALUE.to_owned());
+                per_call_id(&row.request_id)
+            }
+        };
+        row.session_id = Some(id.clone());
+        let cost = Cost::of(&row, self.prices);
+        match cost {
+            Cost::Reported(_) => {}
+            Cost::Computed(_) => self.stats.priced_calls += 1,
+            Cost::Unknown => self.stats.unpriced_calls += 1,
+        }
+        let keep = self.kept < self.settings.max_kept_rows;
+        match self.sessions.get_mut(&id) {
+            Some(s) => {
+                let before = s.kept();
+                s.add(&row, cost, keep);
+                self.kept = self.kept.saturating_sub(before) + s.kept();
+            }
+            None => {
+                if self.sessions.len() >= self.settings.max_open_sessions {
+                    return Err(SourceError::Invalid(format!(
+                        "more than {} sessions open in one read (source.max_open_sessions); \
+                         make windows.size or source.session_lookback shorter",
+                        self.settings.max_open_sessions
+                    )));
+                }
+                let s = OpenSession::new(&row, cost, keep);
+                self.kept += s.kept();
+                self.sessions.insert(id, s);
+            }
+        }
+        Ok(())
     }
 }
 
 impl<R: RowReader> Source for RowSource<R> {
     async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
-        let _ = (&self.settings, &self.prices);
-        self.reader.models().await
+        Ok(self.prices().await.models().to_vec())
     }
 
-    async fn sessions<F>(&self, _window: Window, _sink: F) -> Result<ReadStats, SourceError>
+    async fn sessions<F>(&self, window: Window, mut sink: F) -> Result<ReadStats, SourceError>
     where
         F: FnMut(SessionRecord) + Send,
     {
-        Err(SourceError::Rejected("row sources are being built".into()))
+        let prices = self.prices().await;
+        let lookback = self.lookback();
+        // The carry is taken, not copied: a read that fails leaves none, and
+        // the next one reads its full lookback.
+        let carried = self.lock().carry.take().filter(|c| c.end == window.start);
+        let (sessions, kept, from) = match carried {
+            Some(c) => (c.sessions, c.kept, window.start),
+            None => (
+                HashMap::new(),
+                0,
+                window
+                    .start
+                    .checked_sub_signed(lookback)
+                    .unwrap_or(DateTime::<Utc>::MIN_UTC),
+            ),
+        };
+        let mut fold = Fold {
+            settings: &self.settings,
+            prices: &prices,
+            sessions,
+            kept,
+            stats: ReadStats::default(),
+        };
+        let read = self
+            .reader
+            .calls(from, window.end, |row| fold.add(row))
+            .await?;
+        let Fold {
+            sessions,
+            kept,
+            stats,
+            ..
+        } = fold;
+        let stats = ReadStats {
+            pages: read.pages,
+            rows: read.rows,
+            retries: read.retries,
+            ..stats
+        };
+        let mut active: Vec<(&String, &OpenSession)> = sessions
+            .iter()
+            .filter(|(_, s)| s.last >= window.start)
+            .collect();
+        active.sort_by(|a, b| (a.1.first, a.0).cmp(&(b.1.first, b.0)));
+        for (id, s) in active {
+            sink(s.record(id));
+        }
+        // Sessions that may still grow, and those just handed on (for
+        // their drill-downs), stay.
+        let horizon = window
+            .end
+            .checked_sub_signed(lookback)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+            .min(window.start);
+        let mut kept = kept;
+        let sessions: HashMap<String, OpenSession> = sessions
+            .into_iter()
+            .filter(|(_, s)| {
+                let stay = s.last >= horizon;
+                if !stay {
+                    kept -= s.kept().min(kept);
+                }
+                stay
+            })
+            .collect();
+        self.lock().carry = Some(Carry {
+            end: window.end,
+            sessions,
+            kept,
+        });
+        Ok(stats)
     }
 
-    async fn session_requests(&self, _session_id: &str) -> Result<Vec<RequestRecord>, SourceError> {
-        Err(SourceError::Rejected("row sources are being built".into()))
+    async fn session_requests(&self, session_id: &str) -> Result<Vec<RequestRecord>, SourceError> {
+        let span = {
+            let state = self.lock();
+            let open = state
+                .carry
+                .as_ref()
+                .and_then(|c| c.sessions.get(session_id));
+            match open {
+                Some(s) => match &s.calls {
+                    Some(calls) => return Ok(sorted(calls.clone())),
+                    None => (s.first, s.last),
+                },
+                None => {
+                    return Err(SourceError::Invalid(format!(
+                        "session {} was not in the last window read",
+                        crate::printable::Printable(session_id)
+                    )));
+                }
+            }
+        };
+        let prices = self.prices().await;
+        let end = span.1 + TimeDelta::milliseconds(1);
+        let rows = self.reader.session_calls(session_id, span.0, end).await?;
+        let calls = rows
+            .into_iter()
+            .map(|mut row| {
+                row.session_id = Some(session_id.to_owned());
+                let usd = match Cost::of(&row, &prices) {
+                    Cost::Reported(c) | Cost::Computed(c) => c,
+                    Cost::Unknown => 0.0,
+                };
+                super::aggregate::request_record(&row, usd)
+            })
+            .collect();
+        Ok(sorted(calls))
     }
+}
+
+/// Calls in time order, then by id.
+fn sorted(mut calls: Vec<RequestRecord>) -> Vec<RequestRecord> {
+    calls.sort_by(|a, b| {
+        a.created_at
+            .cmp(&b.created_at)
+            .then(a.request_id.cmp(&b.request_id))
+    });
+    calls
 }

@@ -1,0 +1,155 @@
+//! Tests of the `source` section's kinds and row-source settings.
+
+use super::tests_support::*;
+use super::*;
+use crate::source::SourceKind;
+use crate::source::rows::{LabelField, SessionKey};
+use std::fs;
+use std::time::Duration;
+
+/// Files written beside the configuration: name and content.
+type Files<'a> = &'a [(&'a str, &'a str)];
+
+/// Loads `source` (a YAML block) with no rules, from a new folder holding
+/// `files`; the problems as shown, else the config.
+fn load_source(
+    source: &str,
+    files: &[(&str, &str)],
+) -> Result<Result<Config, Vec<String>>, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("costwatch.yaml");
+    fs::write(&path, format!("source:\n{source}rules: []\n"))?;
+    for (name, content) in files {
+        fs::write(dir.path().join(name), content)?;
+    }
+    Ok(load_with_env(&path, &BTreeMap::new()).map_err(|e| shown(&e, dir.path())))
+}
+
+#[test]
+fn a_litellm_source_reads_its_row_settings() -> TestResult {
+    let models = r#"{"data": [{"id": "house-model", "input_usd_per_mtok": 1.0,
+        "cached_input_usd_per_mtok": 0.1, "cache_write_usd_per_mtok": 1.25,
+        "output_usd_per_mtok": 4.0, "supports_prompt_cache": true}]}"#;
+    let config = load_source(
+        "  kind: litellm\n  api_url: http://127.0.0.1:4000\n  session_key: metadata.conversation\n  \
+         labels: {feature: 'tag:feature', team: team_id}\n  filter: {env: prod}\n  \
+         models_file: models.json\n  session_lookback: 2h\n",
+        &[("models.json", models)],
+    )?
+    .map_err(|p| p.join("\n"))?;
+    let s = &config.source;
+    assert_eq!(s.kind, SourceKind::Litellm);
+    assert_eq!(s.page_limit, 500, "the row sources' default page");
+    assert_eq!(
+        s.rows.session_key,
+        SessionKey::Metadata("conversation".into())
+    );
+    assert_eq!(
+        s.rows.labels.get("feature"),
+        Some(&LabelField::Tag("feature".into()))
+    );
+    assert_eq!(
+        s.rows.labels.get("team"),
+        Some(&LabelField::Field("team_id".into()))
+    );
+    assert_eq!(s.labels.get("env").map(String::as_str), Some("prod"));
+    assert_eq!(s.rows.models.len(), 1);
+    assert_eq!(s.rows.models[0].id, "house-model");
+    assert_eq!(s.rows.session_lookback, Duration::from_secs(7200));
+    let settings = s.row_settings();
+    assert_eq!(settings.filter, s.labels);
+    Ok(())
+}
+
+#[test]
+fn the_reference_source_keeps_labels_as_its_filter() -> TestResult {
+    let config = load_source(
+        "  api_url: http://127.0.0.1:8080/v1\n  labels: {env: prod}\n",
+        &[],
+    )?
+    .map_err(|p| p.join("\n"))?;
+    assert_eq!(config.source.kind, SourceKind::Reference);
+    assert_eq!(
+        config.source.labels.get("env").map(String::as_str),
+        Some("prod")
+    );
+    Ok(())
+}
+
+#[test]
+fn source_mistakes_name_the_line_and_the_setting() -> TestResult {
+    let cases: &[(&str, Files, &str)] = &[
+        (
+            "  kind: helicone\n  api_url: http://h\n",
+            &[],
+            "costwatch.yaml:2:9: source.kind: unknown source kind `helicone`; expected one of reference, litellm, langfuse",
+        ),
+        (
+            "  kind: langfuse\n  api_url: http://h\n",
+            &[],
+            "source.public_key: missing; Langfuse needs its public key",
+        ),
+        (
+            "  api_url: http://h\n  public_key: pk-lf-1\n",
+            &[],
+            "source.public_key: only read with kind: langfuse (this source is reference)",
+        ),
+        (
+            "  api_url: http://h\n  session_key: user\n",
+            &[],
+            "source.session_key: only read by row sources",
+        ),
+        (
+            "  kind: litellm\n  api_url: http://h\n  session_key: conversation\n",
+            &[],
+            "costwatch.yaml:4:16: source.session_key: `conversation` is not a session key",
+        ),
+        (
+            "  kind: litellm\n  api_url: http://h\n  labels: {team: squad}\n",
+            &[],
+            "source.labels.team: `squad` is not a field: use metadata.<key>, tag:<prefix> or one of team_id",
+        ),
+        (
+            "  kind: litellm\n  api_url: http://h\n  page_limit: 5000\n",
+            &[],
+            "source.page_limit: must be between 1 and 1000, got 5000",
+        ),
+        (
+            "  kind: litellm\n  api_url: http://h\n  models_file: models.json\n",
+            &[(
+                "models.json",
+                r#"{"data": [{"id": "m", "input_usd_per_mtok": "cheap"}]}"#,
+            )],
+            "source.models_file: ",
+        ),
+        (
+            "  api_url: http://h\n  labels: {a: b}\n  filter: {c: d}\n",
+            &[],
+            "source.labels: set source.filter or source.labels (its old spelling), not both",
+        ),
+    ];
+    for (source, files, want) in cases {
+        let problems = load_source(source, files)?.err().unwrap_or_default();
+        assert!(
+            problems.iter().any(|p| p.contains(want)),
+            "{source:?}: want {want:?} in {problems:#?}"
+        );
+    }
+    // A broken price table names the file and the field in it.
+    let problems = load_source(
+        "  kind: litellm\n  api_url: http://h\n  models_file: models.json\n",
+        &[(
+            "models.json",
+            r#"{"data": [{"id": "m", "input_usd_per_mtok": "cheap"}]}"#,
+        )],
+    )?
+    .err()
+    .unwrap_or_default();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("models.json: data[0].input_usd_per_mtok")),
+        "{problems:#?}"
+    );
+    Ok(())
+}

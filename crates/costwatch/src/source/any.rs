@@ -1,0 +1,34 @@
+//! [`AnySource`]: the source `source.kind` names, behind one type.
+
+use super::gateway::GatewaySource;
+use super::{ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window};
+
+/// Whichever source the configuration names.
+#[derive(Debug, Clone)]
+pub enum AnySource {
+    /// The reference gateway contract.
+    Reference(GatewaySource),
+}
+
+impl Source for AnySource {
+    async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
+        match self {
+            AnySource::Reference(s) => s.models().await,
+        }
+    }
+
+    async fn sessions<F>(&self, window: Window, sink: F) -> Result<ReadStats, SourceError>
+    where
+        F: FnMut(SessionRecord) + Send,
+    {
+        match self {
+            AnySource::Reference(s) => s.sessions(window, sink).await,
+        }
+    }
+
+    async fn session_requests(&self, session_id: &str) -> Result<Vec<RequestRecord>, SourceError> {
+        match self {
+            AnySource::Reference(s) => s.session_requests(session_id).await,
+        }
+    }
+}
