@@ -12,7 +12,7 @@ pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source
 pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
 };
-pub use oneshot::{check_gateway, check_state, once, test_alert};
+pub use oneshot::{Probe, check_state, once, probe_source, test_alert};
 pub use replica::Replica;
 
 use crate::clock::{Clock, SystemClock};

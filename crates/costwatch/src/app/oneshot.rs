@@ -5,7 +5,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::Config;
 use crate::notify::NotifyError;
 use crate::pipeline::WindowReport;
-use crate::source::Source;
+use crate::source::{Source, SourceKind, Window};
 use crate::store::SqlStore;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
@@ -59,17 +59,56 @@ pub async fn check_state(cfg: &Config) -> Result<Result<String, PathBuf>, AppErr
     Ok(Ok(format!("{backend:?}")))
 }
 
-/// Reads the gateway's catalogue (`GET /models`) when an admin key is set:
-/// how many models it lists.
-pub async fn check_gateway(cfg: &Config) -> Result<Option<usize>, AppError> {
+/// What `check --online` learnt from the source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Probe {
+    /// The source's kind.
+    pub kind: SourceKind,
+    /// Models priced (the source's catalogue, plus the price table for row
+    /// sources).
+    pub models: usize,
+    /// The range read: the last hour.
+    pub window: Window,
+    /// Sessions with a call in it.
+    pub sessions: u64,
+    /// Calls read (row sources) or session rows (reference).
+    pub rows: u64,
+    /// Calls without a session id.
+    pub calls_without_session: u64,
+    /// Calls priced by neither the source nor the price table.
+    pub unpriced_calls: u64,
+}
+
+/// Reads the source's catalogue and its last hour when an admin key is set
+/// (`None` without one). An error names the setting to fix.
+pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Probe>, AppError> {
     if cfg.source.admin_key.is_none() {
         return Ok(None);
     }
-    let models = gateway(cfg)?
-        .models()
+    // Only the hour itself: a probe has no use for sessions' earlier calls.
+    let mut probe_cfg = cfg.clone();
+    probe_cfg.source.rows.session_lookback = std::time::Duration::ZERO;
+    let source = gateway(&probe_cfg)?;
+    let setting = |e| AppError::setup(format!("source ({})", cfg.source.kind), e);
+    let models = source.models().await.map_err(setting)?.len();
+    let window = Window {
+        start: now - chrono::TimeDelta::hours(1),
+        end: now,
+    };
+    let mut sessions = 0;
+    let stats = source
+        .sessions(window, |_| sessions += 1)
         .await
-        .map_err(|e| AppError::setup("source.api_url", e))?;
-    Ok(Some(models.len()))
+        .map_err(setting)?;
+    Ok(Some(Probe {
+        kind: cfg.source.kind,
+        models,
+        window,
+        sessions,
+        rows: stats.rows,
+        calls_without_session: stats.calls_without_session,
+        unpriced_calls: stats.unpriced_calls,
+    }))
 }
 
 /// The file of a `sqlite:` URL (none for other schemes or in-memory databases).

@@ -68,10 +68,56 @@ async fn check_online(cfg: &Config) -> Result<(), Exit> {
         ),
         Ok(backend) => println!("state database: ok ({backend})"),
     }
-    if let Some(models) = app::check_gateway(cfg).await? {
-        println!("gateway: ok ({models} models in the catalogue)");
+    let now = costwatch::clock::Clock::now(&costwatch::clock::SystemClock);
+    if let Some(p) = app::probe_source(cfg, now).await? {
+        for line in probe_lines(&p) {
+            println!("{line}");
+        }
     }
     Ok(())
+}
+
+/// What `check --online` says about the source: a summary, then a warning
+/// per thing that would keep costwatch from finding anything.
+fn probe_lines(p: &app::Probe) -> Vec<String> {
+    let (noun, rows) = if p.kind.is_row_source() {
+        ("calls", p.rows)
+    } else {
+        ("session rows", p.rows)
+    };
+    let mut out = vec![format!(
+        "source ({}): ok ({} models priced; last hour: {rows} {noun}, {} sessions)",
+        p.kind, p.models, p.sessions
+    )];
+    if rows == 0 {
+        out.push(format!(
+            "warning: no {noun} between {} and {}: check that source.api_url points at the \
+             instance your agents log to, and that they are running",
+            p.window.start.to_rfc3339(),
+            p.window.end.to_rfc3339()
+        ));
+    }
+    if p.kind.is_row_source() && rows > 0 && p.calls_without_session == rows {
+        out.push(
+            "warning: no call carries a session id, so every call is judged alone: send one \
+             from your clients (see the README's section on your gateway) or set \
+             source.session_key"
+                .to_owned(),
+        );
+    } else if p.calls_without_session > 0 {
+        out.push(format!(
+            "note: {} of {rows} calls carry no session id and are judged one by one",
+            p.calls_without_session
+        ));
+    }
+    if p.unpriced_calls > 0 {
+        out.push(format!(
+            "warning: {} calls have no cost from the source and a model missing from the \
+             price table (counted at $0): add them to source.models_file",
+            p.unpriced_calls
+        ));
+    }
+    out
 }
 
 fn rules_summary(r: &Rules) -> String {
