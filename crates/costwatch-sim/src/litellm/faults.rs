@@ -72,9 +72,11 @@ pub enum LiteLlmFaultKind {
         field: String,
     },
     /// The page starts `rows` rows early, as when that many rows were
-    /// written before the read position since the previous page.
+    /// written before the read position since the listing's first page.
+    /// Rows stay written: to model them, every later page of the listing
+    /// gets a shift at least as large.
     RowsWrittenBehind {
-        /// How many.
+        /// How many rows were written behind the read position so far.
         rows: u64,
     },
     /// The answer to the previous page is served again, envelope and all,
