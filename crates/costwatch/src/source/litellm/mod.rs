@@ -25,14 +25,14 @@
 //!   UTC, both ends included), `page` (from 1), `page_size` (1 to 1000;
 //!   otherwise a 422 `{"detail": [...]}`), `sort_by=startTime`,
 //!   `sort_order=asc`, `span_type=llm` (model calls only; older versions
-//!   ignore it, and [`map`] skips the other call types anyway),
-//!   `session_id` (a substring match, `LIKE %id%`). See [`query`] for the
-//!   dates and [`listing`] for the paging and the end of a listing.
+//!   ignore it, and `map.rs` skips the other call types anyway),
+//!   `session_id` (a substring match, `LIKE %id%`). See `query.rs` for the
+//!   dates and `listing.rs` for the paging and the end of a listing.
 //! - The answer is `{data, total, page, page_size, total_pages,
 //!   total_is_capped}`; `total` stops at 10,000 and is not used.
 //! - `/spend/logs/v2` exists since LiteLLM 1.80.8; a `page_size` of 1000
 //!   since 1.95.0 (100 before), which is the version the reader needs
-//!   ([`errors::MIN_VERSION`]).
+//!   (`errors.rs`).
 //!
 //! # A row as a call
 //!
@@ -43,8 +43,8 @@
 //! | `model` | `model_group` (the name asked for, as `/model/info` lists it), else `model`, else `unknown-model` |
 //! | `status` | `status`: `failure` is an error; `success` and null (older rows) are not |
 //! | `error_type`, `http_status` | `metadata.error_information.error_class`, and its `error_code` when that is an HTTP status |
-//! | `input_tokens` | `prompt_tokens` (the whole prompt; see [`usage`]) |
-//! | `cached_tokens`, `cache_write_tokens` | `metadata.additional_usage_values` and the other spellings in [`usage`] |
+//! | `input_tokens` | `prompt_tokens` (the whole prompt; see `usage.rs`) |
+//! | `cached_tokens`, `cache_write_tokens` | `metadata.additional_usage_values` and the other spellings in `usage.rs` |
 //! | `output_tokens` | `completion_tokens` |
 //! | `cost_usd` | `spend` (dollars, always present) |
 //!
