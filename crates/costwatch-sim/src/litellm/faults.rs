@@ -4,7 +4,8 @@
 //! fields are missing or impossible, an envelope without `data`, and the
 //! paging hazards of a spend log read while it grows (rows written behind
 //! the read position, a page answered twice by a cache in front, an order
-//! ignored as LiteLLM before `sort_order` did).
+//! ignored as LiteLLM before `sort_order` did, rows of one millisecond in
+//! another order than the previous query gave them).
 //!
 //! Queueing, persistence and counting are the shared `crate::faults`
 //! machinery.
@@ -73,8 +74,8 @@ pub enum LiteLlmFaultKind {
     },
     /// The page starts `rows` rows early, as when that many rows were
     /// written before the read position since the listing's first page.
-    /// Rows stay written: to model them, every later page of the listing
-    /// gets a shift at least as large.
+    /// Rows stay written: to model them, give every later page of the
+    /// listing a shift at least as large ([`LiteLlmFault::on_page`]).
     RowsWrittenBehind {
         /// How many rows were written behind the read position so far.
         rows: u64,
@@ -85,32 +86,46 @@ pub enum LiteLlmFaultKind {
     /// Rows come newest first whatever `sort_order` says, as before LiteLLM
     /// honoured it.
     IgnoreSortOrder,
+    /// Rows sharing a `startTime` come in the reverse of their usual order:
+    /// LiteLLM orders by `startTime` alone, and PostgreSQL promises no order
+    /// among ties, so two queries may differ.
+    TiesReversed,
 }
 
-/// A fault and the routes it applies to.
+/// A fault and the requests it applies to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiteLlmFault {
     /// Routes it applies to.
     pub route: LiteLlmRoute,
+    /// Only requests for this `page` of `/spend/logs/v2` (`None`: any).
+    pub page: Option<u64>,
     /// What goes wrong.
     pub kind: LiteLlmFaultKind,
 }
 
 impl LiteLlmFault {
-    /// A fault on `/spend/logs/v2`.
+    /// A fault on the next `/spend/logs/v2` request.
     pub fn spend_logs(kind: LiteLlmFaultKind) -> LiteLlmFault {
         LiteLlmFault {
             route: LiteLlmRoute::SpendLogs,
+            page: None,
             kind,
         }
     }
 
-    /// A fault on `/model/info`.
+    /// A fault on the next `/model/info` request.
     pub fn model_info(kind: LiteLlmFaultKind) -> LiteLlmFault {
         LiteLlmFault {
             route: LiteLlmRoute::ModelInfo,
+            page: None,
             kind,
         }
+    }
+
+    /// The same fault, on the next request for page `page` only.
+    pub fn on_page(mut self, page: u64) -> LiteLlmFault {
+        self.page = Some(page);
+        self
     }
 }
 
@@ -148,9 +163,12 @@ impl LiteLlmFaults {
         self.queue.served()
     }
 
-    /// The fault for a request on `route`, if any, counted as served.
-    pub(super) fn take(&self, route: LiteLlmRoute) -> Option<LiteLlmFaultKind> {
-        self.queue.take(|f| f.route.matches(route)).map(|f| f.kind)
+    /// The fault for a request on `route` (for `page`, when it names a
+    /// valid one), if any, counted as served.
+    pub(super) fn take(&self, route: LiteLlmRoute, page: Option<u64>) -> Option<LiteLlmFaultKind> {
+        self.queue
+            .take(|f| f.route.matches(route) && f.page.is_none_or(|p| Some(p) == page))
+            .map(|f| f.kind)
     }
 }
 
@@ -261,19 +279,19 @@ mod tests {
     }
 
     #[test]
-    fn faults_are_taken_by_route() {
+    fn faults_are_taken_by_route_and_page() {
         let f = LiteLlmFaults::default();
         f.push(LiteLlmFault::model_info(LiteLlmFaultKind::Truncated));
+        f.push(LiteLlmFault::spend_logs(LiteLlmFaultKind::TiesReversed).on_page(2));
         f.push(LiteLlmFault::spend_logs(LiteLlmFaultKind::Malformed));
+        let spend = LiteLlmRoute::SpendLogs;
+        assert_eq!(f.take(spend, Some(1)), Some(LiteLlmFaultKind::Malformed));
+        assert_eq!(f.take(spend, Some(1)), None);
+        assert_eq!(f.take(spend, Some(2)), Some(LiteLlmFaultKind::TiesReversed));
         assert_eq!(
-            f.take(LiteLlmRoute::SpendLogs),
-            Some(LiteLlmFaultKind::Malformed)
-        );
-        assert_eq!(f.take(LiteLlmRoute::SpendLogs), None);
-        assert_eq!(
-            f.take(LiteLlmRoute::ModelInfo),
+            f.take(LiteLlmRoute::ModelInfo, None),
             Some(LiteLlmFaultKind::Truncated)
         );
-        assert_eq!((f.pending(), f.served()), (0, 2));
+        assert_eq!((f.pending(), f.served()), (0, 3));
     }
 }

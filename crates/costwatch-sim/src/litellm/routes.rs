@@ -45,13 +45,15 @@ async fn authorize(State(sim): State<LiteLlmSim>, req: Request, next: Next) -> R
 }
 
 async fn spend_logs(State(sim): State<LiteLlmSim>, RawQuery(raw): RawQuery) -> Response {
-    let fault = sim.inner.faults.take(LiteLlmRoute::SpendLogs);
-    let answer = query::parse(raw.as_deref()).map(|q| page(&sim, &q, fault.as_ref()));
+    let query = query::parse(raw.as_deref());
+    let asked = query.as_ref().ok().map(|q| q.page);
+    let fault = sim.inner.faults.take(LiteLlmRoute::SpendLogs, asked);
+    let answer = query.map(|q| page(&sim, &q, fault.as_ref()));
     respond(answer, fault.as_ref())
 }
 
 async fn models(State(sim): State<LiteLlmSim>) -> Response {
-    let fault = sim.inner.faults.take(LiteLlmRoute::ModelInfo);
+    let fault = sim.inner.faults.take(LiteLlmRoute::ModelInfo, None);
     let data: Vec<Value> = sim.inner.dataset.models.iter().map(model_info).collect();
     respond(Ok(json!({ "data": data })), fault.as_ref())
 }
@@ -94,6 +96,11 @@ fn page(sim: &LiteLlmSim, q: &SpendQuery, fault: Option<&LiteLlmFaultKind>) -> V
         || fault == Some(&LiteLlmFaultKind::IgnoreSortOrder);
     if descending {
         calls.reverse();
+    }
+    if fault == Some(&LiteLlmFaultKind::TiesReversed) {
+        for ties in calls.chunk_by_mut(|a, b| a.created_at == b.created_at) {
+            ties.reverse();
+        }
     }
     let page = match fault {
         Some(LiteLlmFaultKind::RepeatPreviousPage) => q.page.saturating_sub(1).max(1),

@@ -327,9 +327,7 @@ async fn paging_faults_move_repeat_or_reverse_a_page() {
     let clean = page(&s, &q).await;
     let first = page(&s, &with(&[("sort_order", "asc"), ("page_size", "10")])).await;
     let f = s.litellm().faults();
-    f.push(LiteLlmFault::spend_logs(
-        LiteLlmFaultKind::RowsWrittenBehind { rows: 3 },
-    ));
+    f.push(LiteLlmFault::spend_logs(LiteLlmFaultKind::RowsWrittenBehind { rows: 3 }).on_page(2));
     let moved = page(&s, &q).await;
     assert_eq!(data(&moved)[..3], data(&first)[7..]);
     assert_eq!(data(&moved)[3..], data(&clean)[..7]);

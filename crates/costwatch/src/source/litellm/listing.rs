@@ -21,25 +21,32 @@
 //! fails the read, which is then tried again, rather than being counted
 //! twice or taken on trust. Memory stays bounded by [`RECENT_IDS`].
 //!
-//! Two things this cannot see, both outside what a settled window meets:
-//! a row deleted before the read position while the range is read (LiteLLM
-//! deletes only rows older than its retention period) moves later rows one
-//! place back, so one is skipped; and LiteLLM orders by `startTime` alone,
-//! so rows sharing a millisecond across a page boundary may come in
-//! another order in the next query (one read twice, which is caught, and
-//! one not at all, which is not). The widest page (1,000 rows) keeps page
-//! boundaries few.
+//! LiteLLM orders by `startTime` alone, and two queries may order rows
+//! sharing a millisecond differently (PostgreSQL promises no order among
+//! ties): when such rows sit on both sides of a page boundary, the next
+//! page could repeat one of them and skip another. So when a page holds a
+//! row of the boundary's millisecond, the second around it is first read
+//! whole, in pages of 1,000, and the rows of that millisecond not read yet
+//! are handed over; the offset listing then goes on, its repeats caught as
+//! above. (Should one second hold more than 1,000 rows, that re-read pages
+//! too and the same caveat applies to it, one level down.)
+//!
+//! What this cannot see: a row deleted before the read position while the
+//! range is read moves later rows one place back, so one is skipped.
+//! LiteLLM deletes only rows older than its retention period
+//! (`maximum_spend_logs_retention_period`), far behind a settled window.
 
 use super::LiteLlmReader;
 use super::errors::explain;
 use super::map::{Mapped, map};
-use super::query::{covering, page_query};
+use super::query::{MAX_PAGE_SIZE, covering, page_query};
 use super::wire::{self, Envelope};
 use crate::printable::printable;
 use crate::source::rows::CallRow;
 use crate::source::{ReadStats, SourceError};
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, SubsecRound, TimeDelta, Utc};
 use std::collections::{HashMap, VecDeque};
+use url::Url;
 
 /// How many of the latest rows read are remembered to recognise a repeat.
 pub(super) const RECENT_IDS: usize = 10_000;
@@ -170,79 +177,169 @@ impl LiteLlmReader {
         start: DateTime<Utc>,
         end: DateTime<Utc>,
         session_id: Option<&str>,
-        mut sink: F,
+        sink: F,
     ) -> Result<ReadStats, SourceError>
     where
         F: FnMut(CallRow) -> Result<(), SourceError>,
     {
-        let mut stats = ReadStats::default();
         if end <= start {
-            return Ok(stats);
+            return Ok(ReadStats::default());
         }
         let endpoint = self.endpoint(SPEND_LOGS)?;
-        let path = endpoint.path().to_owned();
+        let mut read = Read {
+            path: endpoint.path().to_owned(),
+            endpoint,
+            reader: self,
+            range: (start, end),
+            session_id,
+            seen: Seen::default(),
+            stats: ReadStats::default(),
+            repaired: None,
+            sink,
+        };
         let seconds = covering(start, end);
-        let mut seen = Seen::default();
+        let mut page = 0;
         loop {
-            if stats.pages >= self.settings.max_pages {
-                return Err(SourceError::Invalid(format!(
-                    "{path}: the listing goes on past {} pages (source.max_pages)",
-                    self.settings.max_pages
-                )));
+            page += 1;
+            if page > self.settings.max_pages {
+                return Err(read.too_long());
             }
-            let page = stats.pages + 1;
-            let mut url = endpoint.clone();
-            url.query_pairs_mut().extend_pairs(page_query(
-                seconds,
-                page,
-                self.page_size,
-                session_id,
-            ));
-            let what = format!("{path} page {page}");
-            let body: serde_json::Value = self
-                .fetch
-                .get_json(url, &what, &mut stats)
-                .await
-                .map_err(|e| explain(e, &path, &self.key))?;
-            let invalid = |m: String| SourceError::Invalid(format!("{what}: {m}"));
-            let envelope: Envelope = wire::parse(body).map_err(invalid)?;
-            echo(&envelope, page, self.page_size).map_err(invalid)?;
-            let rows = envelope
-                .data
-                .into_iter()
-                .enumerate()
-                .map(|(i, row)| map(row, &self.settings).map_err(|e| format!("data[{i}].{e}")))
-                .collect::<Result<Vec<Mapped>, String>>()
-                .map_err(invalid)?;
-            check_page(&rows, self.page_size, seconds).map_err(invalid)?;
-            stats.pages += 1;
-            stats.rows += rows.len() as u64;
+            let what = format!("{} page {page}", read.path);
+            let rows = read.page(seconds, page, self.page_size, &what).await?;
             let last_page = rows.len() < self.page_size as usize;
-            for (i, row) in rows.into_iter().enumerate() {
-                let verdict = seen
-                    .admit(row.request_id(), row.at())
-                    .map_err(|e| invalid(format!("data[{i}].{e}")))?;
-                match row {
-                    Mapped::Call(call)
-                        if verdict == Verdict::New
-                            && start <= call.created_at
-                            && call.created_at < end =>
-                    {
-                        sink(call)?;
-                    }
-                    _ => {}
-                }
+            // Rows sharing the boundary's millisecond on both sides of a page
+            // boundary may have come in another order this time: read that
+            // second whole first.
+            if let Some(boundary) = read.seen.boundary
+                && read.repaired != Some(boundary)
+                && rows.iter().any(|r| r.at() == boundary)
+            {
+                read.second(boundary).await?;
             }
+            read.hand_over(rows, &what, None)?;
             if last_page {
                 tracing::debug!(
-                    pages = stats.pages,
-                    rows = stats.rows,
-                    repeats = seen.repeats,
+                    pages = read.stats.pages,
+                    rows = read.stats.rows,
+                    repeats = read.seen.repeats,
                     "spend logs read"
                 );
-                return Ok(stats);
+                return Ok(read.stats);
             }
         }
+    }
+}
+
+/// One read of the spend log in progress.
+struct Read<'a, F> {
+    reader: &'a LiteLlmReader,
+    endpoint: Url,
+    path: String,
+    /// `[start, end)`: what is handed over.
+    range: (DateTime<Utc>, DateTime<Utc>),
+    session_id: Option<&'a str>,
+    seen: Seen,
+    stats: ReadStats,
+    /// The millisecond whose second was read whole last.
+    repaired: Option<DateTime<Utc>>,
+    sink: F,
+}
+
+impl<F> Read<'_, F>
+where
+    F: FnMut(CallRow) -> Result<(), SourceError>,
+{
+    /// Reads, parses and checks page `page` of the listing over `seconds`.
+    async fn page(
+        &mut self,
+        seconds: (DateTime<Utc>, DateTime<Utc>),
+        page: u64,
+        page_size: u32,
+        what: &str,
+    ) -> Result<Vec<Mapped>, SourceError> {
+        let mut url = self.endpoint.clone();
+        url.query_pairs_mut()
+            .extend_pairs(page_query(seconds, page, page_size, self.session_id));
+        let reader = self.reader;
+        let body: serde_json::Value = reader
+            .fetch
+            .get_json(url, what, &mut self.stats)
+            .await
+            .map_err(|e| explain(e, &self.path, &reader.key))?;
+        let invalid = |m: String| SourceError::Invalid(format!("{what}: {m}"));
+        let envelope: Envelope = wire::parse(body).map_err(invalid)?;
+        echo(&envelope, page, page_size).map_err(invalid)?;
+        let rows = envelope
+            .data
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| map(row, &reader.settings).map_err(|e| format!("data[{i}].{e}")))
+            .collect::<Result<Vec<Mapped>, String>>()
+            .map_err(invalid)?;
+        check_page(&rows, page_size, seconds).map_err(invalid)?;
+        self.stats.pages += 1;
+        self.stats.rows += rows.len() as u64;
+        Ok(rows)
+    }
+
+    /// Hands the page's new model calls in range to the sink (only those
+    /// of millisecond `only_at`, when given).
+    fn hand_over(
+        &mut self,
+        rows: Vec<Mapped>,
+        what: &str,
+        only_at: Option<DateTime<Utc>>,
+    ) -> Result<(), SourceError> {
+        let (start, end) = self.range;
+        for (i, row) in rows.into_iter().enumerate() {
+            if only_at.is_some_and(|t| row.at() != t) {
+                continue;
+            }
+            let verdict = self
+                .seen
+                .admit(row.request_id(), row.at())
+                .map_err(|e| SourceError::Invalid(format!("{what}: data[{i}].{e}")))?;
+            match row {
+                Mapped::Call(call)
+                    if verdict == Verdict::New
+                        && start <= call.created_at
+                        && call.created_at < end =>
+                {
+                    (self.sink)(call)?;
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the whole second of millisecond `t` in pages of LiteLLM's
+    /// largest size and hands over the rows of `t` not read yet.
+    async fn second(&mut self, t: DateTime<Utc>) -> Result<(), SourceError> {
+        self.repaired = Some(t);
+        let from = t.trunc_subsecs(0);
+        let seconds = (from, from + TimeDelta::seconds(1));
+        let mut page = 0;
+        loop {
+            page += 1;
+            if page > self.reader.settings.max_pages {
+                return Err(self.too_long());
+            }
+            let what = format!("{} page {page} of the second {}", self.path, time(from));
+            let rows = self.page(seconds, page, MAX_PAGE_SIZE, &what).await?;
+            let last_page = rows.len() < MAX_PAGE_SIZE as usize;
+            self.hand_over(rows, &what, Some(t))?;
+            if last_page {
+                return Ok(());
+            }
+        }
+    }
+
+    fn too_long(&self) -> SourceError {
+        SourceError::Invalid(format!(
+            "{}: the listing goes on past {} pages (source.max_pages)",
+            self.path, self.reader.settings.max_pages
+        ))
     }
 }
 
