@@ -33,6 +33,7 @@ pub mod server;
 
 pub mod alertmanager;
 mod http;
+pub mod litellm;
 pub mod model;
 pub mod rng;
 

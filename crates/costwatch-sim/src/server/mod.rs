@@ -27,6 +27,7 @@ pub use crate::cursor::MAX_LIMIT;
 
 use crate::dataset::Dataset;
 use crate::http::Listening;
+use crate::litellm::LiteLlmSim;
 use crate::mcp::{McpMode, McpSim};
 use axum::Router;
 use axum::middleware;
@@ -111,6 +112,7 @@ impl Shared {
 pub struct SimServer {
     listening: Listening,
     shared: Arc<Shared>,
+    litellm: LiteLlmSim,
 }
 
 impl fmt::Debug for SimServer {
@@ -133,9 +135,19 @@ impl SimServer {
             horizon: RwLock::new(Horizon::All),
             mcp,
         });
-        let listening = Listening::start(opts.bind, router(shared.clone())).await?;
+        let horizon = shared.clone();
+        let litellm = LiteLlmSim::new(
+            shared.dataset.clone(),
+            shared.admin_key.clone(),
+            Arc::new(move || horizon.now()),
+        );
+        let listening = Listening::start(opts.bind, router(shared.clone(), &litellm)).await?;
         tracing::debug!(addr = %listening.addr(), "gateway simulator listening");
-        Ok(SimServer { listening, shared })
+        Ok(SimServer {
+            listening,
+            shared,
+            litellm,
+        })
     }
 
     /// The address it listens on.
@@ -173,6 +185,16 @@ impl SimServer {
         format!("http://{}/v1/mcp", self.addr())
     }
 
+    /// The LiteLLM proxy's routes on the same data (setup, faults).
+    pub fn litellm(&self) -> &LiteLlmSim {
+        &self.litellm
+    }
+
+    /// The LiteLLM proxy's base URL, e.g. `http://127.0.0.1:40123`.
+    pub fn litellm_url(&self) -> String {
+        format!("http://{}", self.addr())
+    }
+
     /// Hits per path and faults served so far.
     pub fn stats(&self) -> SimStats {
         let hits = self
@@ -205,12 +227,13 @@ impl SimServer {
     }
 }
 
-fn router(shared: Arc<Shared>) -> Router {
+fn router(shared: Arc<Shared>, litellm: &LiteLlmSim) -> Router {
     routes::routes()
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             routes::authorize,
         ))
+        .merge(litellm.router())
         .nest_service("/v1/mcp", shared.mcp.router())
         .fallback(routes::not_found)
         .layer(middleware::from_fn_with_state(

@@ -6,6 +6,7 @@
 pub mod any;
 pub mod fetch;
 pub mod gateway;
+pub mod litellm;
 pub mod prices;
 pub mod rows;
 mod wire;
