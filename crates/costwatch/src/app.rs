@@ -32,6 +32,8 @@ use crate::ops::stall::TickWatch;
 use crate::pipeline::{Pipeline, PipelineError, Schedule};
 use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
+use crate::source::litellm::LiteLlmReader;
+use crate::source::rows::RowSource;
 use crate::source::prices::{self, PriceTable};
 use crate::source::{HttpLimits, Source, SourceError, SourceKind};
 use crate::store::{SqlStore, StoreError};
@@ -232,6 +234,16 @@ pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
             )?
             .with_max_pages(s.max_pages),
         )),
+        SourceKind::Litellm => Ok(AnySource::Litellm(RowSource::new(
+            LiteLlmReader::new(
+                s.api_url.clone(),
+                key,
+                &s.row_settings(),
+                HttpLimits::from(s),
+            )?,
+            s.row_settings(),
+            price_table(cfg),
+        ))),
         other => Err(AppError::failed(
             "source.kind",
             SourceError::Rejected(format!("{other} is not available in this build")),

@@ -8,8 +8,12 @@ use crate::detect::Detector;
 use crate::investigate::budget::Prices;
 use crate::notify::Alert;
 use crate::secret::Secret;
+use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
-use crate::source::{HttpLimits, Labels, Source};
+use crate::source::litellm::LiteLlmReader;
+use crate::source::prices::PriceTable;
+use crate::source::rows::{RowSettings, RowSource, SessionKey};
+use crate::source::{HttpLimits, Labels, ModelPrice, Source, SourceError, SourceKind};
 use chrono::{DateTime, Utc};
 use costwatch_sim::server::SimServer;
 use std::time::Duration;
@@ -29,16 +33,62 @@ pub fn simulator_limits() -> HttpLimits {
 /// Pages of 50, the gateway's largest.
 const SIMULATOR_PAGE_LIMIT: u32 = 50;
 
-/// A gateway client pointed at the simulator.
-pub fn simulator_source(sim: &SimServer) -> Result<GatewaySource, AppError> {
-    let url = url::Url::parse(&sim.base_url()).map_err(|e| AppError::failed("simulator url", e))?;
-    Ok(GatewaySource::new(
-        url,
-        &Secret::new(sim.admin_key()),
-        SIMULATOR_PAGE_LIMIT,
-        Labels::new(),
-        simulator_limits(),
-    )?)
+/// A client of the simulator in the form `kind`: its reference routes, or
+/// the same traffic as the LiteLLM proxy's spend logs. Row sources price
+/// calls from the simulator's own catalogue, as `source.models_file` would.
+pub fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, AppError> {
+    let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
+    let key = Secret::new(sim.admin_key());
+    let settings = simulator_row_settings(kind);
+    let mut prices = PriceTable::new(sim.dataset().models.iter().map(sim_price).collect());
+    prices.extend(crate::source::prices::default_table());
+    Ok(match kind {
+        SourceKind::Reference => AnySource::Reference(GatewaySource::new(
+            url(sim.base_url())?,
+            &key,
+            SIMULATOR_PAGE_LIMIT,
+            Labels::new(),
+            simulator_limits(),
+        )?),
+        SourceKind::Litellm => AnySource::Litellm(RowSource::new(
+            LiteLlmReader::new(url(sim.litellm_url())?, &key, &settings, simulator_limits())?,
+            settings,
+            prices,
+        )),
+        other => {
+            return Err(AppError::failed(
+                "source.kind",
+                SourceError::Rejected(format!("{other} is not simulated")),
+            ));
+        }
+    })
+}
+
+/// How row sources read the simulator: the defaults of `source`.
+fn simulator_row_settings(kind: SourceKind) -> RowSettings {
+    RowSettings {
+        session_key: SessionKey::Session,
+        labels: Default::default(),
+        filter: Default::default(),
+        page_limit: kind.default_page_limit(),
+        max_pages: crate::config::DEFAULT_MAX_PAGES,
+        session_lookback: Duration::from_secs(6 * 3600),
+        max_open_sessions: 2_000_000,
+        max_kept_rows: 500_000,
+    }
+}
+
+/// A model of the simulator's catalogue as a price.
+fn sim_price(m: &costwatch_sim::dataset::SimModel) -> ModelPrice {
+    ModelPrice {
+        id: m.id.clone(),
+        input_usd_per_mtok: m.input_usd_per_mtok,
+        cached_input_usd_per_mtok: m.cached_input_usd_per_mtok,
+        cache_write_usd_per_mtok: m.cache_write_usd_per_mtok,
+        output_usd_per_mtok: m.output_usd_per_mtok,
+        supports_prompt_cache: m.supports_prompt_cache,
+        min_cacheable_prompt_tokens: None,
+    }
 }
 
 /// What the alert replay found: the alerts, what escalating them would

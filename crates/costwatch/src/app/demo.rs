@@ -2,6 +2,7 @@
 //! against the built-in gateway simulator and a scripted model.
 
 use super::{AppError, simulator_limits, simulator_source};
+use crate::source::SourceKind;
 use crate::backtest::{self, Replay, WindowRetries};
 use crate::clock::{Clock, FakeClock, SystemClock};
 use crate::config::{AlertsConfig, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
@@ -77,9 +78,9 @@ pub async fn seed_demo() -> Result<SeedDemo, AppError> {
 
 impl SeedDemo {
     /// Replays the seed window in hour windows, then stops the simulator.
-    pub async fn replay(self, detector: Detector) -> Result<Replay, AppError> {
+    pub async fn replay(self, detector: Detector, kind: SourceKind) -> Result<Replay, AppError> {
         let replay = backtest::replay(
-            simulator_source(&self.sim)?,
+            simulator_source(&self.sim, kind)?,
             detector,
             "sqlite::memory:",
             self.from,
@@ -137,13 +138,17 @@ impl TrafficDemo {
 
     /// Serves the traffic from a simulator and replays it in 15-minute
     /// windows: the replay and how long it took.
-    pub async fn replay(&self, detector: Detector) -> Result<(Replay, Duration), AppError> {
+    pub async fn replay(
+        &self,
+        detector: Detector,
+        kind: SourceKind,
+    ) -> Result<(Replay, Duration), AppError> {
         let sim = start_simulator(self.dataset.clone()).await?;
         let from = self.params.start;
         let to = from + ChronoDuration::days(i64::from(self.params.days));
         let started = Instant::now();
         let replay = backtest::replay(
-            simulator_source(&sim)?,
+            simulator_source(&sim, kind)?,
             detector,
             "sqlite::memory:",
             from,
@@ -179,7 +184,10 @@ impl Notifier for Collect {
 
 /// Alerts for the seed window through the real daemon tick, each escalated to
 /// an investigation: the simulator's MCP tools and its scripted model.
-pub async fn demo_investigation(detector: &Detector) -> Result<Vec<Alert>, AppError> {
+pub async fn demo_investigation(
+    detector: &Detector,
+    kind: SourceKind,
+) -> Result<Vec<Alert>, AppError> {
     let sim = start_simulator(Arc::new(seed_dataset()?)).await?;
     let model = ScriptedModelServer::start(Script::Investigator)
         .await
@@ -235,7 +243,7 @@ pub async fn demo_investigation(detector: &Detector) -> Result<Vec<Alert>, AppEr
         max_backfill: Duration::from_secs(86_400),
     };
     let pipeline = Pipeline::new(
-        simulator_source(&sim)?,
+        simulator_source(&sim, kind)?,
         store,
         detector.clone(),
         schedule,

@@ -7,14 +7,22 @@ use costwatch::app;
 use costwatch::backtest;
 use costwatch::detect::{Detector, Finding, Kind};
 use costwatch::printable::printable;
+use costwatch::source::SourceKind;
 
 pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
+    let kind = SourceKind::from(a.source);
     if let Some(bind) = a.serve {
-        return serve(a.seed, a.days, bind).await;
+        return serve(a.seed, a.days, bind, kind).await;
     }
     let detector = default_detector(a.rules.as_deref())?;
+    let form = match kind {
+        SourceKind::Reference => "the reference gateway API".to_owned(),
+        SourceKind::Litellm => "the LiteLLM proxy's spend logs".to_owned(),
+        SourceKind::Langfuse => "Langfuse's observations".to_owned(),
+    };
     println!(
-        "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1\n"
+        "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1,\n\
+         read as {form} (source.kind: {kind})\n"
     );
 
     // 1. The seed window: one example of each kind of waste beside its fixed twin.
@@ -26,7 +34,7 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
         seed.sim.base_url()
     );
     let seed_truth = seed.truth.clone();
-    let replay = seed.replay(detector.clone()).await?;
+    let replay = seed.replay(detector.clone(), kind).await?;
     for f in &replay.findings {
         println!(
             "   {:<15} {:<30} +${:.5}  {}",
@@ -43,7 +51,7 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
             &seed_truth
         )))
     );
-    investigation(&detector).await?;
+    investigation(&detector, kind).await?;
 
     // 2. Days of labelled traffic with incidents and look-alikes.
     let traffic = app::traffic_demo(a.seed, a.days);
@@ -54,7 +62,7 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
         traffic.dataset.sessions.len(),
         traffic.dataset.request_count()
     );
-    let (replay, elapsed) = traffic.replay(detector).await?;
+    let (replay, elapsed) = traffic.replay(detector, kind).await?;
     println!(
         "   {} windows of 15 minutes, {} session rows, {} request drill-downs, {:.1} s",
         replay.windows,
@@ -95,8 +103,8 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
 
 /// Alerts for the seed window through the real daemon tick, each escalated to
 /// an investigation: the simulator's MCP tools and its scripted model.
-async fn investigation(detector: &Detector) -> Result<(), Exit> {
-    let alerts = app::demo_investigation(detector).await?;
+async fn investigation(detector: &Detector, kind: SourceKind) -> Result<(), Exit> {
+    let alerts = app::demo_investigation(detector, kind).await?;
     println!(
         "\n   Alerts, each escalated to an investigation (simulated MCP tools, scripted model):"
     );
@@ -120,19 +128,37 @@ async fn investigation(detector: &Detector) -> Result<(), Exit> {
 
 /// `demo --serve`: the simulated traffic's gateway on `bind` until SIGINT or
 /// SIGTERM, with what `costwatch run` needs to read it.
-async fn serve(seed: u64, days: u32, bind: std::net::SocketAddr) -> Result<(), Exit> {
+async fn serve(
+    seed: u64,
+    days: u32,
+    bind: std::net::SocketAddr,
+    kind: SourceKind,
+) -> Result<(), Exit> {
     use tokio::signal::unix::{SignalKind, signal};
     let traffic = app::traffic_demo(seed, days);
     let sim = traffic.serve(bind).await?;
     let start = traffic.params.start;
+    let (api_url, extra) = match kind {
+        SourceKind::Reference => (sim.base_url(), String::new()),
+        SourceKind::Litellm => (
+            sim.litellm_url(),
+            "COSTWATCH_SOURCE__KIND=litellm\n".to_owned(),
+        ),
+        SourceKind::Langfuse => (
+            sim.langfuse_url(),
+            format!(
+                "COSTWATCH_SOURCE__KIND=langfuse\nCOSTWATCH_SOURCE__PUBLIC_KEY={}\n",
+                sim.langfuse().public_key()
+            ),
+        ),
+    };
     println!(
         "costwatch demo: serving {} days of simulated traffic (seed {seed}, {} sessions) until stopped\n\n\
-         COSTWATCH_SOURCE__API_URL={}\n\
+         {extra}COSTWATCH_SOURCE__API_URL={api_url}\n\
          COSTWATCH_ADMIN_KEY={}\n\
          COSTWATCH_WINDOWS__START={}\n",
         days,
         traffic.dataset.sessions.len(),
-        sim.base_url(),
         sim.admin_key(),
         start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     );

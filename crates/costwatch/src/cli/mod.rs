@@ -178,6 +178,9 @@ pub struct BacktestArgs {
     /// and score the findings against its truth.
     #[arg(long)]
     pub simulate: bool,
+    /// With `--simulate`: read the simulated traffic in this gateway's form.
+    #[arg(long, value_enum, default_value_t = SourceArg::Reference, requires = "simulate")]
+    pub source: SourceArg,
     /// Simulation seed.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
@@ -214,6 +217,32 @@ pub struct DemoArgs {
     /// address until stopped, for `costwatch run` to read.
     #[arg(long, value_name = "ADDR", conflicts_with = "rules")]
     pub serve: Option<std::net::SocketAddr>,
+    /// Read the simulated traffic in this gateway's form (with `--serve`:
+    /// print the settings for it).
+    #[arg(long, value_enum, default_value_t = SourceArg::Reference)]
+    pub source: SourceArg,
+}
+
+/// A `source.kind`, as a command-line value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SourceArg {
+    /// The reference gateway contract.
+    Reference,
+    /// The LiteLLM proxy's spend logs.
+    Litellm,
+    /// Langfuse's observations.
+    Langfuse,
+}
+
+impl From<SourceArg> for costwatch::source::SourceKind {
+    fn from(a: SourceArg) -> Self {
+        use costwatch::source::SourceKind;
+        match a {
+            SourceArg::Reference => SourceKind::Reference,
+            SourceArg::Litellm => SourceKind::Litellm,
+            SourceArg::Langfuse => SourceKind::Langfuse,
+        }
+    }
 }
 
 /// How a command failed.

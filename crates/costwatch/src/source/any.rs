@@ -1,6 +1,8 @@
 //! [`AnySource`]: the source `source.kind` names, behind one type.
 
 use super::gateway::GatewaySource;
+use super::litellm::LiteLlmReader;
+use super::rows::RowSource;
 use super::{ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window};
 
 /// Whichever source the configuration names.
@@ -8,12 +10,15 @@ use super::{ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceE
 pub enum AnySource {
     /// The reference gateway contract.
     Reference(GatewaySource),
+    /// The LiteLLM proxy's spend logs.
+    Litellm(RowSource<LiteLlmReader>),
 }
 
 impl Source for AnySource {
     async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
         match self {
             AnySource::Reference(s) => s.models().await,
+            AnySource::Litellm(s) => s.models().await,
         }
     }
 
@@ -23,12 +28,14 @@ impl Source for AnySource {
     {
         match self {
             AnySource::Reference(s) => s.sessions(window, sink).await,
+            AnySource::Litellm(s) => s.sessions(window, sink).await,
         }
     }
 
     async fn session_requests(&self, session_id: &str) -> Result<Vec<RequestRecord>, SourceError> {
         match self {
             AnySource::Reference(s) => s.session_requests(session_id).await,
+            AnySource::Litellm(s) => s.session_requests(session_id).await,
         }
     }
 }

@@ -78,7 +78,7 @@ impl SourceKind {
     pub fn label_fields(self) -> &'static [&'static str] {
         match self {
             SourceKind::Reference => &[],
-            SourceKind::Litellm => &["team_id", "user", "model_group", "key_alias"],
+            SourceKind::Litellm => litellm::FIELDS,
             SourceKind::Langfuse => &["user", "trace_name", "name", "environment", "version"],
         }
     }

@@ -61,7 +61,8 @@ pub enum LabelField {
     /// The value of a `<prefix>:<value>` tag: `tag:<prefix>`.
     Tag(String),
     /// A named field of the row, one of the source kind's
-    /// [`fields`](LabelField::fields) (`team_id`, `user`, `trace_name`, ...).
+    /// [`label_fields`](crate::source::SourceKind::label_fields) (`team_id`,
+    /// `user`, `trace_name`, ...).
     Field(String),
 }
 
