@@ -5,6 +5,7 @@
 
 pub mod fetch;
 pub mod gateway;
+pub mod langfuse;
 pub mod prices;
 pub mod rows;
 mod wire;
