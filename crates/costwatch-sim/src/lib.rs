@@ -28,6 +28,7 @@ pub mod scenario;
 
 mod cursor;
 mod faults;
+pub mod langfuse;
 pub mod mcp;
 pub mod server;
 
