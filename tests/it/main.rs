@@ -11,6 +11,7 @@ mod email;
 mod evaluation;
 mod faults;
 mod investigation;
+mod langfuse;
 mod mcp;
 mod pg;
 mod pipeline;
