@@ -6,6 +6,8 @@
 //! - `GET /v1/requests?session_id=...` or `?start&end`, same paging and filters
 //! - `GET /v1/models`
 //! - `POST /v1/mcp`: the same data as MCP tools ([`super::mcp`])
+//! - `GET /api/public/v2/observations`: the same data as Langfuse's
+//!   observations API, with its own keys ([`super::langfuse`])
 //!
 //! Cursors are opaque: base64 of a position plus a fingerprint of the query
 //! they belong to, so a cursor replayed against another query is a 400

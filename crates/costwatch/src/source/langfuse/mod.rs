@@ -212,10 +212,12 @@ impl LangfuseReader {
                 .get_json(url, &what, &mut stats)
                 .await
                 .map_err(explain)?;
+            let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
             let (rows, next) = self
                 .check(page, &mut order, start, end)
                 .map_err(|e| SourceError::Invalid(format!("{what}: {e}")))?;
             stats.pages += 1;
+            stats.rows += listed;
             for row in rows {
                 sink(row)?;
             }
