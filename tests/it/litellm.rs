@@ -109,7 +109,8 @@ async fn every_call_of_a_window_is_read_once_as_the_reference_routes_serve_it() 
         ReadStats {
             pages: 1,
             rows: 84,
-            retries: 0
+            retries: 0,
+            ..ReadStats::default()
         }
     );
     assert!(sleeper.delays().is_empty());

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod cli;
+mod conformance;
 mod daemon;
 mod deadline;
 mod delivery;
@@ -11,6 +12,7 @@ mod email;
 mod evaluation;
 mod faults;
 mod investigation;
+mod langfuse;
 mod litellm;
 mod mcp;
 mod pg;

@@ -17,7 +17,8 @@
 //! Modules, in reading order: `dataset` (what is served) and `scenario` (how
 //! generated traffic is made); `server` (the REST contract) and `mcp` (the
 //! MCP tools, section 2), which page with the shared `cursor` tokens and
-//! inject faults through the shared `faults` queue; `model` (a scripted
+//! inject faults through the shared `faults` queue; `langfuse` (Langfuse's
+//! public observations API, v2, on the same data); `model` (a scripted
 //! OpenAI-compatible model, section 3); `alertmanager` (Alertmanager's
 //! `POST /api/v2/alerts` and the way it keeps alerts, on a supplied clock);
 //! `http` (the loopback listener and bearer keys the servers use); `rng`
@@ -28,6 +29,7 @@ pub mod scenario;
 
 mod cursor;
 mod faults;
+pub mod langfuse;
 pub mod mcp;
 pub mod server;
 

@@ -32,9 +32,10 @@ use crate::ops::stall::TickWatch;
 use crate::pipeline::{Pipeline, PipelineError, Schedule};
 use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
+use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
-use crate::source::rows::RowSource;
 use crate::source::prices::{self, PriceTable};
+use crate::source::rows::RowSource;
 use crate::source::{HttpLimits, Source, SourceError, SourceKind};
 use crate::store::{SqlStore, StoreError};
 use std::path::PathBuf;
@@ -244,10 +245,29 @@ pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
             s.row_settings(),
             price_table(cfg),
         ))),
-        other => Err(AppError::failed(
-            "source.kind",
-            SourceError::Rejected(format!("{other} is not available in this build")),
-        )),
+        SourceKind::Langfuse => {
+            let public_key = s.public_key.as_deref().ok_or_else(|| {
+                AppError::failed(
+                    "source.public_key",
+                    SourceError::Rejected(
+                        "Langfuse needs its public key (source.public_key or \
+                         COSTWATCH_SOURCE__PUBLIC_KEY)"
+                            .into(),
+                    ),
+                )
+            })?;
+            Ok(AnySource::Langfuse(RowSource::new(
+                LangfuseReader::new(
+                    s.api_url.clone(),
+                    public_key,
+                    key,
+                    &s.row_settings(),
+                    HttpLimits::from(s),
+                )?,
+                s.row_settings(),
+                price_table(cfg),
+            )))
+        }
     }
 }
 

@@ -6,6 +6,8 @@
 //! - `GET /v1/requests?session_id=...` or `?start&end`, same paging and filters
 //! - `GET /v1/models`
 //! - `POST /v1/mcp`: the same data as MCP tools ([`super::mcp`])
+//! - `GET /api/public/v2/observations`: the same data as Langfuse's
+//!   observations API, with its own keys ([`super::langfuse`])
 //!
 //! Cursors are opaque: base64 of a position plus a fingerprint of the query
 //! they belong to, so a cursor replayed against another query is a 400
@@ -27,6 +29,7 @@ pub use crate::cursor::MAX_LIMIT;
 
 use crate::dataset::Dataset;
 use crate::http::Listening;
+use crate::langfuse::LangfuseSim;
 use crate::litellm::LiteLlmSim;
 use crate::mcp::{McpMode, McpSim};
 use axum::Router;
@@ -45,8 +48,10 @@ pub const DEFAULT_ADMIN_KEY: &str = "sim-admin-key";
 pub struct SimOptions {
     /// Address to bind; port 0 picks a free port.
     pub bind: SocketAddr,
-    /// The admin key every request must carry.
+    /// The admin key every request must carry; Langfuse's secret key too.
     pub admin_key: String,
+    /// The Langfuse public key the observations API accepts.
+    pub langfuse_public_key: String,
 }
 
 impl Default for SimOptions {
@@ -54,6 +59,7 @@ impl Default for SimOptions {
         SimOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], 0)),
             admin_key: DEFAULT_ADMIN_KEY.to_string(),
+            langfuse_public_key: crate::langfuse::DEFAULT_PUBLIC_KEY.to_string(),
         }
     }
 }
@@ -90,6 +96,7 @@ struct Shared {
     hits: Mutex<BTreeMap<String, u64>>,
     horizon: RwLock<Horizon>,
     mcp: McpSim,
+    langfuse: LangfuseSim,
 }
 
 impl Shared {
@@ -127,6 +134,11 @@ impl SimServer {
     /// Binds `opts.bind` and serves `dataset` until shut down.
     pub async fn start(dataset: Arc<Dataset>, opts: SimOptions) -> std::io::Result<SimServer> {
         let mcp = McpSim::new(dataset.clone(), opts.admin_key.clone(), McpMode::Json);
+        let langfuse = LangfuseSim::new(
+            dataset.clone(),
+            opts.langfuse_public_key,
+            opts.admin_key.clone(),
+        );
         let shared = Arc::new(Shared {
             dataset,
             admin_key: opts.admin_key,
@@ -134,6 +146,7 @@ impl SimServer {
             hits: Mutex::new(BTreeMap::new()),
             horizon: RwLock::new(Horizon::All),
             mcp,
+            langfuse,
         });
         let horizon = shared.clone();
         let litellm = LiteLlmSim::new(
@@ -195,6 +208,16 @@ impl SimServer {
         format!("http://{}", self.addr())
     }
 
+    /// The Langfuse observations API (keys, faults, how calls are written).
+    pub fn langfuse(&self) -> &LangfuseSim {
+        &self.shared.langfuse
+    }
+
+    /// The Langfuse host's base URL, e.g. `http://127.0.0.1:40123`.
+    pub fn langfuse_url(&self) -> String {
+        format!("http://{}", self.addr())
+    }
+
     /// Hits per path and faults served so far.
     pub fn stats(&self) -> SimStats {
         let hits = self
@@ -235,10 +258,17 @@ fn router(shared: Arc<Shared>, litellm: &LiteLlmSim) -> Router {
         ))
         .merge(litellm.router())
         .nest_service("/v1/mcp", shared.mcp.router())
+        .nest_service("/api/public", langfuse_router(&shared))
         .fallback(routes::not_found)
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             routes::count_hit,
         ))
         .with_state(shared)
+}
+
+/// Langfuse's routes below `/api/public`, on the simulator's horizon.
+fn langfuse_router(shared: &Arc<Shared>) -> Router {
+    let sh = shared.clone();
+    crate::langfuse::router(shared.langfuse.clone(), Arc::new(move || sh.now()))
 }

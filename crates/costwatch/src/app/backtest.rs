@@ -10,10 +10,11 @@ use crate::notify::Alert;
 use crate::secret::Secret;
 use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
+use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
 use crate::source::prices::PriceTable;
 use crate::source::rows::{RowSettings, RowSource, SessionKey};
-use crate::source::{HttpLimits, Labels, ModelPrice, Source, SourceError, SourceKind};
+use crate::source::{HttpLimits, Labels, ModelPrice, Source, SourceKind};
 use chrono::{DateTime, Utc};
 use costwatch_sim::server::SimServer;
 use std::time::Duration;
@@ -34,7 +35,8 @@ pub fn simulator_limits() -> HttpLimits {
 const SIMULATOR_PAGE_LIMIT: u32 = 50;
 
 /// A client of the simulator in the form `kind`: its reference routes, or
-/// the same traffic as the LiteLLM proxy's spend logs. Row sources price
+/// the same traffic as the LiteLLM proxy's spend logs or Langfuse's
+/// observations. Row sources price
 /// calls from the simulator's own catalogue, as `source.models_file` would.
 pub fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, AppError> {
     let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
@@ -55,12 +57,17 @@ pub fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, 
             settings,
             prices,
         )),
-        other => {
-            return Err(AppError::failed(
-                "source.kind",
-                SourceError::Rejected(format!("{other} is not simulated")),
-            ));
-        }
+        SourceKind::Langfuse => AnySource::Langfuse(RowSource::new(
+            LangfuseReader::new(
+                url(sim.langfuse_url())?,
+                sim.langfuse().public_key(),
+                &key,
+                &settings,
+                simulator_limits(),
+            )?,
+            settings,
+            prices,
+        )),
     })
 }
 

@@ -2,7 +2,6 @@
 //! against the built-in gateway simulator and a scripted model.
 
 use super::{AppError, simulator_limits, simulator_source};
-use crate::source::SourceKind;
 use crate::backtest::{self, Replay, WindowRetries};
 use crate::clock::{Clock, FakeClock, SystemClock};
 use crate::config::{AlertsConfig, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
@@ -18,6 +17,7 @@ use crate::notify::{Alert, Notifier, NotifyError};
 use crate::pipeline::{Pipeline, Schedule};
 use crate::secret::Secret;
 use crate::source::HttpLimits;
+use crate::source::SourceKind;
 use crate::store::SqlStore;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch_sim::SEED_WINDOW;

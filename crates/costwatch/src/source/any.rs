@@ -1,6 +1,7 @@
 //! [`AnySource`]: the source `source.kind` names, behind one type.
 
 use super::gateway::GatewaySource;
+use super::langfuse::LangfuseReader;
 use super::litellm::LiteLlmReader;
 use super::rows::RowSource;
 use super::{ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window};
@@ -12,6 +13,8 @@ pub enum AnySource {
     Reference(GatewaySource),
     /// The LiteLLM proxy's spend logs.
     Litellm(RowSource<LiteLlmReader>),
+    /// Langfuse's observations.
+    Langfuse(RowSource<LangfuseReader>),
 }
 
 impl Source for AnySource {
@@ -19,6 +22,7 @@ impl Source for AnySource {
         match self {
             AnySource::Reference(s) => s.models().await,
             AnySource::Litellm(s) => s.models().await,
+            AnySource::Langfuse(s) => s.models().await,
         }
     }
 
@@ -29,6 +33,7 @@ impl Source for AnySource {
         match self {
             AnySource::Reference(s) => s.sessions(window, sink).await,
             AnySource::Litellm(s) => s.sessions(window, sink).await,
+            AnySource::Langfuse(s) => s.sessions(window, sink).await,
         }
     }
 
@@ -36,6 +41,7 @@ impl Source for AnySource {
         match self {
             AnySource::Reference(s) => s.session_requests(session_id).await,
             AnySource::Litellm(s) => s.session_requests(session_id).await,
+            AnySource::Langfuse(s) => s.session_requests(session_id).await,
         }
     }
 }

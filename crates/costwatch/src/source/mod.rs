@@ -6,6 +6,7 @@
 pub mod any;
 pub mod fetch;
 pub mod gateway;
+pub mod langfuse;
 pub mod litellm;
 pub mod prices;
 pub mod rows;
@@ -79,7 +80,7 @@ impl SourceKind {
         match self {
             SourceKind::Reference => &[],
             SourceKind::Litellm => litellm::FIELDS,
-            SourceKind::Langfuse => &["user", "trace_name", "name", "environment", "version"],
+            SourceKind::Langfuse => langfuse::FIELDS,
         }
     }
 }

@@ -1,0 +1,383 @@
+//! Langfuse as a row source: its public observations API, v2, read one
+//! generation per model call.
+//!
+//! Followed from `langfuse/langfuse` at commit `6275144614` (tag
+//! `v4.16.0-30`):
+//! - `fern/apis/server/definition/observations.yml` (the endpoint, its
+//!   query parameters and field groups) and `commons.yml`
+//!   (`ObservationV2`);
+//! - `web/src/pages/api/public/v2/observations/index.ts` (the handler: one
+//!   row more than `limit` is fetched to know whether a `meta.cursor` is
+//!   due; a 404 on a server not in v4 mode) and
+//!   `web/src/features/public-api/types/observations.ts` (the query:
+//!   `limit` 0 to 1000, default 50; the cursor is base64 of JSON
+//!   `{lastStartTimeTo, lastTraceId, lastId}`);
+//! - `packages/shared/src/server/repositories/events.ts` (rows newest
+//!   first, the cursor resumes strictly after the last row) and
+//!   `packages/shared/src/server/queries/public-api-filter-builder.ts`
+//!   (`fromStartTime` is `>=`, `toStartTime` is `<`);
+//! - `packages/shared/src/server/repositories/observations_converters.ts`
+//!   (what a row holds: the provided model name under `model`, `totalCost`
+//!   taken from `costDetails.total`, `0` when there is none);
+//! - `web/src/features/public-api/server/createAuthedProjectAPIRoute.ts`,
+//!   `apiAuth.ts` and `withMiddlewares.ts` (HTTP Basic `public:secret`,
+//!   401 `{"message": "Invalid credentials. ..."}`, 400
+//!   `{"message": "Invalid request data", "error": [...]}`, 429 with
+//!   `Retry-After`, 422 when the query ran out of resources);
+//! - `web/src/__tests__/server/observations-api-v2.servertest.ts` (which
+//!   fields each group returns, on the wire).
+//!
+//! What each call reads:
+//! `GET {api_url}/api/public/v2/observations?type=GENERATION&fromStartTime=
+//! &toStartTime=&fields=core,basic,metadata,model,usage,trace_context
+//! &limit=&cursor=`. Every row is still held to `start <= startTime < end`
+//! on this side. `source.page_limit` is clamped to 1..1000. A listing ends
+//! on a page without `meta.cursor`; a cursor handed out twice (a cycle),
+//! more than `source.max_pages` pages, rows out of the documented order or
+//! an id listed twice, a page cut off or not JSON (after the retries), and
+//! a page or row of another shape each fail the read, never taken as
+//! empty.
+//!
+//! Choices where the sources leave room:
+//! - The provided model name is read from `providedModelName` (the
+//!   published definition) or `model` (what the server sends); a call
+//!   without one is model `unknown`.
+//! - Strings Langfuse stores as `""` when unset (`sessionId`, `userId`,
+//!   `statusMessage`, ...) count as absent.
+//! - Tokens and cost: see `usage.rs` (the inclusive prompt from
+//!   every spelling the integrations write; a zero `totalCost` beside empty
+//!   `costDetails` is "not priced", so costwatch prices the call).
+//! - A failed call is `level: ERROR`; its class comes from
+//!   `statusMessage` without copying it (`status.rs`).
+//! - Session keys: `session_id` is `sessionId`, `user` is `userId`,
+//!   `trace` is `traceId`, `metadata.<key>` a metadata value (string,
+//!   number or boolean), `tag:<prefix>` the value of a `<prefix>:<value>`
+//!   tag. Tags belong to the trace; Langfuse copies them onto each
+//!   observation in the `trace_context` group (since v3.175); on an older
+//!   server no call has a tag. Metadata values arrive cut at 200
+//!   characters (Langfuse's default; `expandMetadata` is not asked for).
+//! - Labels: every metadata key with a string, number or boolean value,
+//!   plus `source.labels` (the row fields in [`FIELDS`]).
+//! - A drill-down into one session asks the server for it when the key is
+//!   one it filters on (`sessionId` since Langfuse v4.2, `userId`,
+//!   `traceId`) and still keeps only that session's rows here: an older
+//!   server ignores a parameter it does not know.
+//! - [`models`](RowReader::models) is empty: Langfuse's model definitions
+//!   match calls by regular expression, with start dates, project overrides
+//!   and pricing tiers, and Langfuse already prices every call one of them
+//!   matches (`costDetails`). A call none matches has no price there
+//!   either; costwatch's own price table prices it.
+
+mod limits;
+mod order;
+mod row;
+mod status;
+mod usage;
+mod wire;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;
+
+pub use self::row::FIELDS;
+
+use self::order::Order;
+use self::row::Mapper;
+use self::wire::Page;
+use super::fetch::{CursorsSeen, PageFetcher};
+use super::rows::{CallRow, RowReader, RowSettings, SessionKey};
+use super::{HttpLimits, ModelPrice, ReadStats, SourceError};
+use crate::clock::Sleeper;
+use crate::secret::Secret;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use chrono::{DateTime, SecondsFormat, Utc};
+use reqwest::header::HeaderValue;
+use std::sync::Arc;
+use url::Url;
+
+/// The largest `limit` Langfuse accepts.
+pub const MAX_PAGE_LIMIT: u32 = 1000;
+
+/// The observations API, below the host's base URL.
+const PATH: &str = "api/public/v2/observations";
+
+/// The field groups asked for.
+const FIELD_GROUPS: &str = "core,basic,metadata,model,usage,trace_context";
+
+/// How the Langfuse keys are configured, for messages.
+const KEYS_HINT: &str = "check the public key in source.public_key (or \
+    COSTWATCH_SOURCE__PUBLIC_KEY) and the secret key in COSTWATCH_ADMIN_KEY \
+    (or source.admin_key_file), and that both belong to the same project";
+
+/// Reads a Langfuse project's generations through the public API.
+#[derive(Clone)]
+pub struct LangfuseReader {
+    fetch: PageFetcher,
+    endpoint: Url,
+    mapper: Mapper,
+    page_limit: u32,
+    max_pages: u64,
+}
+
+impl std::fmt::Debug for LangfuseReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LangfuseReader")
+            .field("endpoint", &self.endpoint.as_str())
+            .field("page_limit", &self.page_limit)
+            .field("max_pages", &self.max_pages)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LangfuseReader {
+    /// A reader of the Langfuse host at `api_url` (its base URL, e.g.
+    /// `https://cloud.langfuse.com`), signing in with the project's public
+    /// and secret key.
+    pub fn new(
+        api_url: Url,
+        public_key: &str,
+        secret_key: &Secret,
+        settings: &RowSettings,
+        limits: HttpLimits,
+    ) -> Result<Self, SourceError> {
+        let auth = basic_auth(public_key, secret_key)?;
+        let endpoint = crate::http::as_directory(api_url)
+            .join(PATH)
+            .map_err(|e| SourceError::Rejected(format!("source.api_url: {e}")))?;
+        Ok(LangfuseReader {
+            fetch: PageFetcher::new(auth, &limits)?,
+            endpoint,
+            mapper: Mapper::new(settings),
+            page_limit: settings.page_limit.clamp(1, MAX_PAGE_LIMIT),
+            max_pages: settings.max_pages.max(1),
+        })
+    }
+
+    /// Replaces how backoff waits (tests record instead of sleeping).
+    pub fn with_sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.fetch = self.fetch.with_sleeper(sleeper);
+        self
+    }
+
+    /// The first page's URL: the range, the type, the field groups, the
+    /// page size, and `filter` (a server-side filter) if given.
+    fn url(&self, start: DateTime<Utc>, end: DateTime<Utc>, filter: Option<(&str, &str)>) -> Url {
+        let mut url = self.endpoint.clone();
+        {
+            let mut q = url.query_pairs_mut();
+            q.append_pair("type", row::GENERATION)
+                .append_pair("fromStartTime", &rfc3339(start))
+                .append_pair("toStartTime", &rfc3339(end))
+                .append_pair("fields", FIELD_GROUPS)
+                .append_pair("limit", &self.page_limit.to_string());
+            if let Some((name, value)) = filter {
+                q.append_pair(name, value);
+            }
+        }
+        url
+    }
+
+    /// Reads every generation that started in `[start, end)`, handing each
+    /// row to `sink`.
+    async fn read<F>(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        filter: Option<(&str, &str)>,
+        mut sink: F,
+    ) -> Result<ReadStats, SourceError>
+    where
+        F: FnMut(CallRow) -> Result<(), SourceError> + Send,
+    {
+        let first = self.url(start, end, filter);
+        let mut stats = ReadStats::default();
+        let mut cursor: Option<String> = None;
+        let mut cursors = CursorsSeen::default();
+        let mut order = Order::default();
+        loop {
+            if stats.pages >= self.max_pages {
+                return Err(SourceError::Invalid(format!(
+                    "observations: the listing goes on past {} pages (source.max_pages)",
+                    self.max_pages
+                )));
+            }
+            let mut url = first.clone();
+            if let Some(c) = &cursor {
+                url.query_pairs_mut().append_pair("cursor", c);
+            }
+            let what = format!("observations page {}", stats.pages + 1);
+            let page: Page = self
+                .fetch
+                .get_json(url, &what, &mut stats)
+                .await
+                .map_err(explain)?;
+            let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
+            let (rows, next) = self
+                .check(page, &mut order, start, end)
+                .map_err(|e| SourceError::Invalid(format!("{what}: {e}")))?;
+            stats.pages += 1;
+            stats.rows += listed;
+            for row in rows {
+                sink(row)?;
+            }
+            match next {
+                Some(next) if !next.is_empty() => {
+                    if let Some(first) = cursors.insert(&next, stats.pages) {
+                        return Err(SourceError::Invalid(format!(
+                            "observations: page {} leads back to the cursor page {first} gave; \
+                             the cursors cycle and the listing would never end",
+                            stats.pages
+                        )));
+                    }
+                    cursor = Some(next);
+                }
+                _ => return Ok(stats),
+            }
+        }
+    }
+
+    /// Checks a whole page and maps its rows in `[start, end)`; the next
+    /// cursor, if any. A row that fails fails the page before any of it is
+    /// handed on.
+    fn check(
+        &self,
+        page: Page,
+        order: &mut Order,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(Vec<CallRow>, Option<String>), String> {
+        const SHAPE: &str = "not a page of Langfuse's v2 observations (has the API changed?)";
+        let data = page.data.ok_or_else(|| format!("data: missing; {SHAPE}"))?;
+        let meta = page.meta.ok_or_else(|| format!("meta: missing; {SHAPE}"))?;
+        if data.len() > self.page_limit as usize {
+            return Err(format!(
+                "data: {} rows, more than the {} asked for",
+                data.len(),
+                self.page_limit
+            ));
+        }
+        let mut rows = Vec::with_capacity(data.len());
+        for (i, obs) in data.into_iter().enumerate() {
+            let at = |e: String| format!("data[{i}].{e}");
+            let started = Mapper::start_time(&obs).map_err(at)?;
+            order
+                .follow(started, Mapper::id(&obs).map_err(at)?)
+                .map_err(at)?;
+            let row = self.mapper.map(obs).map_err(at)?;
+            if start <= started && started < end {
+                rows.push(row);
+            }
+        }
+        Ok((rows, meta.cursor))
+    }
+}
+
+impl RowReader for LangfuseReader {
+    fn name(&self) -> &'static str {
+        "Langfuse"
+    }
+
+    async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
+        Ok(Vec::new())
+    }
+
+    async fn calls<F>(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        sink: F,
+    ) -> Result<ReadStats, SourceError>
+    where
+        F: FnMut(CallRow) -> Result<(), SourceError> + Send,
+    {
+        self.read(start, end, None, sink).await
+    }
+
+    async fn session_calls(
+        &self,
+        session_id: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<CallRow>, SourceError> {
+        let filter = match self.mapper.session_key() {
+            SessionKey::Session => Some(("sessionId", session_id)),
+            SessionKey::User => Some(("userId", session_id)),
+            SessionKey::Trace => Some(("traceId", session_id)),
+            SessionKey::Metadata(_) | SessionKey::Tag(_) => None,
+        };
+        let mut out = Vec::new();
+        self.read(start, end, filter, |row| {
+            if row.session_id.as_deref() == Some(session_id) {
+                out.push(row);
+            }
+            Ok(())
+        })
+        .await?;
+        Ok(out)
+    }
+}
+
+/// `Basic base64(public:secret)`, marked sensitive.
+fn basic_auth(public_key: &str, secret_key: &Secret) -> Result<HeaderValue, SourceError> {
+    let public_key = public_key.trim();
+    if public_key.is_empty() {
+        return Err(SourceError::Rejected(
+            "the Langfuse public key is not set: put it in source.public_key or \
+             COSTWATCH_SOURCE__PUBLIC_KEY"
+                .into(),
+        ));
+    }
+    if public_key.contains(':') || public_key.chars().any(char::is_control) {
+        return Err(SourceError::Rejected(
+            "source.public_key: a Langfuse public key has no `:` and no control characters".into(),
+        ));
+    }
+    if secret_key.is_empty() {
+        return Err(SourceError::Rejected(
+            "the Langfuse secret key is not set: put it in COSTWATCH_ADMIN_KEY or the file \
+             named by source.admin_key_file"
+                .into(),
+        ));
+    }
+    let token = STANDARD.encode(format!("{public_key}:{}", secret_key.expose()));
+    let mut value = HeaderValue::from_str(&format!("Basic {token}"))
+        .map_err(|_| SourceError::Rejected("the Langfuse keys are not a valid header".into()))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
+
+/// What a failed read means, in Langfuse's terms: refused keys and a wrong
+/// URL name the settings to fix; a query Langfuse gave up on (422) is
+/// worth another try later.
+fn explain(error: SourceError) -> SourceError {
+    let SourceError::Rejected(message) = error else {
+        return error;
+    };
+    match status_of(&message) {
+        Some(401 | 403) => {
+            SourceError::Rejected(format!("{message}; Langfuse refused the keys: {KEYS_HINT}"))
+        }
+        Some(404) => SourceError::Rejected(format!(
+            "{message}; source.api_url must be the Langfuse host's base URL (e.g. \
+             https://cloud.langfuse.com, without /api/public), and the server must serve the \
+             v2 observations API (Langfuse Cloud, or self-hosted Langfuse v4)"
+        )),
+        Some(422) => SourceError::Transient(format!(
+            "{message}; Langfuse ran out of time or memory for the query: a smaller \
+             source.page_limit or shorter windows ask less of it"
+        )),
+        _ => SourceError::Rejected(message),
+    }
+}
+
+/// The status in a failed call's message (`GET /path: status 401 ...`).
+fn status_of(message: &str) -> Option<u16> {
+    let at = message.find(": status ")? + ": status ".len();
+    let digits = message.get(at..at + 3)?;
+    digits.parse().ok()
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
