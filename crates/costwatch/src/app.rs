@@ -5,6 +5,7 @@
 mod backtest;
 mod demo;
 mod oneshot;
+mod operator;
 mod replica;
 mod service;
 
@@ -13,6 +14,7 @@ pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
 };
 pub use oneshot::{check_gateway, check_state, once, test_alert};
+pub use operator::{channel_specs, open_state, preview_alerts};
 pub use replica::Replica;
 
 use crate::clock::{Clock, SystemClock};
