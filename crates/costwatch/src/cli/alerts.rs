@@ -41,13 +41,15 @@ pub async fn alerts(a: AlertsArgs) -> Result<(), Exit> {
     let result = app::preview_alerts(&cfg, &store, now).await;
     store.close().await;
     let mut preview = result.context("cannot work out the next alerts")?;
-    if !a.render {
-        for u in &mut preview.upcoming {
-            u.channels.clear();
-        }
-    }
     let text = match a.format {
-        ShowFormat::Json => json_text(&preview)? + "\n",
+        ShowFormat::Json => {
+            if !a.render {
+                for u in &mut preview.upcoming {
+                    u.channels.clear();
+                }
+            }
+            json_text(&preview)? + "\n"
+        }
         ShowFormat::Text => as_text(&preview, a.render),
     };
     print(&text)?;
@@ -169,7 +171,7 @@ fn rendered(out: &mut String, r: &Rendered) {
         } => {
             let _ = writeln!(
                 out,
-                "-- {channel}: email from {} to {}",
+                "-- {channel} (email) from {} to {}",
                 printable(from),
                 printable(&to.join(", "))
             );
@@ -197,7 +199,7 @@ fn rendered(out: &mut String, r: &Rendered) {
         } => {
             let _ = writeln!(
                 out,
-                "-- {}: webhook ({shape}), POST with",
+                "-- {} (webhook, {shape} shape): POST with",
                 printable(channel)
             );
             for (k, v) in headers {

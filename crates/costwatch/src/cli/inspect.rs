@@ -312,13 +312,14 @@ pub async fn incidents(a: IncidentsArgs) -> Result<(), Exit> {
             String::new()
         }
         ListFormat::Table => {
+            // Narrow enough for a terminal: the fingerprint's first 12
+            // characters (`incident show` takes them), times without the
+            // year; severity and rule are in JSON, CSV and `incident show`.
             let mut t = Table::new(&[
-                Column::fixed("FINGERPRINT"),
+                Column::fixed("INCIDENT"),
                 Column::fixed("STATUS"),
                 Column::fixed("KIND"),
-                Column::fixed("SEVERITY"),
-                Column::cut("GROUP", 2),
-                Column::cut("RULE", 1),
+                Column::cut("GROUP", 1),
                 Column::number("SESSIONS"),
                 Column::number("IMPACT"),
                 Column::fixed("STARTED"),
@@ -329,16 +330,14 @@ pub async fn incidents(a: IncidentsArgs) -> Result<(), Exit> {
             for r in &rows {
                 let i = &r.incident;
                 t.push(vec![
-                    i.fingerprint.clone(),
+                    i.fingerprint.chars().take(12).collect(),
                     status(i.firing).to_owned(),
                     i.kind.clone(),
-                    i.severity.as_str().to_owned(),
                     i.group.clone(),
-                    i.rule.clone(),
                     i.session_count.to_string(),
                     format!("+{}", usd(i.impact_usd)),
-                    short(i.started),
-                    short(i.last_finding),
+                    i.started.format("%m-%d %H:%M").to_string(),
+                    i.last_finding.format("%m-%d %H:%M").to_string(),
                     i.sequence.to_string(),
                     silenced(r).map_or_else(|| "-".to_owned(), |s| s.to_string()),
                 ]);

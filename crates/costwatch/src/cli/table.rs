@@ -82,7 +82,7 @@ pub struct Table {
 }
 
 /// Narrowest a cut column gets.
-const MIN_CUT_WIDTH: usize = 8;
+const MIN_CUT_WIDTH: usize = 12;
 /// Spaces between columns.
 const GAP: usize = 2;
 
@@ -170,20 +170,23 @@ impl Table {
 }
 
 /// Shrinks the cut columns, highest order first, until the line fits
-/// `limit` or none can shrink further.
+/// `limit` or none can shrink further: first down to [`MIN_CUT_WIDTH`]
+/// each, then, if that is not enough, down to their headers.
 fn fit(columns: &[Column], widths: &mut [usize], limit: usize) {
     let total = |w: &[usize]| w.iter().sum::<usize>() + GAP * w.len().saturating_sub(1);
     let mut order: Vec<usize> = (0..columns.len())
         .filter(|&i| columns[i].shrink > 0)
         .collect();
     order.sort_by_key(|&i| std::cmp::Reverse(columns[i].shrink));
-    for i in order {
-        let over = total(widths).saturating_sub(limit);
-        if over == 0 {
-            return;
+    for least in [MIN_CUT_WIDTH, 0] {
+        for &i in &order {
+            let over = total(widths).saturating_sub(limit);
+            if over == 0 {
+                return;
+            }
+            let floor = least.max(columns[i].header.chars().count());
+            widths[i] = widths[i].saturating_sub(over).max(floor.min(widths[i]));
         }
-        let floor = MIN_CUT_WIDTH.max(columns[i].header.chars().count());
-        widths[i] = widths[i].saturating_sub(over).max(floor.min(widths[i]));
     }
 }
 
