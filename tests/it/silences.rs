@@ -521,7 +521,12 @@ async fn replicas_on_postgresql_share_silences_kept_through_the_binary() {
     // The operator keeps silences through the binary, several at once.
     let dir = TempDir::new().unwrap();
     let cfg = dir.path().join("costwatch.yaml");
-    std::fs::write(&cfg, "source:\n  api_url: http://127.0.0.1:9/v1\n").unwrap();
+    std::fs::write(
+        &cfg,
+        "source:\n  api_url: http://127.0.0.1:9/v1\n\
+         notify:\n  webhooks:\n    - name: am\n      url: http://127.0.0.1:9/api/v2/alerts\n      shape: alertmanager\n",
+    )
+    .unwrap();
     let cli = |args: &[&str]| {
         let mut cmd = command(&cfg, args);
         cmd.env("COSTWATCH_STATE__URL", &url);
@@ -575,7 +580,7 @@ async fn replicas_on_postgresql_share_silences_kept_through_the_binary() {
     .parse()
     .unwrap();
 
-    let channels = ["hook".to_owned()];
+    let channels = ["am".to_owned()];
     let evaluate = |store: SqlStore| {
         let channels = channels.clone();
         async move {
@@ -650,6 +655,59 @@ async fn replicas_on_postgresql_share_silences_kept_through_the_binary() {
     unique.sort();
     unique.dedup();
     assert_eq!((keys.len(), unique.len()), (3, 3), "{keys:?}");
+
+    // The read commands on the shared state.
+    let rows = json_of(cli(&[
+        "findings",
+        "--kind",
+        "retry_loop",
+        "--kind",
+        "no_cache",
+        "--format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(rows.as_array().unwrap().len(), 2);
+    let rows = json_of(cli(&[
+        "findings", "--limit", "1", "--since", "10000d", "--format", "json",
+    ]))
+    .await;
+    assert_eq!(rows.as_array().unwrap().len(), 1);
+    let open = json_of(cli(&[
+        "incidents",
+        "--status",
+        "open",
+        "--group",
+        "feature=checkout",
+        "--format",
+        "json",
+    ]))
+    .await;
+    assert_eq!(open.as_array().unwrap().len(), 1);
+    assert_eq!(open[0]["notifications"], 1);
+    let fp = open[0]["fingerprint"].as_str().unwrap().to_owned();
+    let show = json_of(cli(&["incident", "show", &fp[..8], "--format", "json"])).await;
+    assert_eq!(show["held_back"][0]["silence_id"], id);
+    assert_eq!(show["notifications"][0]["channels"][0]["status"], "pending");
+    // Delivered a while ago: the dry run shows Alertmanager's re-posts due.
+    let now = SystemClock.now();
+    for d in a
+        .claim_deliveries("test", now, now + chrono::Duration::minutes(1), 100)
+        .await
+        .unwrap()
+    {
+        a.delivered(d.id, now - chrono::Duration::minutes(10))
+            .await
+            .unwrap();
+    }
+    let preview = json_of(cli(&["alerts", "--render", "--format", "json"])).await;
+    let origins: Vec<&str> = preview["upcoming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["origin"].as_str().unwrap())
+        .collect();
+    assert_eq!(origins, ["repost", "repost", "repost"], "{preview}");
     a.close().await;
     b.close().await;
 }
