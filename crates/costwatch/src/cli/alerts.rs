@@ -73,15 +73,19 @@ fn status(s: AlertStatus) -> &'static str {
 
 fn as_text(p: &Preview, render: bool) -> String {
     let mut out = String::new();
-    let at = p
-        .data_now
-        .map_or_else(|| "no window processed yet".to_owned(), rfc3339);
+    let evaluation = match p.data_now {
+        Some(at) => format!(
+            "evaluation over {} new window{} (data up to {})",
+            p.windows,
+            if p.windows == 1 { "" } else { "s" },
+            rfc3339(at)
+        ),
+        None => "no window processed yet, nothing to evaluate".to_owned(),
+    };
     let _ = writeln!(
         out,
-        "Next tick at {}: evaluation over {} new window{} (data up to {at}); nothing is sent or stored",
-        rfc3339(p.now),
-        p.windows,
-        if p.windows == 1 { "" } else { "s" }
+        "Next tick at {}: {evaluation}; nothing is sent or stored",
+        rfc3339(p.now)
     );
     if p.upcoming.is_empty() {
         let _ = writeln!(out, "No notification would be sent.");
