@@ -8,7 +8,7 @@ use std::process::{Command, Output};
 use tempfile::TempDir;
 
 /// The three sessions of the seed window that waste money.
-const SEED_WASTE: [&str; 3] = [
+pub const SEED_WASTE: [&str; 3] = [
     "replay-mismatch-a14896679e70",
     "subagent-sol-9b31c0e4d2aa",
     "retry-loop-7f2e81c09ab5",
@@ -579,7 +579,7 @@ async fn logs_carry_no_escape_codes_off_a_terminal_and_no_timestamp_in_the_journ
 }
 
 /// The seed window with each wasteful session's id followed by `tail`.
-fn seed_with_hostile_ids(tail: &str) -> costwatch_sim::Dataset {
+pub fn seed_with_hostile_ids(tail: &str) -> costwatch_sim::Dataset {
     let seed = seed_dataset();
     let sessions = seed
         .sessions
@@ -692,7 +692,7 @@ fn version_names_the_commit_it_was_built_from() {
     );
 }
 
-const SUBCOMMANDS: [&str; 10] = [
+const SUBCOMMANDS: [&str; 15] = [
     "check",
     "run",
     "once",
@@ -703,6 +703,11 @@ const SUBCOMMANDS: [&str; 10] = [
     "rules",
     "completions",
     "man",
+    "findings",
+    "incidents",
+    "incident",
+    "silence",
+    "alerts",
 ];
 
 #[test]
@@ -751,4 +756,13 @@ fn the_manual_page_has_a_section_per_command() {
         assert!(page.contains(&section), "no {section}");
     }
     assert!(page.contains("\\-\\-config"), "options are documented");
+    for nested in [
+        "INCIDENT SHOW",
+        "SILENCE ADD",
+        "SILENCE LIST",
+        "SILENCE EXPIRE",
+    ] {
+        let section = format!(".SH \"COSTWATCH {nested}\"");
+        assert!(page.contains(&section), "no {section}");
+    }
 }

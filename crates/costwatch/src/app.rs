@@ -5,6 +5,7 @@
 mod backtest;
 mod demo;
 mod oneshot;
+mod operator;
 mod replica;
 mod service;
 
@@ -13,6 +14,7 @@ pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
 };
 pub use oneshot::{Probe, check_state, once, probe_source, test_alert};
+pub use operator::{channel_specs, open_state, preview_alerts};
 pub use replica::Replica;
 
 use crate::clock::{Clock, SystemClock};
@@ -225,7 +227,7 @@ pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
         })?;
     let s = &cfg.source;
     match s.kind {
-        SourceKind::Reference => Ok(AnySource::Reference(
+        SourceKind::Reference => Ok(AnySource::Reference(Box::new(
             GatewaySource::new(
                 s.api_url.clone(),
                 key,
@@ -234,7 +236,7 @@ pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
                 HttpLimits::from(s),
             )?
             .with_max_pages(s.max_pages),
-        )),
+        ))),
         SourceKind::Litellm => Ok(AnySource::Litellm(RowSource::new(
             LiteLlmReader::new(
                 s.api_url.clone(),

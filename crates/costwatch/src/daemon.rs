@@ -19,6 +19,7 @@ use crate::ops::metrics::Metrics;
 use crate::ops::stall::TickWatch;
 use crate::pipeline::{Deadline, Pipeline, PipelineError};
 use crate::source::{Source, Window};
+use crate::store::silences::{SilenceStore, Silenced};
 use crate::store::{Store, StoreError};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::sync::Arc;
@@ -87,6 +88,8 @@ pub struct TickReport {
     pub source_error: Option<String>,
     /// Alerts enqueued.
     pub alerts: Vec<Alert>,
+    /// Notifications silences held back in this tick's evaluation.
+    pub silenced: Vec<Silenced>,
     /// Investigations run (not counting ones reused after a restart).
     pub investigations: usize,
     /// Deliveries made.
@@ -105,7 +108,7 @@ pub struct Daemon<S, St> {
 impl<S, St> Daemon<S, St>
 where
     S: Source + Clone + 'static,
-    St: Store + BudgetLedger + Clone + 'static,
+    St: Store + SilenceStore + BudgetLedger + Clone + 'static,
 {
     /// A daemon over `pipeline`.
     pub fn new(pipeline: Pipeline<S, St>, settings: DaemonSettings, clock: Arc<dyn Clock>) -> Self {
@@ -234,6 +237,7 @@ where
             let deadline = now
                 + ChronoDuration::from_std(self.settings.delivery_deadline)
                     .unwrap_or(ChronoDuration::days(1));
+            alerting::silences::notice_ended(self.store(), now).await?;
             let mut plan = alerting::plan(
                 self.store(),
                 &job,
@@ -258,6 +262,10 @@ where
             }
             plan.enqueue(self.store(), &self.channel_names(), now, deadline)
                 .await?;
+            for h in alerting::silences::record_held_back(self.store(), &plan).await? {
+                self.settings.metrics.alert_silenced(&h.kind);
+            }
+            report.silenced = plan.silenced;
             report.alerts = plan.alerts;
         }
         for a in &report.alerts {

@@ -21,6 +21,7 @@ pub mod detect;
 pub mod incidents;
 pub mod investigate;
 pub mod notify;
+pub mod silence;
 pub mod store;
 
 pub mod alerting;

@@ -8,12 +8,30 @@
 //! crash anywhere between a window's commit and that transaction leaves the
 //! windows to the next evaluation, which decides what the lost one would
 //! have.
+//!
+//! # Silences
+//!
+//! An active silence (at the evaluation's wall time) that matches an
+//! incident holds back the notification the evaluation decided for it, be
+//! it a first firing, a re-alert or a resolution: nothing is queued, no
+//! investigation is paid for, and the incident's notification state (last
+//! notified, sessions then, sequence) stays as it was. The incident itself
+//! goes on as usual: its findings and sessions are counted, and it resolves
+//! when it goes quiet. So what was held back stays owed. The first
+//! evaluation at or after the silence's end decides as if the silence had
+//! never been: an incident still firing that nobody was told of fires then,
+//! one told before the silence is re-alerted if it grew past the cooldown,
+//! and one that went quiet under the silence was resolved without a word.
+//! That evaluation stores its alerts with the incidents' new state in one
+//! transaction, so the owed notification is queued once, never twice.
 
 use crate::incidents::{
-    AlertPolicy, Decision, SOURCE_UNHEALTHY, TickSpan, alert_session, build_alert, decide,
-    summary_alert,
+    AlertPolicy, Decision, Incident, SOURCE_UNHEALTHY, TickSpan, alert_session, build_alert,
+    decide, summary_alert,
 };
-use crate::notify::Alert;
+use crate::notify::{Alert, AlertStatus};
+use crate::silence::Silence;
+use crate::store::silences::{SilenceStore, Silenced};
 use crate::store::{Evaluated, IncidentUpdate, Store, StoreError};
 use chrono::{DateTime, Utc};
 
@@ -30,6 +48,8 @@ pub struct Plan {
     pub data_now: DateTime<Utc>,
     /// The windows the evaluation covered.
     pub span: TickSpan,
+    /// Notifications held back by a silence (not in `alerts`).
+    pub silenced: Vec<Silenced>,
 }
 
 impl Plan {
@@ -68,7 +88,7 @@ impl Plan {
 /// Turns the incidents' state into notifications and stores them: [`plan`]
 /// then [`Plan::enqueue`]. Returns the alerts enqueued.
 #[allow(clippy::too_many_arguments)]
-pub async fn evaluate<St: Store>(
+pub async fn evaluate<St: Store + SilenceStore>(
     store: &St,
     job: &str,
     policy: &AlertPolicy,
@@ -94,7 +114,10 @@ pub async fn evaluate<St: Store>(
 /// nothing: the next evaluation sees the same span and decides the same.
 /// And an incident nobody was told of is told when it ends rather than
 /// resolved in silence (in the summary after a catch-up).
-pub async fn plan<St: Store>(
+///
+/// Silences active at `now` hold notifications back (see the module
+/// documentation); they are listed in [`Plan::silenced`].
+pub async fn plan<St: Store + SilenceStore>(
     store: &St,
     job: &str,
     policy: &AlertPolicy,
@@ -103,6 +126,8 @@ pub async fn plan<St: Store>(
     now: DateTime<Utc>,
 ) -> Result<Plan, StoreError> {
     let tick = store.evaluation_span(job).await?;
+    let silences = store.silences(false, now).await?;
+    let mut silenced = Vec::new();
     let catch_up = tick.windows > policy.summary_after_windows;
     let mut updates = Vec::new();
     let mut source_alerts = Vec::new();
@@ -139,6 +164,31 @@ pub async fn plan<St: Store>(
         } else {
             data_now
         };
+        if notify && let Some(s) = matching(&silences, &i, now) {
+            // Held back: the incident goes on (or resolves), its
+            // notification state stays as it was, so the notification is
+            // still owed when the silence ends.
+            let held = build_alert(&i, decision, Vec::new(), at, now);
+            silenced.push(Silenced {
+                silence_id: s.id,
+                fingerprint: i.fingerprint.clone(),
+                kind: i.kind.clone(),
+                episode: i.started,
+                status: status_name(held.status).to_owned(),
+                title: held.title,
+                at: now,
+            });
+            if resolving {
+                updates.push(IncidentUpdate {
+                    fingerprint: i.fingerprint.clone(),
+                    firing: false,
+                    notified: i.notified,
+                    notified_sessions: i.notified_sessions,
+                    sequence: i.sequence,
+                });
+            }
+            continue;
+        }
         updates.push(IncidentUpdate {
             fingerprint: i.fingerprint.clone(),
             firing: !resolving,
@@ -183,5 +233,18 @@ pub async fn plan<St: Store>(
         job: job.to_owned(),
         data_now,
         span: tick,
+        silenced,
     })
+}
+
+/// The first silence active at `now` that matches `i` (the oldest).
+fn matching<'a>(silences: &'a [Silence], i: &Incident, now: DateTime<Utc>) -> Option<&'a Silence> {
+    silences.iter().find(|s| s.is_active(now) && s.matches(i))
+}
+
+fn status_name(status: AlertStatus) -> &'static str {
+    match status {
+        AlertStatus::Firing => "firing",
+        AlertStatus::Resolved => "resolved",
+    }
 }

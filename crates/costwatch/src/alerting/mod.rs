@@ -1,5 +1,7 @@
 //! Alerting over the state database: evaluating incidents into stored
-//! notifications ([`evaluate()`]) and delivering the outbox ([`deliver_due`]).
+//! notifications ([`evaluate()`]) and delivering the outbox ([`deliver_due`]);
+//! what silences held back ([`silences`]), and the dry run of the next
+//! evaluation ([`preview`]).
 //!
 //! `incidents` (the pure decisions) and `notify` (the alert model, its
 //! rendering and the channels) know nothing of the store; this module is
@@ -7,6 +9,8 @@
 
 pub mod deliver;
 pub mod evaluate;
+pub mod preview;
+pub mod silences;
 
 pub use deliver::{DELIVERY_INTERVAL, DeliveryReport, deliver_due, valid_for};
 pub use evaluate::{Plan, evaluate, plan};

@@ -45,13 +45,13 @@ pub fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, 
     let mut prices = PriceTable::new(sim.dataset().models.iter().map(sim_price).collect());
     prices.extend(crate::source::prices::default_table());
     Ok(match kind {
-        SourceKind::Reference => AnySource::Reference(GatewaySource::new(
+        SourceKind::Reference => AnySource::Reference(Box::new(GatewaySource::new(
             url(sim.base_url())?,
             &key,
             SIMULATOR_PAGE_LIMIT,
             Labels::new(),
             simulator_limits(),
-        )?),
+        )?)),
         SourceKind::Litellm => AnySource::Litellm(RowSource::new(
             LiteLlmReader::new(url(sim.litellm_url())?, &key, &settings, simulator_limits())?,
             settings,

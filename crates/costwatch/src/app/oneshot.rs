@@ -112,7 +112,7 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
 }
 
 /// The file of a `sqlite:` URL (none for other schemes or in-memory databases).
-fn sqlite_path(url: &str) -> Option<PathBuf> {
+pub(super) fn sqlite_path(url: &str) -> Option<PathBuf> {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))?;

@@ -30,6 +30,22 @@ fn print(bytes: &[u8], what: &str) -> Result<(), Exit> {
     }
 }
 
+/// A section for `cmd` (named after `parent`), then one for each of its
+/// own subcommands (`silence add`, ...).
+fn sections(page: &mut Vec<u8>, cmd: &clap::Command, parent: &str) -> Result<(), Exit> {
+    let name = format!("{parent} {}", cmd.get_name().to_uppercase());
+    writeln!(page, ".SH \"{name}\"").context("cannot render the manual page")?;
+    let man = clap_mangen::Man::new(cmd.clone());
+    man.render_synopsis_section(page)
+        .and_then(|()| man.render_description_section(page))
+        .and_then(|()| man.render_options_section(page))
+        .context("cannot render the manual page")?;
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        sections(page, sub, &name)?;
+    }
+    Ok(())
+}
+
 /// The manual page: the command, then a section per subcommand.
 pub fn man() -> Result<(), Exit> {
     let cmd = Cli::command();
@@ -42,14 +58,7 @@ pub fn man() -> Result<(), Exit> {
         .and_then(|()| man.render_options_section(&mut page))
         .context("cannot render the manual page")?;
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
-        writeln!(page, ".SH \"COSTWATCH {}\"", sub.get_name().to_uppercase())
-            .context("cannot render the manual page")?;
-        let sub_man = clap_mangen::Man::new(sub.clone());
-        sub_man
-            .render_synopsis_section(&mut page)
-            .and_then(|()| sub_man.render_description_section(&mut page))
-            .and_then(|()| sub_man.render_options_section(&mut page))
-            .context("cannot render the manual page")?;
+        sections(&mut page, sub, "COSTWATCH")?;
     }
     man.render_version_section(&mut page)
         .context("cannot render the manual page")?;

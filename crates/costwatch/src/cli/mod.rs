@@ -1,13 +1,20 @@
 //! The command line: `check`, `run`, `once`, `test-alert`, `backtest`,
-//! `demo`, `schema`. It parses and prints; [`costwatch::app`] builds and runs
-//! the parts.
+//! `demo`, `schema`, and the operator's `findings`, `incidents`,
+//! `incident show`, `silence` and `alerts`. It parses and prints;
+//! [`costwatch::app`] builds and runs the parts.
 
+mod alerts;
 mod backtest;
 mod check;
 mod demo;
+mod incident;
+mod inspect;
 mod manual;
 mod once;
 mod output;
+mod silence;
+mod table;
+mod when;
 
 use chrono::{DateTime, Utc};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -66,6 +73,20 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on stdout, e.g. `costwatch man > costwatch.1`.
     Man,
+    /// List the findings in the state database.
+    Findings(inspect::FindingsArgs),
+    /// List the incidents in the state database.
+    Incidents(inspect::IncidentsArgs),
+    /// Look at one incident.
+    #[command(subcommand)]
+    Incident(incident::IncidentCommand),
+    /// Add, list and expire silences: notifications of matching incidents
+    /// are held back while one is active.
+    #[command(subcommand)]
+    Silence(silence::SilenceCommand),
+    /// Show what the next tick would send (a dry run; with --render, as
+    /// each channel would receive it).
+    Alerts(alerts::AlertsArgs),
 }
 
 /// `costwatch completions`.
@@ -109,6 +130,11 @@ impl Command {
                 | Command::Rules(_)
                 | Command::Completions(_)
                 | Command::Man
+                | Command::Findings(_)
+                | Command::Incidents(_)
+                | Command::Incident(_)
+                | Command::Silence(_)
+                | Command::Alerts(_)
         )
     }
 }
@@ -358,5 +384,10 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
         Command::Rules(a) => check::rules(a),
         Command::Completions(a) => manual::completions(a.shell),
         Command::Man => manual::man(),
+        Command::Findings(a) => inspect::findings(a).await,
+        Command::Incidents(a) => inspect::incidents(a).await,
+        Command::Incident(c) => incident::incident(c).await,
+        Command::Silence(c) => silence::silence(c).await,
+        Command::Alerts(a) => alerts::alerts(a).await,
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod email;
 pub mod outbox;
+pub mod preview;
 pub mod render;
 pub mod webhook;
 

@@ -39,6 +39,8 @@ struct State {
     now: Option<DateTime<Utc>>,
     findings: BTreeMap<String, u64>,
     alerts_enqueued: BTreeMap<String, u64>,
+    /// Notifications held back by a silence, by incident kind.
+    alerts_silenced: BTreeMap<String, u64>,
     /// Keyed by channel, then `true` for sent and `false` for failed.
     deliveries: BTreeMap<(String, bool), u64>,
     gateway_errors: BTreeMap<String, u64>,
@@ -109,6 +111,12 @@ impl Metrics {
     /// Counts one alert of `kind` put in the outbox.
     pub fn alert_enqueued(&self, kind: &str) {
         bump(&mut self.lock().alerts_enqueued, kind);
+    }
+
+    /// Counts one notification of an incident of `kind` held back by a
+    /// silence (once per silence, incident episode and status).
+    pub fn alert_silenced(&self, kind: &str) {
+        bump(&mut self.lock().alerts_silenced, kind);
     }
 
     /// Counts one delivery attempt on `channel` that was sent (`ok`) or failed.
@@ -224,6 +232,13 @@ impl Metrics {
             "Alerts put in the outbox, by kind.",
             "kind",
             &state.alerts_enqueued,
+        );
+        labelled(
+            &mut out,
+            "costwatch_alerts_silenced_total",
+            "Notifications held back by a silence, by incident kind.",
+            "kind",
+            &state.alerts_silenced,
         );
 
         family(
@@ -529,13 +544,14 @@ mod tests {
         Utc.with_ymd_and_hms(2026, 11, 2, h, m, s).unwrap()
     }
 
-    const FAMILIES: [(&str, &str); 13] = [
+    const FAMILIES: [(&str, &str); 14] = [
         ("costwatch_windows_processed_total", "counter"),
         ("costwatch_window_failures_total", "counter"),
         ("costwatch_sessions_read_total", "counter"),
         ("costwatch_watermark_lag_seconds", "gauge"),
         ("costwatch_findings_total", "counter"),
         ("costwatch_alerts_enqueued_total", "counter"),
+        ("costwatch_alerts_silenced_total", "counter"),
         ("costwatch_deliveries_total", "counter"),
         ("costwatch_gateway_errors_total", "counter"),
         ("costwatch_investigation_spend_usd_total", "counter"),
@@ -600,6 +616,7 @@ mod tests {
         m.finding("no_cache");
         m.finding("retry_loop");
         m.alert_enqueued("no_cache");
+        m.alert_silenced("retry_loop");
         m.delivery("email", true);
         m.delivery("email", true);
         m.delivery("email", false);
@@ -627,6 +644,8 @@ mod tests {
             v("costwatch_alerts_enqueued_total", &[("kind", "no_cache")]),
             Some(1.0)
         );
+        let silenced = "costwatch_alerts_silenced_total";
+        assert_eq!(v(silenced, &[("kind", "retry_loop")]), Some(1.0));
         let d = "costwatch_deliveries_total";
         assert_eq!(v(d, &[("channel", "email"), ("result", "sent")]), Some(2.0));
         assert_eq!(

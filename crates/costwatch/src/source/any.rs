@@ -10,7 +10,7 @@ use super::{ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceE
 #[derive(Debug, Clone)]
 pub enum AnySource {
     /// The reference gateway contract.
-    Reference(GatewaySource),
+    Reference(Box<GatewaySource>),
     /// The LiteLLM proxy's spend logs.
     Litellm(RowSource<LiteLlmReader>),
     /// Langfuse's observations.

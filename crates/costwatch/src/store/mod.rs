@@ -4,8 +4,12 @@
 //! PostgreSQL, chosen from the URL scheme; the schema keeps to types both
 //! read the same way (BIGINT epoch milliseconds, DOUBLE PRECISION, TEXT).
 
+pub mod inspect;
+pub mod silences;
 mod sql;
 
+pub use inspect::Inspect;
+pub use silences::SilenceStore;
 pub use sql::SqlStore;
 
 use crate::detect::{Finding, GroupBaseline};

@@ -113,7 +113,7 @@ pub(super) async fn upsert_incident(
     Ok(())
 }
 
-fn incident_from_row(r: &AnyRow) -> Result<Incident, StoreError> {
+pub(super) fn incident_from_row(r: &AnyRow) -> Result<Incident, StoreError> {
     let severity: Severity = serde_json::from_value(serde_json::Value::String(
         r.try_get("severity").map_err(corrupt)?,
     ))

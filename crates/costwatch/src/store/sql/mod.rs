@@ -3,13 +3,17 @@
 //! This file opens the pool and holds the row conversions; the statements
 //! live with their job: [`windows`] (watermarks, windows, findings,
 //! baselines), [`incidents`], [`outbox`] (alert delivery), [`leases`],
-//! [`investigations`] and [`budget`] (the day's investigation budget).
+//! [`investigations`] and [`budget`] (the day's investigation budget);
+//! [`silences`] and the operator's read-only [`inspect`] queries implement
+//! traits of their own.
 
 mod budget;
 mod incidents;
+mod inspect;
 mod investigations;
 mod leases;
 mod outbox;
+mod silences;
 mod windows;
 
 use super::{

@@ -68,6 +68,44 @@ pub(super) async fn enqueue(
     tx.commit().await.map_err(unavailable)
 }
 
+/// The ids of the outbox rows due for delivery at the placeholder `now`
+/// (`SELECT o.id FROM outbox o WHERE ...`, to be ordered and limited): what
+/// a claim takes, and what `costwatch alerts` shows without claiming.
+///
+/// A row waits while an earlier row of the same incident and channel is
+/// pending (perhaps in backoff) or claimed (perhaps being re-posted), so
+/// each channel gets an incident's notifications in their order.
+pub(super) fn due_rows(now: &str) -> String {
+    format!(
+        "SELECT o.id FROM outbox o WHERE o.status = 'pending' AND o.next_attempt_ms <= {now} \
+         AND (o.claim_until_ms IS NULL OR o.claim_until_ms < {now}) \
+         AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.fingerprint = o.fingerprint \
+         AND e.channel = o.channel AND e.id < o.id \
+         AND (e.status = 'pending' OR e.claim_until_ms >= {now}))"
+    )
+}
+
+/// The ids of the firing alerts due to be posted again to the placeholder
+/// `channel`, last posted before `before`, at `now` (to be ordered and
+/// limited).
+///
+/// The incident is firing and the row is a firing notification of its
+/// current episode, the latest one the channel got: no later row of the
+/// incident and channel was sent, resolves it, or is being sent. (A later
+/// firing notification still waiting in backoff leaves this one going.)
+pub(super) fn repost_rows(channel: &str, before: &str, now: &str) -> String {
+    format!(
+        "SELECT o.id FROM outbox o JOIN incidents i ON i.fingerprint = o.fingerprint \
+         WHERE o.channel = {channel} AND o.status = 'sent' AND i.status = 'firing' \
+         AND o.starts_ms = i.started_ms \
+         AND COALESCE(o.reposted_ms, o.sent_ms) <= {before} \
+         AND (o.claim_until_ms IS NULL OR o.claim_until_ms < {now}) \
+         AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.fingerprint = o.fingerprint \
+         AND e.channel = o.channel AND e.id > o.id \
+         AND (e.status = 'sent' OR e.starts_ms IS NULL OR e.claim_until_ms >= {now}))"
+    )
+}
+
 /// Key of the PostgreSQL advisory lock that serializes claims across replicas.
 const CLAIM_LOCK: i64 = 0x636f_7374_7761_7463;
 
@@ -101,21 +139,14 @@ pub(super) async fn claim_deliveries(
         Backend::Postgres => " FOR UPDATE SKIP LOCKED",
         Backend::Sqlite => "",
     };
-    // A row waits while an earlier row of the same incident and channel is
-    // pending (perhaps in backoff) or claimed (perhaps being re-posted), so
-    // each channel gets an incident's notifications in their order.
+    let due = due_rows("$3");
     let sql = format!(
         "UPDATE outbox SET claimed_by = $1, claim_until_ms = $2 WHERE id IN (\
-         SELECT o.id FROM outbox o WHERE o.status = 'pending' AND o.next_attempt_ms <= $3 \
-         AND (o.claim_until_ms IS NULL OR o.claim_until_ms < $3) \
-         AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.fingerprint = o.fingerprint \
-         AND e.channel = o.channel AND e.id < o.id \
-         AND (e.status = 'pending' OR e.claim_until_ms >= $3)) \
-         ORDER BY o.id LIMIT $4{lock}) \
+         {due} ORDER BY o.id LIMIT $4{lock}) \
          RETURNING id, channel, alert, attempts, deadline_ms"
     );
     let mut tx = claim_tx(store).await?;
-    // Only a fixed lock clause is formatted in; the values are bound.
+    // Only fixed text and placeholders are formatted in; the values are bound.
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(holder)
         .bind(ms(claim_until))
@@ -141,25 +172,14 @@ pub(super) async fn claim_reposts(
         Backend::Postgres => " FOR UPDATE OF o SKIP LOCKED",
         Backend::Sqlite => "",
     };
-    // The incident is firing and this row is a firing notification of its
-    // current episode, the latest one the channel got: no later row of the
-    // incident and channel was sent, resolves it, or is being sent. (A later
-    // firing notification still waiting in backoff leaves this one going.)
+    let due = repost_rows("$3", "$4", "$5");
     let sql = format!(
         "UPDATE outbox SET claimed_by = $1, claim_until_ms = $2 WHERE id IN (\
-         SELECT o.id FROM outbox o JOIN incidents i ON i.fingerprint = o.fingerprint \
-         WHERE o.channel = $3 AND o.status = 'sent' AND i.status = 'firing' \
-         AND o.starts_ms = i.started_ms \
-         AND COALESCE(o.reposted_ms, o.sent_ms) <= $4 \
-         AND (o.claim_until_ms IS NULL OR o.claim_until_ms < $5) \
-         AND NOT EXISTS (SELECT 1 FROM outbox e WHERE e.fingerprint = o.fingerprint \
-         AND e.channel = o.channel AND e.id > o.id \
-         AND (e.status = 'sent' OR e.starts_ms IS NULL OR e.claim_until_ms >= $5)) \
-         ORDER BY o.id LIMIT $6{lock}) \
+         {due} ORDER BY o.id LIMIT $6{lock}) \
          RETURNING id, channel, alert, attempts, deadline_ms"
     );
     let mut tx = claim_tx(store).await?;
-    // Only a fixed lock clause is formatted in; the values are bound.
+    // Only fixed text and placeholders are formatted in; the values are bound.
     let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(holder)
         .bind(ms(claim_until))
@@ -189,7 +209,7 @@ pub(super) async fn reposted(
 }
 
 /// Claimed rows as deliveries (re-posts or not), oldest first.
-fn deliveries(rows: &[AnyRow], repost: bool) -> Result<Vec<Delivery>, StoreError> {
+pub(super) fn deliveries(rows: &[AnyRow], repost: bool) -> Result<Vec<Delivery>, StoreError> {
     let mut out: Vec<Delivery> = rows
         .iter()
         .map(|r| {
