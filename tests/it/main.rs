@@ -26,4 +26,5 @@ mod seed;
 mod service;
 mod silences;
 mod source;
+mod sources_cli;
 mod support;

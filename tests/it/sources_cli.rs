@@ -1,0 +1,125 @@
+//! The row sources through the built binary: `check --online` against the
+//! simulated LiteLLM proxy and Langfuse host, and `demo --source`.
+
+use crate::cli::SEED_WASTE;
+use crate::support::{costwatch_command, start_sim};
+use chrono::{DurationRound, TimeDelta};
+use costwatch::clock::{Clock, SystemClock};
+use costwatch_sim::scenario::{self, ScenarioParams};
+use costwatch_sim::server::SimServer;
+use std::process::Output;
+use tempfile::TempDir;
+
+/// A day of simulated traffic ending about now, so the last hour has calls.
+async fn recent_sim() -> SimServer {
+    let now = SystemClock.now();
+    let today = now.duration_trunc(TimeDelta::days(1)).unwrap();
+    let params = ScenarioParams {
+        seed: 11,
+        days: 1,
+        start: today - TimeDelta::days(1) + (now - today),
+        ..ScenarioParams::default()
+    };
+    start_sim(scenario::generate(&params)).await
+}
+
+/// `check --config F --online` with `source` as the source section.
+async fn check_online(source: String, key: &str) -> Output {
+    let dir = TempDir::new().unwrap();
+    let config = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &config,
+        format!("source:\n{source}state: {{url: 'sqlite::memory:'}}\n"),
+    )
+    .unwrap();
+    let mut cmd = costwatch_command(&["check", "--config", config.to_str().unwrap(), "--online"]);
+    cmd.env("COSTWATCH_ADMIN_KEY", key);
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    drop(dir);
+    out
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_online_reads_the_last_hour_of_each_row_source() {
+    let sim = recent_sim().await;
+    let litellm = format!("  kind: litellm\n  api_url: {}\n", sim.litellm_url());
+    let langfuse = format!(
+        "  kind: langfuse\n  api_url: {}\n  public_key: {}\n",
+        sim.langfuse_url(),
+        sim.langfuse().public_key()
+    );
+    for (kind, source) in [("litellm", &litellm), ("langfuse", &langfuse)] {
+        let out = check_online(source.clone(), sim.admin_key()).await;
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {}", text(&out.stderr));
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("source ({kind}): ok")))
+            .unwrap_or_else(|| panic!("{kind}: {stdout}"));
+        assert!(!line.contains(" 0 calls"), "{kind}: {line}");
+        assert!(!stdout.contains("warning"), "{kind}: {stdout}");
+    }
+
+    // A refused key names the settings to fix, and never shows the key.
+    let out = check_online(litellm.clone(), "sk-wrong-key-123").await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("COSTWATCH_ADMIN_KEY"), "{stderr}");
+    assert!(!stderr.contains("sk-wrong-key-123"), "{stderr}");
+    let out = check_online(langfuse.clone(), "sk-wrong-key-123").await;
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("source.public_key"), "{stderr}");
+
+    // Calls without session ids are named.
+    let all: Vec<String> = sim
+        .dataset()
+        .sessions
+        .iter()
+        .map(|s| s.session_id.clone())
+        .collect();
+    sim.langfuse().serve_without_session_id(all);
+    let out = check_online(langfuse, sim.admin_key()).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        stdout.contains("warning: no call carries a session id"),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_hour_is_a_warning_that_says_where_to_look() {
+    // The seed window is in October: nothing in the last hour.
+    let sim = start_sim(crate::support::seed_dataset()).await;
+    let source = format!("  kind: litellm\n  api_url: {}\n", sim.litellm_url());
+    let out = check_online(source, sim.admin_key()).await;
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(stdout.contains("warning: no calls between"), "{stdout}");
+    assert!(stdout.contains("source.api_url"), "{stdout}");
+}
+
+#[test]
+fn demo_runs_through_each_row_source() {
+    for kind in ["litellm", "langfuse"] {
+        let out = costwatch_command(&["demo", "--days", "1", "--source", kind])
+            .output()
+            .unwrap();
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{kind}: {}", text(&out.stderr));
+        assert!(stdout.contains(&format!("source.kind: {kind}")), "{stdout}");
+        for session in SEED_WASTE {
+            assert!(
+                stdout.contains(session),
+                "{kind}: {session} not in:\n{stdout}"
+            );
+        }
+    }
+}
