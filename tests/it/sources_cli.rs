@@ -123,3 +123,45 @@ fn demo_runs_through_each_row_source() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_key_stops_once_and_leaves_the_window_due() {
+    let sim = start_sim(crate::support::seed_dataset()).await;
+    let dir = TempDir::new().unwrap();
+    let config = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "source:\n  kind: litellm\n  api_url: {}\nwindows: {{start: '2026-10-11T11:00:00Z'}}\n\
+             state: {{url: 'sqlite://state.db'}}\n",
+            sim.litellm_url()
+        ),
+    )
+    .unwrap();
+    let run = |key: &'static str| {
+        let mut cmd = costwatch_command(&[
+            "once",
+            "--config",
+            config.to_str().unwrap(),
+            "--at",
+            "2026-10-11T12:30:00Z",
+        ]);
+        cmd.env("COSTWATCH_ADMIN_KEY", key);
+        async move {
+            tokio::task::spawn_blocking(move || cmd.output().unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    let refused = run("sk-wrong").await;
+    let stderr = text(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("COSTWATCH_ADMIN_KEY"), "{stderr}");
+    // The right key then processes the window the refused run left due.
+    let ok = run("sim-admin-key").await;
+    let stdout = text(&ok.stdout);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    for session in SEED_WASTE {
+        assert!(stdout.contains(session), "{session} not in:\n{stdout}");
+    }
+}

@@ -89,6 +89,13 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
         "source ({}): ok ({} models priced; last hour: {rows} {noun}, {} sessions)",
         p.kind, p.models, p.sessions
     )];
+    if p.kind.is_row_source() {
+        out.push(format!(
+            "prices: the source's own where it reports them, then source.models_file, then \
+             the shipped table ({})",
+            costwatch::source::prices::default_table_source()
+        ));
+    }
     if rows == 0 {
         out.push(format!(
             "warning: no {noun} between {} and {}: check that source.api_url points at the \

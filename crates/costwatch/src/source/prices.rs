@@ -73,14 +73,15 @@ pub fn default_table() -> Vec<ModelPrice> {
     parse(DEFAULT_TABLE.as_bytes()).unwrap_or_default()
 }
 
-/// Where the shipped table's prices come from.
+/// Where the shipped table's prices come from, and when it was made.
 pub fn default_table_source() -> String {
     #[derive(serde::Deserialize)]
     struct Head {
         source: String,
+        generated: String,
     }
     wire::parse::<Head>(DEFAULT_TABLE.as_bytes())
-        .map(|h| h.source)
+        .map(|h| format!("{}, generated {}", h.source, h.generated))
         .unwrap_or_default()
 }
 
@@ -132,7 +133,9 @@ mod tests {
         assert!(m.supports_prompt_cache);
         let c = table.get("claude-sonnet-4-5").expect("claude-sonnet-4-5");
         assert_eq!(c.cache_write_usd_per_mtok, Some(3.75));
-        assert!(default_table_source().starts_with("LiteLLM "));
+        let source = default_table_source();
+        assert!(source.starts_with("LiteLLM "), "{source}");
+        assert!(source.contains(", generated 20"), "{source}");
     }
 
     #[test]

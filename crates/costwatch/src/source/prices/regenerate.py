@@ -11,6 +11,7 @@ an input and an output price, under the names their own APIs use (the
 `gemini/` prefix is dropped), in the shape of the reference API's
 `GET /models` answer.
 """
+import datetime
 import json
 import sys
 from pathlib import Path
@@ -51,6 +52,7 @@ def main(src, version):
         }
     table = {
         "source": f"LiteLLM {version}, litellm/model_prices_and_context_window_backup.json (MIT licence)",
+        "generated": datetime.date.today().isoformat(),
         "providers": sorted(PROVIDERS),
         "data": [rows[k] for k in sorted(rows)],
     }
