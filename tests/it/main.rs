@@ -7,6 +7,7 @@ mod cli;
 mod daemon;
 mod deadline;
 mod delivery;
+mod economy;
 mod email;
 mod evaluation;
 mod faults;

@@ -1,10 +1,11 @@
 //! The command line: `check`, `run`, `once`, `test-alert`, `backtest`,
-//! `demo`, `schema`. It parses and prints; [`costwatch::app`] builds and runs
+//! `demo`, `schema`, `investigation`. It parses and prints; [`costwatch::app`] builds and runs
 //! the parts.
 
 mod backtest;
 mod check;
 mod demo;
+mod investigation;
 mod manual;
 mod once;
 mod output;
@@ -66,6 +67,8 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on stdout, e.g. `costwatch man > costwatch.1`.
     Man,
+    /// Show the investigations kept in a state database (`show RUN_ID`, `list`).
+    Investigation(investigation::InvestigationArgs),
 }
 
 /// `costwatch completions`.
@@ -109,6 +112,7 @@ impl Command {
                 | Command::Rules(_)
                 | Command::Completions(_)
                 | Command::Man
+                | Command::Investigation(_)
         )
     }
 }
@@ -329,5 +333,6 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
         Command::Rules(a) => check::rules(a),
         Command::Completions(a) => manual::completions(a.shell),
         Command::Man => manual::man(),
+        Command::Investigation(a) => investigation::investigation(a).await,
     }
 }

@@ -17,6 +17,7 @@
 
 pub use crate::domain::investigation::{ToolChoice, Usage};
 
+use super::tokens::{PromptEstimator, Tokenizer, TokenizerChoice};
 use super::{InvestigateError, ToolSpec};
 use crate::clock::{Sleeper, TokioSleeper};
 use crate::http::{ClientSettings, HttpClient, HttpError, Resend, RetryPolicy, Target};
@@ -163,11 +164,12 @@ impl FunctionTool {
 pub struct ChatRequest {
     /// Model name.
     pub model: String,
-    /// The conversation so far.
-    pub messages: Vec<ChatMessage>,
-    /// Tools offered, in a fixed order.
+    /// Tools offered, in a fixed order: first, as providers render them
+    /// first, so the same tools and instruction open every request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<FunctionTool>,
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
     /// Whether tools may be called (sent only with tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
@@ -239,6 +241,7 @@ pub struct ModelClient {
     max_body_bytes: usize,
     retry: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
+    estimator: Arc<PromptEstimator>,
 }
 
 impl std::fmt::Debug for ModelClient {
@@ -286,7 +289,23 @@ impl ModelClient {
             )
             .with_resend(Resend::OnlyUnprocessed),
             sleeper: Arc::new(TokioSleeper),
+            estimator: Arc::new(PromptEstimator::new(None)),
         })
+    }
+
+    /// Counts prompts with `choice`'s tokenizer for this model (the
+    /// calibrated bound without one); see `investigate::tokens`.
+    pub fn with_tokenizer(mut self, choice: TokenizerChoice) -> ModelClient {
+        self.estimator = Arc::new(PromptEstimator::new(Tokenizer::for_model(
+            choice,
+            &self.model,
+        )));
+        self
+    }
+
+    /// The prompt estimator of this model, shared by every run.
+    pub fn estimator(&self) -> &PromptEstimator {
+        &self.estimator
     }
 
     /// Replaces how backoff waits (tests record instead of sleeping).

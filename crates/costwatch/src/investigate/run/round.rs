@@ -1,10 +1,11 @@
 //! One round: plan the model call against the caps, reserve its worst case,
 //! call the model, settle what it cost, then run the tool calls it asked for.
 
+use super::caps::{TOOL_MESSAGE_TOKENS, refusal_stop};
 use super::record::{Round, StopReason};
 use super::tools::not_executed;
 use super::{Runner, Stop, ms};
-use crate::investigate::budget::CallPlan;
+use crate::investigate::budget::{CallPlan, MIN_USEFUL_MAX_TOKENS, output_share};
 use crate::investigate::model::{
     ChatMessage, ChatRequest, Completion, FunctionTool, ToolCall, ToolChoice,
 };
@@ -20,6 +21,8 @@ struct PlannedCall {
     plan: CallPlan,
     /// The day whose budget holds the reservation.
     day: NaiveDate,
+    /// The estimator's raw count of the prompt, to learn from the answer.
+    raw_prompt: u64,
     /// Why this round must answer, if it must.
     last: Option<Stop>,
     /// The round's record so far.
@@ -40,6 +43,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             request,
             plan,
             day,
+            raw_prompt,
             last,
             mut round,
         } = match self.plan_round(index, function_tools).await {
@@ -53,6 +57,9 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 return Some(stop);
             }
         };
+        self.model
+            .estimator()
+            .observe(raw_prompt, completion.usage.prompt_tokens);
         self.answer(completion, &plan, day, last, round).await
     }
 
@@ -63,16 +70,43 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         index: u32,
         function_tools: &[FunctionTool],
     ) -> Result<PlannedCall, Stop> {
-        let wanted = self.opts.max_tokens_per_call.max(1);
-        let mut request = self.request(function_tools, ToolChoice::Auto, wanted);
+        let per_call = self.opts.max_tokens_per_call.max(1);
+        let mut request = self.request(function_tools, ToolChoice::Auto, per_call);
         // Estimated with the largest max_tokens: the body sent is never longer.
         let body_bytes = request
             .body()
             .map_err(|e| (StopReason::ModelError(e.to_string()), None))?
             .len();
+        let estimator = self.model.estimator();
+        let raw_prompt = estimator.raw(&request, body_bytes);
+        let prompt = estimator.estimate(raw_prompt);
         let day: NaiveDate = self.clock.now().date_naive();
-        let plan = self.plan_call(day, body_bytes, wanted).await?;
-        let last = self.final_round(index, &plan);
+        let day_left = self.day_left(day).await?;
+        let mut last = self.last_by_count(index);
+        // A round that may still call tools gets its share of the output
+        // cap; the last one gets all that is left.
+        let wanted = if last.is_some() {
+            per_call
+        } else {
+            let output_left = self
+                .caps()
+                .max_output_tokens
+                .saturating_sub(self.budget.spent().output_tokens);
+            output_share(per_call, output_left, self.rounds_left(index))
+        };
+        let mut plan = self
+            .budget
+            .plan(prompt, wanted, day_left)
+            .map_err(refusal_stop)?;
+        if last.is_none() {
+            let next = self.next_prompt_bound(prompt, plan.max_tokens);
+            if let Some(refusal) = self.budget.next_call_refusal(&plan, next, day_left) {
+                last = Some(refusal_stop(refusal));
+                if let Ok(whole) = self.budget.plan(prompt, per_call, day_left) {
+                    plan = whole;
+                }
+            }
+        }
         let choice = if last.is_some() {
             ToolChoice::None
         } else {
@@ -102,6 +136,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             request,
             plan,
             day,
+            raw_prompt,
             last,
             round,
         })
@@ -189,7 +224,15 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             return Some(match text {
                 Some(t) => {
                     self.inv.answer = Some(t);
-                    (StopReason::Answered, None)
+                    // An answer in a round a cap made the last is forced
+                    // by that cap, and says so.
+                    match last {
+                        Some((reason, detail)) => (
+                            reason.forced_answer().unwrap_or(StopReason::Answered),
+                            detail,
+                        ),
+                        None => (StopReason::Answered, None),
+                    }
                 }
                 None => (
                     StopReason::ModelError("the model returned neither text nor tool calls".into()),
@@ -226,6 +269,10 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 ));
                 continue;
             }
+            if let Some(why) = self.answer_would_not_fit().await {
+                round.tool_calls.push(not_executed(call, why));
+                continue;
+            }
             let (record, timed_out) = self.tool_call(call).await;
             self.messages
                 .push(ChatMessage::tool(call.id.clone(), record.result.clone()));
@@ -235,6 +282,34 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             }
         }
         stop
+    }
+}
+
+impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
+    /// Why another tool call must not run, if it must not: with its result
+    /// at the size cap, the call that follows could no longer be afforded,
+    /// and the run would have paid for tools without an answer.
+    async fn answer_would_not_fit(&self) -> Option<String> {
+        let function_tools: Vec<FunctionTool> =
+            self.offered.iter().map(FunctionTool::from_spec).collect();
+        let request = self.request(&function_tools, ToolChoice::None, MIN_USEFUL_MAX_TOKENS);
+        let body_bytes = request.body().map(|b| b.len()).unwrap_or(0);
+        let estimator = self.model.estimator();
+        let prompt = estimator.estimate(estimator.raw(&request, body_bytes))
+            + estimator.bytes_bound(self.caps().max_tool_result_bytes)
+            + TOOL_MESSAGE_TOKENS;
+        let day = self.clock.now().date_naive();
+        let day_left = self.day_left(day).await.unwrap_or(0.0);
+        match self.budget.plan(prompt, MIN_USEFUL_MAX_TOKENS, day_left) {
+            Ok(_) => None,
+            Err(r) => {
+                let (_, detail) = refusal_stop(r);
+                Some(format!(
+                    "not run: the caps leave room only for the answer ({}); answer with what you have",
+                    detail.unwrap_or_default()
+                ))
+            }
+        }
     }
 }
 

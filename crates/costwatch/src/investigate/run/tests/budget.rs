@@ -35,7 +35,8 @@ async fn the_input_token_cap_makes_the_round_final_and_then_stops() {
         ..Setup::default()
     };
     let out = run(Script::Investigator, &tools, s).await;
-    assert_eq!(out.inv.stop_reason, StopReason::Answered);
+    // The answer was forced by the token cap, and the record says so.
+    assert_eq!(out.inv.stop_reason, StopReason::AnsweredAtTokenCap);
     assert_eq!(out.inv.totals.tool_calls, 0);
     // Below one prompt: no call at all.
     let s = Setup {
@@ -77,7 +78,7 @@ async fn max_tokens_shrinks_to_the_dollars_left_and_the_run_cap_holds() {
     assert!(out.inv.totals.cost_usd <= cap);
     // The only call was also the last possible one, so it had to answer.
     assert_eq!(out.requests[0].tool_choice(), Some("none"));
-    assert_eq!(out.inv.stop_reason, StopReason::Answered);
+    assert_eq!(out.inv.stop_reason, StopReason::AnsweredAtRunBudget);
     // Less than a useful answer's worth: refused before calling.
     let s = Setup {
         caps: Caps {
