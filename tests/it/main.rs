@@ -12,6 +12,7 @@ mod email;
 mod evaluation;
 mod faults;
 mod investigation;
+mod llama;
 mod mcp;
 mod pg;
 mod pipeline;

@@ -23,9 +23,9 @@
 //!   `tool_choice: "none"`, so no paid round ends without an answer. Its
 //!   message quotes what is really left now, not what would be left.
 //!
-//! A wrong estimate is still caught: a call whose reported usage exceeds what
-//! was reserved for it stops the run at once (see `run/`), so it can overshoot
-//! a cap by at most that one call's error, and it is reported, never silent.
+//! A wrong estimate is still caught: a call whose reported usage passes a cap
+//! stops the run at once (see `run/round.rs`), so it can overshoot a cap by
+//! at most that one call's error, and it is reported, never silent.
 
 use super::model::Usage;
 use crate::domain::counted;

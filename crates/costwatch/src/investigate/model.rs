@@ -94,8 +94,15 @@ impl ChatMessage {
         ChatMessage::text(Role::User, text)
     }
 
-    /// An assistant message with optional text and tool calls.
+    /// An assistant message with optional text and tool calls. Without
+    /// text beside tool calls, the content is `""`: OpenAI takes it, while
+    /// llama-cpp-python's server answers 400 to `"content": null` and 500
+    /// to a message without `content`.
     pub fn assistant(content: Option<String>, tool_calls: Vec<ToolCall>) -> ChatMessage {
+        let content = match content {
+            None if !tool_calls.is_empty() => Some(String::new()),
+            other => other,
+        };
         ChatMessage {
             role: Role::Assistant,
             content,
@@ -175,6 +182,9 @@ pub struct ChatRequest {
     pub tool_choice: Option<ToolChoice>,
     /// Most completion tokens the call may produce.
     pub max_tokens: u32,
+    /// Sampling temperature; the provider's default when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
 }
 
 impl ChatRequest {
@@ -537,6 +547,7 @@ mod tests {
             tools: vec![FunctionTool::from_spec(&spec)],
             tool_choice: Some(ToolChoice::None),
             max_tokens: 64,
+            temperature: None,
         };
         let v: Value = serde_json::from_slice(&req.body().unwrap()).unwrap();
         assert_eq!(
@@ -545,7 +556,7 @@ mod tests {
                 "model": "m",
                 "messages": [
                     {"role": "system", "content": "s"},
-                    {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                    {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
                         "function": {"name": "get_request", "arguments": "{}"}}]},
                     {"role": "tool", "content": "row", "tool_call_id": "c1"}
                 ],

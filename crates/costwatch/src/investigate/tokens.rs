@@ -23,21 +23,28 @@
 //!   the estimate is the raw count plus the largest difference reported -
 //!   raw seen (0 before any report: the JSON of the tools is longer than
 //!   the rendering), plus [`TOKENIZER_MARGIN`].
-//! - With the bound the error is a rate: tokens per byte. So the estimate
-//!   is the raw count times the largest ratio reported / raw seen, plus
-//!   [`CALIBRATION_MARGIN`]; before any report, a token per
-//!   [`PRIOR_BYTES_PER_TOKEN`] bytes (no tokenizer of the GPT, Claude, Llama
-//!   or Qwen families averages fewer than 3 bytes a token on JSON and
-//!   English).
+//! - With the bound, tokens grow with bytes at a rate, on top of whatever a
+//!   chat template adds. Within a run, whose prompt grows by appending, a
+//!   call's count is at most an earlier call's count plus the bytes added
+//!   since at the rate; the estimate is the least of these bounds, plus
+//!   [`CALIBRATION_MARGIN`], and the rate alone for a run's first call. The rate is the largest ratio reported /
+//!   raw seen (never below the marginal rate, whatever the template adds).
+//!   Before any report, a token per [`PRIOR_BYTES_PER_TOKEN`] (2) bytes.
+//!   Large-vocabulary tokenizers average 3.5 to 4.5 bytes a token on JSON
+//!   and English, but a small one with a chat template that adds its own
+//!   text counts more: SmolLM2-135M behind llama-cpp-python's
+//!   function-calling template billed 1,099 tokens for a 2,479-byte request
+//!   (2.3 bytes a token), and 1,103 for a smaller one of 2,394 bytes.
 //!
 //! So the first estimate of a process with the bound is generous (about
-//! 30% above the count), and once one call was reported, estimates stay
-//! within a few percent above the model's count as long as prompts are
-//! made of the same kinds of text.
+//! twice the count of a GPT-like model), and once one call was reported,
+//! estimates stay within a few percent above the model's count as long as
+//! prompts are made of the same kinds of text.
 //!
 //! An estimate below the count is still caught: a call whose reported
-//! usage exceeds what was reserved for it stops the run (see `run/`), so a
-//! wrong estimate can overshoot a cap by at most that one call.
+//! usage passes a cap stops the run, saying by how much (see `run/`), so a
+//! wrong estimate can overshoot a cap by at most that one call; usage above
+//! the estimate that fits every cap only teaches the estimator.
 
 use super::model::{ChatMessage, ChatRequest};
 use std::collections::VecDeque;
@@ -49,7 +56,7 @@ pub const TOKENS_PER_MESSAGE: u64 = 3;
 /// Tokens that open the reply.
 pub const REPLY_PRIMING_TOKENS: u64 = 3;
 /// The prior of the bound: one token per this many bytes of body.
-pub const PRIOR_BYTES_PER_TOKEN: f64 = 3.0;
+pub const PRIOR_BYTES_PER_TOKEN: f64 = 2.0;
 /// How far above the largest ratio seen an estimate of the bound is put.
 pub const CALIBRATION_MARGIN: f64 = 0.03;
 /// How far above the tokenizer's count (with the learned difference) an
@@ -121,13 +128,28 @@ impl Tokenizer {
     }
 }
 
+/// Calls are compared with calls of their kind only: a server may render
+/// the tools for a call that may use them and leave them out of one that
+/// may not (llama-cpp-python's function-calling template does).
+pub type CallKind = super::model::ToolChoice;
+
+/// One call the estimator learned from.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    /// The conversation (run) it belonged to.
+    conversation: String,
+    kind: CallKind,
+    raw: u64,
+    reported: u64,
+}
+
 /// Estimates the prompt tokens of requests to one model and learns from
 /// what it reports. Shared by every run of the process.
 #[derive(Debug)]
 pub struct PromptEstimator {
     tokenizer: Option<Tokenizer>,
-    /// (raw count, reported tokens) of the latest calls.
-    seen: Mutex<VecDeque<(u64, u64)>>,
+    /// The latest calls.
+    seen: Mutex<VecDeque<Seen>>,
 }
 
 impl PromptEstimator {
@@ -164,33 +186,56 @@ impl PromptEstimator {
                 .sum::<u64>()
     }
 
-    /// The rate of the bound: learned, or the prior.
+    /// The rate of the bound: the largest ratio seen, or the prior.
     fn rate(&self) -> f64 {
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         seen.iter()
-            .map(|&(raw, reported)| reported as f64 / raw as f64)
+            .map(|c| c.reported as f64 / c.raw as f64)
             .reduce(f64::max)
             .map_or(1.0 / PRIOR_BYTES_PER_TOKEN, |q| {
                 q * (1.0 + CALIBRATION_MARGIN)
             })
     }
 
+    /// The bound's estimate: the least of the bounds the earlier calls of
+    /// the same kind in the same conversation give (their count, plus the
+    /// bytes added since at the rate), plus the margin; the rate alone
+    /// before any. Only a conversation's own calls bound it: its prompt
+    /// grows by appending, while another conversation's text may tokenize
+    /// more densely.
+    fn bound(&self, kind: CallKind, raw: u64, conversation: &str) -> u64 {
+        let rate = self.rate();
+        let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
+        let least = seen
+            .iter()
+            .filter(|c| c.kind == kind && c.conversation == conversation)
+            .map(|c| c.reported as f64 + rate * raw.saturating_sub(c.raw) as f64)
+            .reduce(f64::min);
+        match least {
+            Some(b) => (b * (1.0 + CALIBRATION_MARGIN)).ceil() as u64,
+            None => (raw as f64 * rate).ceil() as u64,
+        }
+    }
+
     /// The tokenizer's learned difference (reported - raw), 0 before any.
+    /// Calls of every kind count: a server that leaves the tools out of a
+    /// call counts it lower, never higher.
     fn offset(&self) -> i64 {
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         seen.iter()
-            .map(|&(raw, reported)| reported as i64 - raw as i64)
+            .map(|c| c.reported as i64 - c.raw as i64)
             .max()
             .unwrap_or(0)
     }
 
-    /// The estimate for a raw count.
-    pub fn estimate(&self, raw: u64) -> u64 {
+    /// The estimate for a call of `kind` in `conversation` (the run)
+    /// whose raw count is `raw`.
+    pub fn estimate(&self, kind: CallKind, raw: u64, conversation: &str) -> u64 {
         if self.tokenizer.is_some() {
             let counted = (raw as i64 + self.offset()).max(0) as f64;
             (counted * (1.0 + TOKENIZER_MARGIN)).ceil() as u64
         } else {
-            (raw as f64 * self.rate()).ceil() as u64
+            self.bound(kind, raw, conversation)
         }
     }
 
@@ -206,9 +251,9 @@ impl PromptEstimator {
         (bytes as f64 * per_byte).ceil() as u64
     }
 
-    /// Learns from a call whose raw count was `raw` and whose prompt the
-    /// model reported as `reported` tokens.
-    pub fn observe(&self, raw: u64, reported: u64) {
+    /// Learns from a call of `kind` in `conversation` whose raw count was
+    /// `raw` and whose prompt the model reported as `reported` tokens.
+    pub fn observe(&self, kind: CallKind, raw: u64, reported: u64, conversation: &str) {
         if raw == 0 || reported == 0 {
             return;
         }
@@ -216,7 +261,12 @@ impl PromptEstimator {
         if seen.len() == CALIBRATION_WINDOW {
             seen.pop_front();
         }
-        seen.push_back((raw, reported));
+        seen.push_back(Seen {
+            conversation: conversation.to_owned(),
+            kind,
+            raw,
+            reported,
+        });
     }
 }
 
@@ -244,7 +294,10 @@ fn message_tokens(t: Tokenizer, m: &ChatMessage) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::investigate::model::ChatMessage;
+    use crate::investigate::model::{ChatMessage, ToolChoice};
+
+    const A: CallKind = ToolChoice::Auto;
+    const N: CallKind = ToolChoice::None;
 
     fn request(text: &str) -> ChatRequest {
         ChatRequest {
@@ -253,6 +306,7 @@ mod tests {
             messages: vec![ChatMessage::system("You answer."), ChatMessage::user(text)],
             tool_choice: None,
             max_tokens: 10,
+            temperature: None,
         }
     }
 
@@ -297,23 +351,45 @@ mod tests {
             + REPLY_PRIMING_TOKENS;
         assert_eq!(raw, expected);
         let margin = |n: u64| (n as f64 * (1.0 + TOKENIZER_MARGIN)).ceil() as u64;
-        assert_eq!(e.estimate(raw), margin(raw), "no difference learned yet");
+        assert_eq!(
+            e.estimate(A, raw, "r"),
+            margin(raw),
+            "no difference learned yet"
+        );
         // The provider counted 40 fewer (its tool rendering is shorter):
         // the difference is learned, whatever the prompt's size.
-        e.observe(1_000, 960);
-        assert_eq!(e.estimate(2_000), margin(1_960));
+        e.observe(A, 1_000, 960, "r");
+        assert_eq!(e.estimate(A, 2_000, "r"), margin(1_960));
     }
 
     #[test]
-    fn the_bound_starts_at_a_token_per_three_bytes_and_learns() {
+    fn the_bound_starts_at_a_token_per_two_bytes_and_learns() {
         let e = PromptEstimator::new(None);
-        assert_eq!(e.estimate(3_000), 1_000);
-        e.observe(3_000, 750);
-        e.observe(4_000, 980);
-        // The largest ratio seen (0.25) plus the margin.
-        assert_eq!(e.estimate(4_000), (4_000.0 * 0.25 * 1.03_f64).ceil() as u64);
-        assert!(e.estimate(4_000) >= 1_000 && e.estimate(4_000) <= 1_100);
-        // A tool result to come is never counted below a token per 3 bytes.
-        assert_eq!(e.bytes_bound(300), 100);
+        assert_eq!(e.estimate(A, 3_000, "r"), 1_500);
+        e.observe(A, 3_000, 750, "r");
+        e.observe(A, 4_000, 980, "r");
+        // The run goes on: the latest call's count plus the bytes added at
+        // the largest ratio seen (0.25, with the margin).
+        let rate = 0.25 * 1.03;
+        let up = ((980.0 + rate * 1_000.0) * 1.03_f64).ceil() as u64;
+        assert_eq!(e.estimate(A, 5_000, "r"), up);
+        assert!(up >= 1_230 && up <= 1_300, "{up}");
+        // Another run starts from the rate alone.
+        assert_eq!(
+            e.estimate(A, 4_000, "other"),
+            (4_000.0 * rate).ceil() as u64
+        );
+        // A template that adds a constant: a smaller request than one seen
+        // still gets at least that request's count.
+        let t = PromptEstimator::new(None);
+        t.observe(A, 2_479, 1_099, "r");
+        assert!(t.estimate(A, 2_977, "r") >= 1_179);
+        // A call that leaves the tools out is counted apart: its smaller
+        // count bounds nothing for calls that carry them.
+        t.observe(N, 3_406, 897, "r");
+        assert!(t.estimate(A, 3_500, "r") >= 1_099);
+        assert!(t.estimate(N, 3_500, "r") >= 897);
+        // A tool result to come is never counted below a token per 2 bytes.
+        assert_eq!(e.bytes_bound(300), 150);
     }
 }

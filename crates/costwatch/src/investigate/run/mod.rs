@@ -60,6 +60,9 @@ pub struct RunOptions {
     pub digest_sessions: usize,
     /// The run's id; derived from the alert and the start time when `None`.
     pub run_id: Option<String>,
+    /// Sampling temperature sent with each call; the provider's default
+    /// when `None`.
+    pub temperature: Option<f32>,
 }
 
 impl Default for RunOptions {
@@ -70,6 +73,7 @@ impl Default for RunOptions {
             tool_timeout: Duration::from_secs(20),
             digest_sessions: 5,
             run_id: None,
+            temperature: None,
         }
     }
 }

@@ -39,6 +39,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             tools: function_tools.to_vec(),
             tool_choice: Some(tool_choice),
             max_tokens,
+            temperature: self.opts.temperature,
         }
     }
 

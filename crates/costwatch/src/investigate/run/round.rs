@@ -57,9 +57,13 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 return Some(stop);
             }
         };
-        self.model
-            .estimator()
-            .observe(raw_prompt, completion.usage.prompt_tokens);
+        let kind = request.tool_choice.unwrap_or(ToolChoice::Auto);
+        self.model.estimator().observe(
+            kind,
+            raw_prompt,
+            completion.usage.prompt_tokens,
+            &self.inv.run_id,
+        );
         self.answer(completion, &plan, day, last, round).await
     }
 
@@ -79,7 +83,9 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             .len();
         let estimator = self.model.estimator();
         let raw_prompt = estimator.raw(&request, body_bytes);
-        let prompt = estimator.estimate(raw_prompt);
+        // Planned as a call that may use tools; re-estimated below if the
+        // caps make it the answer.
+        let mut prompt = estimator.estimate(ToolChoice::Auto, raw_prompt, &self.inv.run_id);
         let day: NaiveDate = self.clock.now().date_naive();
         let day_left = self.day_left(day).await?;
         let mut last = self.last_by_count(index);
@@ -102,9 +108,6 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             let next = self.next_prompt_bound(prompt, plan.max_tokens);
             if let Some(refusal) = self.budget.next_call_refusal(&plan, next, day_left) {
                 last = Some(refusal_stop(refusal));
-                if let Ok(whole) = self.budget.plan(prompt, per_call, day_left) {
-                    plan = whole;
-                }
             }
         }
         let choice = if last.is_some() {
@@ -112,6 +115,16 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         } else {
             ToolChoice::Auto
         };
+        if last.is_some() {
+            // The answer: estimated as a call that may not use tools (some
+            // servers then leave the tools out of the prompt), and given
+            // all the output the caps leave.
+            let answer = estimator.estimate(choice, raw_prompt, &self.inv.run_id);
+            if let Ok(whole) = self.budget.plan(answer, per_call, day_left) {
+                prompt = answer;
+                plan = whole;
+            }
+        }
         request.tool_choice = Some(choice);
         request.max_tokens = plan.max_tokens;
         let summary = self.request_summary(&request, choice, &plan, body_bytes);
@@ -212,12 +225,12 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         self.messages
             .push(ChatMessage::assistant(text.clone(), tool_calls.clone()));
 
-        if let Some(e) = over_reservation(&round, plan) {
+        if let Some((reason, e)) = self.cap_passed(&round, plan, day).await {
             round.error = Some(e.clone());
-            round.error_type = Some("UsageOverReservation".into());
+            round.error_type = Some("UsageOverCap".into());
             self.inv.answer = text;
             self.inv.rounds.push(round);
-            return Some((StopReason::ModelError(e), None));
+            return Some((reason, Some(e)));
         }
         if tool_calls.is_empty() {
             self.inv.rounds.push(round);
@@ -295,7 +308,8 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         let request = self.request(&function_tools, ToolChoice::None, MIN_USEFUL_MAX_TOKENS);
         let body_bytes = request.body().map(|b| b.len()).unwrap_or(0);
         let estimator = self.model.estimator();
-        let prompt = estimator.estimate(estimator.raw(&request, body_bytes))
+        let raw = estimator.raw(&request, body_bytes);
+        let prompt = estimator.estimate(ToolChoice::None, raw, &self.inv.run_id)
             + estimator.bytes_bound(self.caps().max_tool_result_bytes)
             + TOOL_MESSAGE_TOKENS;
         let day = self.clock.now().date_naive();
@@ -313,17 +327,67 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
     }
 }
 
-/// Why the answer's usage breaks the reservation it was called under, if it
-/// does: the caps hold only while usage stays within what was reserved.
-fn over_reservation(round: &Round, plan: &CallPlan) -> Option<String> {
-    let usage = round.usage?;
-    (usage.prompt_tokens > plan.prompt_tokens
-        || usage.completion_tokens > u64::from(plan.max_tokens)
-        || round.cost_usd > plan.worst_usd)
-        .then(|| {
-            format!(
-                "the model reported {} prompt and {} completion tokens, more than the {} and {} reserved; stopping so the caps hold",
-                usage.prompt_tokens, usage.completion_tokens, plan.prompt_tokens, plan.max_tokens
-            )
-        })
+impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
+    /// Which cap the answer's usage passed, if one was: the call was
+    /// planned on an estimate, and a model that counted more than it can
+    /// pass a cap by that one call. The run then stops, saying by how much.
+    /// Usage above the estimate that still fits every cap passes nothing:
+    /// the estimator has learned from it, and the run goes on.
+    async fn cap_passed(
+        &self,
+        round: &Round,
+        plan: &CallPlan,
+        day: NaiveDate,
+    ) -> Option<(StopReason, String)> {
+        let usage = round.usage?;
+        if usage.prompt_tokens <= plan.prompt_tokens
+            && usage.completion_tokens <= u64::from(plan.max_tokens)
+            && round.cost_usd <= plan.worst_usd
+        {
+            return None;
+        }
+        let caps = self.caps();
+        let spent = self.budget.spent();
+        let reported = format!(
+            "the model reported {} prompt tokens where about {} were planned",
+            usage.prompt_tokens, plan.prompt_tokens
+        );
+        if spent.input_tokens > caps.max_input_tokens {
+            return Some((
+                StopReason::TokenCap,
+                format!(
+                    "{reported}: {} input tokens used of the {} allowed",
+                    spent.input_tokens, caps.max_input_tokens
+                ),
+            ));
+        }
+        if spent.output_tokens > caps.max_output_tokens {
+            return Some((
+                StopReason::TokenCap,
+                format!(
+                    "{reported}: {} output tokens used of the {} allowed",
+                    spent.output_tokens, caps.max_output_tokens
+                ),
+            ));
+        }
+        if spent.cost_usd > caps.max_usd_per_run {
+            return Some((
+                StopReason::RunBudget,
+                format!(
+                    "{reported}: ${:.6} spent of the run's ${}",
+                    spent.cost_usd, caps.max_usd_per_run
+                ),
+            ));
+        }
+        match self.ledger.spent(day).await {
+            Ok(day_spent) if day_spent > caps.max_usd_per_day => Some((
+                StopReason::DailyBudget,
+                format!(
+                    "{reported}: ${day_spent:.6} spent of today's ${}",
+                    caps.max_usd_per_day
+                ),
+            )),
+            _ => None,
+        }
+    }
 }

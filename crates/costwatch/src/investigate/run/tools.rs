@@ -84,11 +84,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         match outcome {
             Ok(Ok(out)) if !out.is_error => (finish(ToolCallStatus::Ok, out.text, latency), false),
             Ok(Ok(out)) => (
-                finish(
-                    ToolCallStatus::ToolError,
-                    format!("error: {}", out.text),
-                    latency,
-                ),
+                finish(ToolCallStatus::ToolError, error_text(&out.text), latency),
                 false,
             ),
             Ok(Err(e)) => (
@@ -118,6 +114,18 @@ pub(super) fn not_executed(call: &ToolCall, text: String) -> ToolCallRecord {
         truncated: false,
         latency_ms: 0,
         clipped_from: None,
+    }
+}
+
+/// A failed tool's text, starting with `error: ` once.
+fn error_text(text: &str) -> String {
+    if text
+        .get(..6)
+        .is_some_and(|p| p.eq_ignore_ascii_case("error:"))
+    {
+        text.to_owned()
+    } else {
+        format!("error: {text}")
     }
 }
 

@@ -312,14 +312,22 @@ async fn run(script: Script, tools: &FakeTools, s: Setup) -> Outcome {
 async fn check_invariants(out: &Outcome, caps: &Caps) {
     let inv = &out.inv;
     let t = &inv.totals;
-    // The caps hold: never one token, one cent or one byte over.
-    assert!(t.input_tokens <= caps.max_input_tokens, "{t:?}");
-    assert!(t.output_tokens <= caps.max_output_tokens, "{t:?}");
-    assert!(t.cost_usd <= caps.max_usd_per_run, "{t:?}");
+    // The caps hold: never one token, one cent or one byte over, unless a
+    // model reported more than it was planned for, and the run stopped
+    // there saying so.
+    let over = inv
+        .rounds
+        .iter()
+        .any(|r| r.error_type.as_deref() == Some("UsageOverCap"));
+    if !over {
+        assert!(t.input_tokens <= caps.max_input_tokens, "{t:?}");
+        assert!(t.output_tokens <= caps.max_output_tokens, "{t:?}");
+        assert!(t.cost_usd <= caps.max_usd_per_run, "{t:?}");
+    }
     assert!(t.tool_calls <= caps.max_tool_calls, "{t:?}");
     assert!(t.rounds <= caps.max_rounds, "{t:?}");
     let day_spent = out.ledger.spent(day()).await.unwrap();
-    assert!(day_spent <= caps.max_usd_per_day, "{day_spent}");
+    assert!(over || day_spent <= caps.max_usd_per_day, "{day_spent}");
     for r in &inv.rounds {
         for c in &r.tool_calls {
             assert!(c.result.len() <= caps.max_tool_result_bytes, "{c:?}");
@@ -339,9 +347,13 @@ async fn check_invariants(out: &Outcome, caps: &Caps) {
     let sum_cost: f64 = inv.rounds.iter().map(|r| r.cost_usd).sum();
     assert!((sum_cost - t.cost_usd).abs() < 1e-12);
     assert_eq!(t.rounds as usize, inv.rounds.len());
-    // Every round's worst case was reserved and is not below the cost.
+    // Every round's worst case was reserved and is not below the cost of
+    // a model that counts as the scripted one does.
     for r in &inv.rounds {
-        assert!(r.cost_usd <= r.request.reserved_usd + 1e-15, "{r:?}");
+        let reported = r.usage.map_or(0, |u| u.prompt_tokens);
+        if reported <= r.request.estimated_prompt_tokens {
+            assert!(r.cost_usd <= r.request.reserved_usd + 1e-15, "{r:?}");
+        }
     }
     // What was sent is what the round records, and no secret is in it.
     assert!(out.requests.len() >= inv.rounds.len());
@@ -368,10 +380,11 @@ async fn check_invariants(out: &Outcome, caps: &Caps) {
         assert_eq!(req.max_tokens(), Some(u64::from(r.request.max_tokens)));
         assert_eq!(req.tool_choice(), Some(r.request.tool_choice.as_str()));
         assert_eq!(req.tools(), inv.tools.offered);
-        if let Some(u) = r.usage
-            && r.error_type.as_deref() != Some("UsageOverReservation")
-        {
-            assert_eq!(u.prompt_tokens, req.prompt_tokens);
+        if let Some(u) = r.usage {
+            // The scripted model's count, or a multiple of it when it was
+            // told to report more.
+            assert!(u.prompt_tokens >= req.prompt_tokens);
+            assert_eq!(u.prompt_tokens % req.prompt_tokens.max(1), 0);
         }
     }
     // The daily ledger holds exactly what the run cost.

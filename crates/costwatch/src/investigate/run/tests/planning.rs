@@ -58,38 +58,49 @@ async fn when_the_day_can_pay_for_one_more_call_it_is_the_answer() {
     assert!(tools.called().is_empty());
 }
 
+/// Whatever the run's or the day's money allows, a run that paid for a
+/// call ends with an answer: the last call the money allows is made the
+/// answer, and a run that could not afford one calls nothing.
 #[tokio::test]
-async fn a_run_budget_for_two_calls_makes_the_second_the_answer() {
+async fn no_paid_run_ends_without_an_answer_whatever_the_money_left() {
     let tools = FakeTools::new(Behaviour::Rows);
-    let probe = run(Script::answer_after(1, "done"), &tools, Setup::default()).await;
-    let r1 = &probe.inv.rounds[0].request;
-    // Room for the first call's worst case and, after it, for one more
-    // call as large as the bound on the next prompt: that one must answer.
-    let result = (caps().max_tool_result_bytes as f64 / 3.0).ceil() as u64;
-    let next = r1.estimated_prompt_tokens
-        + u64::from(r1.max_tokens)
-        + result
-        + crate::investigate::run::caps::TOOL_MESSAGE_TOKENS;
-    let cap = r1.reserved_usd + prices().worst_case(next, 64) + 1e-9;
-    let s = Setup {
-        caps: Caps {
-            max_usd_per_run: cap,
-            ..caps()
-        },
-        ..Setup::default()
-    };
-    let out = run(Script::answer_after(5, "done"), &tools, s).await;
-    let inv = &out.inv;
-    let choices: Vec<_> = out.requests.iter().map(|r| r.tool_choice()).collect();
-    assert_eq!(
-        choices,
-        [Some("auto"), Some("none")],
-        "{}",
-        render_text(inv)
-    );
-    assert_eq!(inv.stop_reason, StopReason::AnsweredAtRunBudget);
-    assert_eq!(inv.answer.as_deref(), Some("done"));
-    assert_eq!(inv.totals.tool_calls, 1);
+    let probe = run(Script::answer_after(5, "done"), &tools, Setup::default()).await;
+    let spent = probe.inv.totals.cost_usd;
+    let mut forced = std::collections::BTreeSet::new();
+    for step in 1..=24 {
+        let money = spent * f64::from(step) / 8.0;
+        for by_day in [false, true] {
+            let mut s = Setup::default();
+            if by_day {
+                s.ledger = MemoryLedger::with_spent(day(), caps().max_usd_per_day - money);
+            } else {
+                s.caps.max_usd_per_run = money;
+            }
+            let out = run(Script::answer_after(5, "done"), &tools, s).await;
+            let inv = &out.inv;
+            let code = inv.stop_reason.stop_code();
+            if inv.rounds.is_empty() {
+                assert!(
+                    matches!(code, StopCode::RunBudget | StopCode::DailyBudget),
+                    "{money}: {code:?}"
+                );
+            } else {
+                assert!(
+                    code.answered(),
+                    "${money:.6} (day: {by_day}): {}",
+                    render_text(inv)
+                );
+                assert_eq!(inv.answer.as_deref(), Some("done"));
+                // Only the last round may answer; the others called tools.
+                let last = out.requests.last().unwrap();
+                assert_eq!(last.tool_choice(), Some("none"), "{}", render_text(inv));
+                forced.insert(code.as_str());
+            }
+        }
+    }
+    // Both budgets forced an answer somewhere along the way.
+    assert!(forced.contains("answered_at_run_budget"), "{forced:?}");
+    assert!(forced.contains("answered_at_daily_budget"), "{forced:?}");
 }
 
 #[tokio::test]
