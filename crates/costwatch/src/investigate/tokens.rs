@@ -373,7 +373,7 @@ mod tests {
         let rate = 0.25 * 1.03;
         let up = ((980.0 + rate * 1_000.0) * 1.03_f64).ceil() as u64;
         assert_eq!(e.estimate(A, 5_000, "r"), up);
-        assert!(up >= 1_230 && up <= 1_300, "{up}");
+        assert!((1_230..=1_300).contains(&up), "{up}");
         // Another run starts from the rate alone.
         assert_eq!(
             e.estimate(A, 4_000, "other"),

@@ -85,7 +85,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         let raw_prompt = estimator.raw(&request, body_bytes);
         // Planned as a call that may use tools; re-estimated below if the
         // caps make it the answer.
-        let mut prompt = estimator.estimate(ToolChoice::Auto, raw_prompt, &self.inv.run_id);
+        let prompt = estimator.estimate(ToolChoice::Auto, raw_prompt, &self.inv.run_id);
         let day: NaiveDate = self.clock.now().date_naive();
         let day_left = self.day_left(day).await?;
         let mut last = self.last_by_count(index);
@@ -121,7 +121,6 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             // all the output the caps leave.
             let answer = estimator.estimate(choice, raw_prompt, &self.inv.run_id);
             if let Ok(whole) = self.budget.plan(answer, per_call, day_left) {
-                prompt = answer;
                 plan = whole;
             }
         }
