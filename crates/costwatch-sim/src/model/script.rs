@@ -69,6 +69,14 @@ pub enum Script {
     /// The realistic default: `search_requests` for the digest's first
     /// session, then an answer built from the rows it got back.
     Investigator,
+    /// Makes all `calls` at once in its first round (while tools are
+    /// allowed), then answers `text`.
+    AllAtOnce {
+        /// Calls in order.
+        calls: Vec<ScriptedCall>,
+        /// The answer.
+        text: String,
+    },
 }
 
 impl Script {
@@ -164,6 +172,13 @@ pub(super) fn decide(script: &Script, request: &Value, messages: &[Value]) -> Tu
             _ => Turn::say(text.clone()),
         },
         Script::NeverStops(c) => Turn::call(vec![with_top(c, top)]),
+        Script::AllAtOnce { calls, text } => {
+            if turn == 0 && may_call {
+                Turn::call(calls.iter().map(|c| with_top(c, top)).collect())
+            } else {
+                Turn::say(text.clone())
+            }
+        }
         Script::CallsForbiddenTool { tool } => {
             if turn == 0 && may_call {
                 Turn::call(vec![ScriptedCall::new(tool, json!({}))])

@@ -198,20 +198,23 @@ impl PromptEstimator {
     }
 
     /// The bound's estimate: the least of the bounds the earlier calls of
-    /// the same kind in the same conversation give (their count, plus the
-    /// bytes added since at the rate), plus the margin; the rate alone
-    /// before any. Only a conversation's own calls bound it: its prompt
-    /// grows by appending, while another conversation's text may tokenize
-    /// more densely.
+    /// the same conversation give (their count, plus the bytes added since
+    /// at the rate), plus the margin; the rate alone before any. Calls of
+    /// the same kind bound it when there are any, else calls of the other
+    /// kind (a call that may not use tools never renders more than one that
+    /// may). Only a conversation's own calls bound it: its prompt grows by
+    /// appending, while another conversation's text may tokenize more
+    /// densely.
     fn bound(&self, kind: CallKind, raw: u64, conversation: &str) -> u64 {
         let rate = self.rate();
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
-        let least = seen
-            .iter()
-            .filter(|c| c.kind == kind && c.conversation == conversation)
-            .map(|c| c.reported as f64 + rate * raw.saturating_sub(c.raw) as f64)
-            .reduce(f64::min);
-        match least {
+        let least = |same_kind: bool| {
+            seen.iter()
+                .filter(|c| c.conversation == conversation && (!same_kind || c.kind == kind))
+                .map(|c| c.reported as f64 + rate * raw.saturating_sub(c.raw) as f64)
+                .reduce(f64::min)
+        };
+        match least(true).or_else(|| least(false)) {
             Some(b) => (b * (1.0 + CALIBRATION_MARGIN)).ceil() as u64,
             None => (raw as f64 * rate).ceil() as u64,
         }

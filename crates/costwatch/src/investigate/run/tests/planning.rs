@@ -103,6 +103,84 @@ async fn no_paid_run_ends_without_an_answer_whatever_the_money_left() {
     assert!(forced.contains("answered_at_daily_budget"), "{forced:?}");
 }
 
+/// A model asking for several tools at once gets only those whose results
+/// still leave room for the answer; the others are not run, and it is told
+/// why.
+#[tokio::test]
+async fn tool_calls_that_would_leave_no_room_for_the_answer_are_not_run() {
+    let script = || Script::AllAtOnce {
+        calls: vec![ScriptedCall::search_top_session(); 3],
+        text: "done".into(),
+    };
+    // Small answers, so that money left over from a call's output
+    // reservation does not pay for the results.
+    let opts = || RunOptions {
+        max_tokens_per_call: 64,
+        run_id: Some("inv-test".into()),
+        ..RunOptions::default()
+    };
+    let tools = FakeTools::new(Behaviour::ManyRows(200));
+    let probe = run(
+        script(),
+        &tools,
+        Setup {
+            opts: opts(),
+            ..Setup::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        probe.inv.totals.tool_calls,
+        3,
+        "{}",
+        render_text(&probe.inv)
+    );
+    // Room for the first round and an answer after one result at the cap,
+    // not after three.
+    let r1 = &probe.inv.rounds[0].request;
+    let result = (caps().max_tool_result_bytes as f64
+        / crate::investigate::tokens::PRIOR_BYTES_PER_TOKEN)
+        .ceil() as u64;
+    let next = r1.estimated_prompt_tokens
+        + u64::from(r1.max_tokens)
+        + result
+        + crate::investigate::run::caps::TOOL_MESSAGE_TOKENS;
+    let cap = r1.reserved_usd + prices().worst_case(next, 64) * 1.01;
+    let tools = FakeTools::new(Behaviour::ManyRows(200));
+    let s = Setup {
+        caps: Caps {
+            max_usd_per_run: cap,
+            ..caps()
+        },
+        opts: opts(),
+        ..Setup::default()
+    };
+    let out = run(script(), &tools, s).await;
+    let inv = &out.inv;
+    let calls = &inv.rounds[0].tool_calls;
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0].status, ToolCallStatus::Ok, "{}", render_text(inv));
+    let skipped: Vec<_> = calls
+        .iter()
+        .filter(|c| c.status == ToolCallStatus::NotExecuted)
+        .collect();
+    assert!(!skipped.is_empty(), "{}", render_text(inv));
+    assert!(
+        skipped[0]
+            .result
+            .starts_with("not run: the caps leave room only for the answer"),
+        "{}",
+        skipped[0].result
+    );
+    assert!(
+        inv.stop_reason.stop_code().answered(),
+        "{}",
+        render_text(inv)
+    );
+    assert_eq!(inv.answer.as_deref(), Some("done"));
+    assert_eq!(tools.called().len(), 3 - skipped.len());
+}
+
 #[tokio::test]
 async fn an_answer_in_the_last_allowed_round_is_labelled_as_forced() {
     let tools = FakeTools::new(Behaviour::Rows);

@@ -80,6 +80,18 @@ async fn a_four_round_alert_carries_the_transcript_once_in_under_16_kb() {
         }
     }
     assert!(text.contains("shortened here (costwatch investigation show inv-test)"));
+    // The later rounds share a prefix above the prompt cache's minimum:
+    // the model reported cached tokens, and the transcript shows the share.
+    let share = report.cached_share().unwrap();
+    assert!(report.cached_tokens > 0 && share > 0.0, "{report:?}");
+    assert!(
+        text.contains(&format!(
+            "({} cached, {:.0}%)",
+            report.cached_tokens,
+            share * 100.0
+        )),
+        "{text}"
+    );
     // The whole record keeps what the model saw.
     let back: Investigation = serde_json::from_str(&serde_json::to_string(inv).unwrap()).unwrap();
     assert!(back.rounds[0].tool_calls[0].result.len() > ALERT_RESULT_BYTES);
