@@ -178,9 +178,9 @@ fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
         (
             "Impact",
             format!(
-                "+{} above peers over {} sessions, +{}/day at the current rate",
+                "+{} above peers over {}, +{}/day at the current rate",
                 usd(alert.impact_usd),
-                alert.session_count,
+                crate::domain::counted(alert.session_count, "session"),
                 usd(alert.impact_usd_per_day)
             ),
         ),

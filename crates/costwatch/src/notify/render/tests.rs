@@ -168,6 +168,10 @@ fn text_body_has_what_where_how_much_sessions_evidence_and_investigation() {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
     assert!(!text.contains("Resolved:"));
+    // One session is one session.
+    let mut one = sample_alert();
+    one.session_count = 1;
+    assert!(email_text(&one).contains("above peers over 1 session, +$4.20/day"));
 }
 
 #[test]
