@@ -96,6 +96,17 @@ async fn the_seed_investigations_are_grounded_and_within_the_token_targets() {
     let alerts = recorder.received.lock().unwrap().clone();
     assert_eq!(alerts.len(), 3);
     let requests = model.requests();
+    // Every request of every run opens with the same bytes: the tools,
+    // then the instruction (what a provider's prompt cache can serve).
+    let prefix = |r: &costwatch_sim::model::RecordedRequest| {
+        let system = r.json["messages"][0].to_string();
+        let tools = r.json["tools"].to_string();
+        assert!(r.body.find("\"tools\"") < r.body.find("\"messages\""));
+        format!("{tools}{system}")
+    };
+    let first = prefix(&requests[0]);
+    assert!(first.contains("search_requests") && first.contains("You investigate"));
+    assert!(requests.iter().all(|r| prefix(r) == first));
     for a in &alerts {
         let inv = a.investigation.as_ref().unwrap();
         let session = &a.sessions[0].session_id;
