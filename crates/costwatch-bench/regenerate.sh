@@ -67,6 +67,13 @@ mem=$(free -h | awk '/^Mem:/ {print $2}')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if [ -n "$(git status --porcelain 2>/dev/null | head -1)" ]; then commit="$commit (with uncommitted changes)"; fi
 
+# The sections measured by hand or by the tests (from "## Binary size" on)
+# are kept as they are.
+hand=""
+if [ -f "$OUT" ]; then
+    hand=$(sed -n '/^## Binary size/,$p' "$OUT")
+fi
+
 cat > "$OUT" <<EOF
 # Benchmarks
 
@@ -246,4 +253,7 @@ $perf
   heap the tick freed; a \`malloc_trim(0)\` after each tick would give most of
   it back (not done in this build).
 EOF
+if [ -n "$hand" ]; then
+    printf '\n%s\n' "$hand" >> "$OUT"
+fi
 log "wrote $OUT"

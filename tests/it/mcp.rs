@@ -207,7 +207,7 @@ async fn assert_unauthorized(sim: &SimServer) {
 // ---------------------------------------------------------------------------
 
 /// The venv's python with `mcp` installed; fails the test when missing.
-fn peers_python() -> PathBuf {
+pub fn peers_python() -> PathBuf {
     if let Some(p) = std::env::var_os("COSTWATCH_PEERS_PYTHON") {
         let p = PathBuf::from(p);
         assert!(
@@ -234,7 +234,7 @@ fn peers_python() -> PathBuf {
 }
 
 /// `tests/peers/mcp_gateway.py` on a free loopback port, killed on drop.
-struct PythonPeer {
+pub struct PythonPeer {
     child: Child,
     port: u16,
     log: PathBuf,
@@ -250,7 +250,8 @@ impl Drop for PythonPeer {
 }
 
 impl PythonPeer {
-    async fn start(mode: &str) -> PythonPeer {
+    /// Starts the peer answering in `mode` (`json` or `sse`).
+    pub async fn start(mode: &str) -> PythonPeer {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("peer.log");
         let requests = dir.path().join("requests.jsonl");
@@ -302,7 +303,8 @@ impl PythonPeer {
         }
     }
 
-    fn url(&self) -> String {
+    /// The MCP endpoint.
+    pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 

@@ -381,7 +381,8 @@ pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
         inv.model.clone(),
         limits,
     )
-    .map_err(|e| AppError::setup("investigation.llm_url", e))?;
+    .map_err(|e| AppError::setup("investigation.llm_url", e))?
+    .with_tokenizer(inv.tokenizer);
     Ok(Some(Escalation {
         tools,
         model,

@@ -391,6 +391,8 @@ pub struct AlertReplay {
     pub investigations: usize,
     /// What they cost.
     pub investigation_usd: f64,
+    /// Their records, as the throwaway state kept them, oldest first.
+    pub records: Vec<crate::store::StoredInvestigation>,
 }
 
 /// Replays `[from, to)` through the daemon's own tick, one window at a
@@ -466,6 +468,12 @@ where
         }
         failures = 0;
         at += step;
+    }
+    if out.investigations > 0 {
+        use crate::store::Store;
+        let limit = u32::try_from(out.investigations).unwrap_or(u32::MAX);
+        out.records = store.stored_investigations(limit).await?;
+        out.records.reverse();
     }
     let mut day = from.date_naive();
     loop {

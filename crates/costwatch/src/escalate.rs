@@ -1,6 +1,7 @@
 //! Escalation: the firing alerts of flagged incidents that match the policy
 //! get a capped LLM investigation before they are stored and sent. The
-//! investigation's summary, cost and full transcript travel with the alert.
+//! investigation's summary, cost and transcript (tool results shortened)
+//! travel with the alert; the whole record is kept in the state database.
 //!
 //! Only flagged windows are escalated; everything else stays free. Each
 //! investigation is stored under the key of the notification it explains,
@@ -17,7 +18,7 @@ use crate::investigate::run::{RunOptions, investigate};
 use crate::investigate::transcript::step_log_jsonl;
 use crate::investigate::{BudgetLedger, InvestigationReport};
 use crate::notify::{Alert, AlertStatus};
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, StoredInvestigation};
 use chrono::Duration as ChronoDuration;
 use std::sync::Arc;
 
@@ -94,7 +95,14 @@ impl Escalation {
                 tracing::info!(target: "costwatch::investigation::steps", step = %line, "investigation step");
             }
             store
-                .save_investigation(&key, &alert.fingerprint, &report, &steps, inv.started_at)
+                .save_investigation(&StoredInvestigation {
+                    key: key.clone(),
+                    fingerprint: alert.fingerprint.clone(),
+                    started_at: inv.started_at,
+                    report: report.clone(),
+                    record_json: serde_json::to_string(&inv).ok(),
+                    step_log: steps,
+                })
                 .await?;
             tracing::info!(
                 fingerprint = %alert.fingerprint,

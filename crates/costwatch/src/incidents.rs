@@ -187,9 +187,9 @@ pub fn build_alert(
             Decision::Resolve { .. } => "stopped",
         };
         format!(
-            "rule {} found {} sessions in {} since {}; together they cost ${:.4} more than their peers would have (about ${:.2} a day at this rate). The incident {verb}",
+            "rule {} found {} in {} since {}; together they cost ${:.4} more than their peers would have (about ${:.2} a day at this rate). The incident {verb}",
             i.rule,
-            i.session_count,
+            crate::domain::counted(i.session_count, "session"),
             i.group,
             i.started.format("%Y-%m-%d %H:%M UTC"),
             i.impact_usd,
@@ -242,8 +242,10 @@ pub fn summary_alert(
                 "going on"
             };
             format!(
-                "{} ({status}): {} sessions, +${:.4}",
-                a.title, a.session_count, a.impact_usd
+                "{} ({status}): {}, +${:.4}",
+                a.title,
+                crate::domain::counted(a.session_count, "session"),
+                a.impact_usd
             )
         })
         .collect();
@@ -270,8 +272,9 @@ pub fn summary_alert(
         group: "all".to_owned(),
         labels: Labels::new(),
         title: format!(
-            "[costwatch] catch-up over {windows} windows ({hours:.1} h): {} incidents, {sessions} sessions, +${impact:.2}",
-            alerts.len()
+            "[costwatch] catch-up over {windows} windows ({hours:.1} h): {}, {}, +${impact:.2}",
+            crate::domain::counted(alerts.len() as u64, "incident"),
+            crate::domain::counted(sessions, "session")
         ),
         summary: format!(
             "costwatch caught up {windows} windows from {} to {} after a pause. Instead of one alert per incident, this summary lists them:\n{}",

@@ -102,7 +102,11 @@ pub(super) async fn completions(
     let text = String::from_utf8_lossy(&body).into_owned();
     let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
     let prompt = prompt_text(&parsed);
-    let prompt_tokens = tokens(prompt.len());
+    let counter = lock(&sh.counter).clone();
+    let prompt_tokens = match counter {
+        Some(count) => count(&parsed),
+        None => tokens(prompt.len()),
+    };
     lock(&sh.requests).push(RecordedRequest {
         authorization,
         client_request_id: header("x-client-request-id"),
@@ -153,7 +157,7 @@ pub(super) async fn completions(
     let (turn, completion_tokens, finish) = fit(turn, max_tokens);
     let cached = {
         let mut prompts = lock(&sh.prompts);
-        let c = cached_tokens(&prompt, &prompts);
+        let c = cached_tokens(&prompt, &prompts).min(prompt_tokens);
         prompts.push(prompt);
         c
     };

@@ -10,7 +10,8 @@
 //! # Token counting
 //!
 //! Usage is counted honestly from what arrived, like a tokenizer would, at a
-//! fixed [`BYTES_PER_TOKEN`] (4) bytes a token, rounded up:
+//! fixed [`BYTES_PER_TOKEN`] (4) bytes a token, rounded up (or by a
+//! [`PromptCounter`] a test supplies, [`ScriptedModel::set_prompt_counter`]):
 //! - `prompt_tokens`: the `tools` array and the `messages` array, each
 //!   serialized as compact JSON;
 //! - `cached_tokens`: the longest prefix of that prompt text (tools first,
@@ -64,9 +65,14 @@ pub const HANG_FOR: Duration = Duration::from_secs(600);
 /// session id.
 pub const TOP_SESSION: &str = "{top_session}";
 
+/// Counts a request's prompt tokens in place of the byte count: a test
+/// that needs a model counting with a real tokenizer supplies one.
+pub type PromptCounter = Arc<dyn Fn(&serde_json::Value) -> u64 + Send + Sync>;
+
 /// State shared by the handler.
 struct Shared {
     key: String,
+    counter: Mutex<Option<PromptCounter>>,
     script: Mutex<Script>,
     faults: FaultQueue<ModelFault>,
     requests: Mutex<Vec<RecordedRequest>>,
@@ -100,6 +106,7 @@ impl ScriptedModel {
         ScriptedModel {
             shared: Arc::new(Shared {
                 key: inference_key.into(),
+                counter: Mutex::new(None),
                 script: Mutex::new(script),
                 faults: FaultQueue::default(),
                 requests: Mutex::new(Vec::new()),
@@ -119,6 +126,12 @@ impl ScriptedModel {
     /// Replaces the script.
     pub fn set_script(&self, script: Script) {
         *lock(&self.shared.script) = script;
+    }
+
+    /// Counts prompt tokens with `counter` instead of [`BYTES_PER_TOKEN`]
+    /// bytes a token (cached tokens are then capped at the prompt).
+    pub fn set_prompt_counter(&self, counter: PromptCounter) {
+        *lock(&self.shared.counter) = Some(counter);
     }
 
     /// Queues a failure for the next request.

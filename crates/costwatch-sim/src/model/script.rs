@@ -69,6 +69,14 @@ pub enum Script {
     /// The realistic default: `search_requests` for the digest's first
     /// session, then an answer built from the rows it got back.
     Investigator,
+    /// Makes all `calls` at once in its first round (while tools are
+    /// allowed), then answers `text`.
+    AllAtOnce {
+        /// Calls in order.
+        calls: Vec<ScriptedCall>,
+        /// The answer.
+        text: String,
+    },
 }
 
 impl Script {
@@ -164,6 +172,13 @@ pub(super) fn decide(script: &Script, request: &Value, messages: &[Value]) -> Tu
             _ => Turn::say(text.clone()),
         },
         Script::NeverStops(c) => Turn::call(vec![with_top(c, top)]),
+        Script::AllAtOnce { calls, text } => {
+            if turn == 0 && may_call {
+                Turn::call(calls.iter().map(|c| with_top(c, top)).collect())
+            } else {
+                Turn::say(text.clone())
+            }
+        }
         Script::CallsForbiddenTool { tool } => {
             if turn == 0 && may_call {
                 Turn::call(vec![ScriptedCall::new(tool, json!({}))])
@@ -235,12 +250,39 @@ pub(super) fn decide(script: &Script, request: &Value, messages: &[Value]) -> Tu
     }
 }
 
+/// The rows of a tool result's `data`: an array of row objects, or a
+/// table (`{"same": {...}, "columns": [...], "rows": [[...]]}`), read back
+/// into row objects.
+fn data_rows(data: &Value) -> Option<Vec<Value>> {
+    if let Some(rows) = data.as_array() {
+        return Some(rows.clone());
+    }
+    let columns = data.get("columns")?.as_array()?;
+    let same = data.get("same").and_then(Value::as_object);
+    let rows = data.get("rows")?.as_array()?;
+    Some(
+        rows.iter()
+            .filter_map(Value::as_array)
+            .map(|cells| {
+                let mut row = same.cloned().unwrap_or_default();
+                for (c, v) in columns.iter().zip(cells) {
+                    if let Some(c) = c.as_str() {
+                        row.insert(c.to_owned(), v.clone());
+                    }
+                }
+                Value::Object(row)
+            })
+            .collect(),
+    )
+}
+
 /// The seed script's answer, from the request rows it read.
 fn investigator_answer(top: Option<&str>, rows: Option<&Value>) -> String {
     let Some(top) = top else {
         return "The incident data lists no session; nothing to look up.".to_owned();
     };
-    let Some(rows) = rows.and_then(|r| r.get("data")).and_then(Value::as_array) else {
+    let rows = rows.and_then(|r| r.get("data")).and_then(data_rows);
+    let Some(rows) = rows.as_ref() else {
         return format!(
             "Session {top} drives the cost, as the incident data shows (no request rows were read)."
         );

@@ -15,6 +15,7 @@ use crate::source::litellm::LiteLlmReader;
 use crate::source::prices::PriceTable;
 use crate::source::rows::{RowSettings, RowSource, SessionKey};
 use crate::source::{HttpLimits, Labels, ModelPrice, Source, SourceKind};
+use crate::store::{SqlStore, Store};
 use chrono::{DateTime, Utc};
 use costwatch_sim::server::SimServer;
 use std::time::Duration;
@@ -116,17 +117,22 @@ pub struct SpendReport {
     pub investigations: usize,
     /// What they cost.
     pub investigation_usd: f64,
+    /// Where their records were kept (`--state`), if anywhere.
+    pub kept_in: Option<String>,
 }
 
 /// Replays `[from, to)` through the daemon's tick with the alerting and
 /// investigation settings of `cfg` (the defaults without one), estimating
 /// what escalating the alerts would cost; with `investigate`, really runs the
-/// investigations (enabled for the occasion). A tick that could not read
-/// its window is run again as `retries` says.
+/// investigations (enabled for the occasion) and, when `state` names a
+/// database other than a throwaway in-memory one, keeps their records
+/// there (`costwatch investigation show`). A tick that could not read its
+/// window is run again as `retries` says.
 #[allow(clippy::too_many_arguments)]
 pub async fn replay_spend<S>(
     cfg: Option<&Config>,
     investigate: bool,
+    state: Option<&str>,
     source: S,
     detector: Detector,
     from: DateTime<Utc>,
@@ -171,6 +177,21 @@ where
         source, detector, from, to, window, policy, escalation, retries,
     )
     .await?;
+    let kept_in = match state.filter(|s| !s.contains(":memory:")) {
+        Some(url) if !replay.records.is_empty() => {
+            let store = SqlStore::open(url)
+                .await
+                .map_err(|e| AppError::failed("cannot open the state database", e))?;
+            for record in &replay.records {
+                store
+                    .save_investigation(record)
+                    .await
+                    .map_err(|e| AppError::failed("cannot keep the investigations", e))?;
+            }
+            Some(url.to_owned())
+        }
+        _ => None,
+    };
     let preview = backtest::spend_preview(
         &replay.alerts,
         |a| wants.wants(a),
@@ -187,5 +208,6 @@ where
         max_usd_per_day: caps.max_usd_per_day,
         investigations: replay.investigations,
         investigation_usd: replay.investigation_usd,
+        kept_in,
     })
 }

@@ -9,6 +9,8 @@ use costwatch::backtest::{self, WindowRetries};
 use costwatch::clock::SystemClock;
 use costwatch::config::{self, Config};
 use costwatch::detect::Detector;
+use costwatch::domain::counted;
+use costwatch::notify::render::transcript_text;
 use costwatch::printable::printable;
 use costwatch::source::{HttpLimits, Source};
 use std::path::Path;
@@ -135,7 +137,18 @@ async fn spend<S>(
 where
     S: Source + Clone + 'static,
 {
-    let r = app::replay_spend(cfg, a.investigate, source, det, from, to, window, retries).await?;
+    let r = app::replay_spend(
+        cfg,
+        a.investigate,
+        Some(&a.state),
+        source,
+        det,
+        from,
+        to,
+        window,
+        retries,
+    )
+    .await?;
     let p = &r.preview;
     eprintln!(
         "\nalerts: {} over the range; {} would be investigated ({} more over escalate.max_per_hour)",
@@ -156,12 +169,42 @@ where
     );
     if a.investigate {
         eprintln!(
-            "investigated: {} runs, ${:.6} spent",
-            r.investigations, r.investigation_usd
+            "investigated: {}, ${:.6} spent",
+            counted(r.investigations as u64, "run"),
+            r.investigation_usd
         );
-        for al in r.alerts.iter().filter(|al| al.investigation.is_some()) {
-            let inv = al.investigation.as_ref().map(|i| i.summary.as_str());
-            println!("{}\t{}", printable(&al.title), printable(inv.unwrap_or("")));
+        if let Some(url) = &r.kept_in {
+            eprintln!(
+                "records kept in {}: costwatch investigation show RUN_ID --state URL",
+                printable(url)
+            );
+        }
+        for al in &r.alerts {
+            let Some(inv) = &al.investigation else {
+                continue;
+            };
+            println!("{}", printable(&al.title));
+            println!(
+                "  {}: {}{}; {}, {}; {} ({} cached{}) + {}; ${:.6}",
+                inv.run_id,
+                inv.stop_reason.as_str(),
+                inv.stop_detail
+                    .as_deref()
+                    .map(|d| format!(" ({})", printable(d)))
+                    .unwrap_or_default(),
+                counted(inv.rounds, "round"),
+                counted(inv.tool_calls, "tool call"),
+                counted(inv.input_tokens, "input token"),
+                inv.cached_tokens,
+                inv.cached_share()
+                    .map(|s| format!(", {:.0}%", s * 100.0))
+                    .unwrap_or_default(),
+                counted(inv.output_tokens, "output token"),
+                inv.cost_usd
+            );
+            for line in transcript_text(inv).lines() {
+                println!("    {}", printable(line));
+            }
         }
     }
     Ok(())

@@ -112,9 +112,9 @@ async fn investigation(detector: &Detector, kind: SourceKind) -> Result<(), Exit
         println!("   {}", printable(&a.title));
         if let Some(inv) = &a.investigation {
             println!(
-                "     investigation: {} rounds, {} tool calls, {} input + {} output tokens, ${:.6}, {}",
-                inv.rounds,
-                inv.tool_calls,
+                "     investigation: {}, {}, {} input + {} output tokens, ${:.6}, {}",
+                costwatch::domain::counted(inv.rounds, "round"),
+                costwatch::domain::counted(inv.tool_calls, "tool call"),
                 inv.input_tokens,
                 inv.output_tokens,
                 inv.cost_usd,

@@ -361,7 +361,7 @@ fn as_text(s: &Shown) -> String {
         let r = &inv.report;
         let _ = writeln!(
             out,
-            "  {} for {} at {}: stopped: {}{}; cost ${:.4}; {} rounds, {} tool calls; model {}",
+            "  {} for {} at {}: stopped: {}{}; cost ${:.4}; {}, {}; model {}",
             printable(&r.run_id),
             inv.idempotency_key,
             rfc3339(inv.created_at),
@@ -371,8 +371,8 @@ fn as_text(s: &Shown) -> String {
                 .map(|d| format!(" ({})", printable(d)))
                 .unwrap_or_default(),
             r.cost_usd,
-            r.rounds,
-            r.tool_calls,
+            costwatch::domain::counted(r.rounds, "round"),
+            costwatch::domain::counted(r.tool_calls, "tool call"),
             printable(&r.model)
         );
         let _ = writeln!(out, "  Summary:");
@@ -380,7 +380,7 @@ fn as_text(s: &Shown) -> String {
             let _ = writeln!(out, "    {}", printable(line));
         }
         let _ = writeln!(out, "  Transcript:");
-        for line in r.transcript_text.lines() {
+        for line in costwatch::notify::render::transcript_text(r).lines() {
             let _ = writeln!(out, "    {}", printable(line));
         }
     }

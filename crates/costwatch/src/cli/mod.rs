@@ -1,7 +1,7 @@
 //! The command line: `check`, `run`, `once`, `test-alert`, `backtest`,
-//! `demo`, `schema`, and the operator's `findings`, `incidents`,
-//! `incident show`, `silence` and `alerts`. It parses and prints;
-//! [`costwatch::app`] builds and runs the parts.
+//! `demo`, `schema`, `investigation`, and the operator's `findings`,
+//! `incidents`, `incident show`, `silence` and `alerts`. It parses and
+//! prints; [`costwatch::app`] builds and runs the parts.
 
 mod alerts;
 mod backtest;
@@ -9,6 +9,7 @@ mod check;
 mod demo;
 mod incident;
 mod inspect;
+mod investigation;
 mod manual;
 mod once;
 mod output;
@@ -87,6 +88,8 @@ pub enum Command {
     /// Show what the next tick would send (a dry run; with --render, as
     /// each channel would receive it).
     Alerts(alerts::AlertsArgs),
+    /// Show the investigations kept in a state database (`show RUN_ID`, `list`).
+    Investigation(investigation::InvestigationArgs),
 }
 
 /// `costwatch completions`.
@@ -135,6 +138,7 @@ impl Command {
                 | Command::Incident(_)
                 | Command::Silence(_)
                 | Command::Alerts(_)
+                | Command::Investigation(_)
         )
     }
 }
@@ -389,5 +393,6 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
         Command::Incident(c) => incident::incident(c).await,
         Command::Silence(c) => silence::silence(c).await,
         Command::Alerts(a) => alerts::alerts(a).await,
+        Command::Investigation(a) => investigation::investigation(a).await,
     }
 }

@@ -77,12 +77,28 @@ pub struct InvestigationConfig {
     pub inference_key: Option<Secret>,
     /// Tools offered to the model, in this order: the allowlist.
     pub tools: Vec<String>,
+    /// How prompts are counted before a call (`investigate::tokens`).
+    pub tokenizer: TokenizerChoice,
     /// The model's prices; `None` takes them from the gateway's catalogue.
     pub prices: Option<Prices>,
     /// Which incidents are escalated.
     pub escalate: EscalateConfig,
     /// Hard caps per run and per day.
     pub caps: Caps,
+}
+
+/// Which tokenizer counts prompts (`investigation.tokenizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenizerChoice {
+    /// By the model's name: OpenAI families get theirs, others the bound.
+    Auto,
+    /// OpenAI's `o200k_base`.
+    O200kBase,
+    /// OpenAI's `cl100k_base`.
+    Cl100kBase,
+    /// No tokenizer: the calibrated bound on body bytes.
+    None,
 }
 
 /// Which incidents are escalated to an investigation.

@@ -2,7 +2,7 @@
 //! defaults and no unknown keys. `load` checks them and turns them into the
 //! typed structs of [`super`] and [`super::rules`].
 
-use super::{SmtpSecurity, WebhookShape};
+use super::{SmtpSecurity, TokenizerChoice, WebhookShape};
 use crate::domain::{Kind, Severity};
 use schemars::JsonSchema;
 use serde::de::{self, Deserializer, Visitor};
@@ -690,6 +690,8 @@ pub(crate) struct RawInvestigation {
     pub inference_key_file: Option<String>,
     /// Tools offered to the model, in this order (the allowlist).
     pub tools: Vec<String>,
+    /// How prompts are counted before a call.
+    pub tokenizer: TokenizerChoice,
     /// The model's prices per million tokens; without them the gateway's
     /// catalogue is used.
     pub prices: Option<RawPrices>,
@@ -712,6 +714,7 @@ impl Default for RawInvestigation {
                 "get_request".into(),
                 "list_sessions".into(),
             ],
+            tokenizer: TokenizerChoice::Auto,
             prices: None,
             escalate: RawEscalate::default(),
             caps: RawCaps::default(),

@@ -4,13 +4,22 @@
 //! `investigate` produces these records and `notify` carries and renders
 //! them; they live here so neither of the two modules depends on the other
 //! for them. The JSON shape is stored in the outbox and sent to webhooks, so
-//! it is a contract: fields are only ever added.
+//! it is a contract: fields are only ever added (one was removed once:
+//! `transcript_text`, a second copy of `transcript` as text; the email's
+//! text attachment is now rendered from `transcript`).
 
 use serde::{Deserialize, Serialize};
 
 /// What an alert carries about its investigation (`Alert::investigation`):
 /// stored with the alert and sent to every channel, so its JSON shape is a
 /// contract. Fields are only ever added.
+///
+/// The transcript travels once, as `transcript` (the rounds): webhooks
+/// carry it as JSON, email renders it as a text attachment. In an alert,
+/// tool results are shortened to [`ALERT_RESULT_BYTES`] each (whole rows,
+/// still JSON; `clipped_from` says how much the model saw), so a long run
+/// still makes a small alert; the whole record stays in the state database
+/// (`costwatch investigation show RUN_ID`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InvestigationReport {
     /// The answer, or what stopped the run before one.
@@ -39,8 +48,18 @@ pub struct InvestigationReport {
     pub tools_offered: Vec<String>,
     /// Every model call and its tool calls, in order.
     pub transcript: Vec<Round>,
-    /// The whole transcript as plain text (`investigate::transcript::render_text`).
-    pub transcript_text: String,
+}
+
+/// The most bytes of one tool result an alert carries; the model may have
+/// seen more (the state database keeps all of it).
+pub const ALERT_RESULT_BYTES: usize = 1_000;
+
+impl InvestigationReport {
+    /// The share of the prompt tokens read from the provider's cache, when
+    /// the model reported any prompt tokens.
+    pub fn cached_share(&self) -> Option<f64> {
+        (self.input_tokens > 0).then(|| self.cached_tokens as f64 / self.input_tokens as f64)
+    }
 }
 
 /// The short stable name of why an investigation ended, without its detail: what
@@ -48,8 +67,18 @@ pub struct InvestigationReport {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopCode {
-    /// The model answered.
+    /// The model answered of its own accord, with tool calls still allowed.
     Answered,
+    /// The model answered in the last round the round limit allowed.
+    AnsweredAtMaxRounds,
+    /// The model answered once the tool-call limit was reached.
+    AnsweredAtMaxToolCalls,
+    /// The model answered in the last call the token caps allowed.
+    AnsweredAtTokenCap,
+    /// The model answered in the last call the run's dollar cap allowed.
+    AnsweredAtRunBudget,
+    /// The model answered in the last call the day's budget allowed.
+    AnsweredAtDailyBudget,
     /// The last allowed round ended without an answer.
     MaxRounds,
     /// The tool-call cap was reached and the model still asked for tools.
@@ -73,6 +102,11 @@ impl StopCode {
     pub fn as_str(self) -> &'static str {
         match self {
             StopCode::Answered => "answered",
+            StopCode::AnsweredAtMaxRounds => "answered_at_max_rounds",
+            StopCode::AnsweredAtMaxToolCalls => "answered_at_max_tool_calls",
+            StopCode::AnsweredAtTokenCap => "answered_at_token_cap",
+            StopCode::AnsweredAtRunBudget => "answered_at_run_budget",
+            StopCode::AnsweredAtDailyBudget => "answered_at_daily_budget",
             StopCode::MaxRounds => "max_rounds",
             StopCode::MaxToolCalls => "max_tool_calls",
             StopCode::TokenCap => "token_cap",
@@ -82,6 +116,21 @@ impl StopCode {
             StopCode::ModelError => "model_error",
             StopCode::ToolsUnavailable => "tools_unavailable",
         }
+    }
+}
+
+impl StopCode {
+    /// Whether the run ended with the model's answer (free or forced by a cap).
+    pub fn answered(self) -> bool {
+        matches!(
+            self,
+            StopCode::Answered
+                | StopCode::AnsweredAtMaxRounds
+                | StopCode::AnsweredAtMaxToolCalls
+                | StopCode::AnsweredAtTokenCap
+                | StopCode::AnsweredAtRunBudget
+                | StopCode::AnsweredAtDailyBudget
+        )
     }
 }
 
@@ -161,6 +210,10 @@ pub struct ToolCallRecord {
     pub truncated: bool,
     /// How long the call took.
     pub latency_ms: u64,
+    /// Bytes of the result the model saw, when `result` is a shorter copy
+    /// (in an alert: see [`ALERT_RESULT_BYTES`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clipped_from: Option<usize>,
 }
 
 /// One model call and the tool calls it led to.
@@ -228,13 +281,9 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-/// A report with this summary, cost and transcript text, and no rounds.
+/// A report with this summary and cost, and no rounds.
 #[cfg(test)]
-pub(crate) fn sample_report(
-    summary: &str,
-    cost_usd: f64,
-    transcript_text: &str,
-) -> InvestigationReport {
+pub(crate) fn sample_report(summary: &str, cost_usd: f64) -> InvestigationReport {
     InvestigationReport {
         summary: summary.to_owned(),
         cost_usd,
@@ -249,6 +298,5 @@ pub(crate) fn sample_report(
         rounds: 2,
         tools_offered: vec!["search_requests".to_owned()],
         transcript: Vec::new(),
-        transcript_text: transcript_text.to_owned(),
     }
 }

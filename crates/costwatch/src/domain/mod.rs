@@ -122,3 +122,24 @@ impl std::fmt::Display for Window {
         )
     }
 }
+
+/// `n` and a regular English noun, plural unless `n` is 1: `1 session`,
+/// `2 sessions`, `0 tool calls`.
+pub fn counted(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+#[cfg(test)]
+mod counted_tests {
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(super::counted(1u32, "tool call"), "1 tool call");
+        assert_eq!(super::counted(0u32, "session"), "0 sessions");
+        assert_eq!(super::counted(2u64, "round"), "2 rounds");
+    }
+}

@@ -1,40 +1,37 @@
 //! Hard caps and cost accounting for one investigation.
 //!
 //! Every model call is planned before it is made: the worst case of the call
-//! (its prompt, estimated conservatively from the bytes sent, plus the
-//! `max_tokens` it is allowed, all priced at the uncached input price) must
-//! fit in what is left of the run's token and dollar caps and of the day's
-//! budget. If it does not, `max_tokens` is shrunk to what is left, and if that
-//! leaves less than [`MIN_USEFUL_MAX_TOKENS`] the run stops instead. The day's
-//! share is reserved in the [`BudgetLedger`](super::BudgetLedger) before the
-//! call and settled with the actual cost from `usage` after it.
+//! (its prompt, estimated from above by `tokens.rs`, plus the `max_tokens` it
+//! is allowed, all priced at the uncached input price) must fit in what is
+//! left of the run's token and dollar caps and of the day's budget. If it
+//! does not, `max_tokens` is shrunk to what is left, and if that leaves less
+//! than [`MIN_USEFUL_MAX_TOKENS`] the run stops instead. The day's share is
+//! reserved in the [`BudgetLedger`](super::BudgetLedger) before the call and
+//! settled with the actual cost from `usage` after it.
 //!
-//! # The prompt estimate
+//! # Planning ahead
 //!
-//! [`estimate_prompt_tokens`] counts one token per [`PROMPT_BYTES_PER_TOKEN`]
-//! (3) bytes of the serialized request body, rounded up. It is never below the
-//! true count when:
-//! - the model counts like the scripted simulator (`costwatch_sim::model`), which bills
-//!   one token per 4 bytes of the messages and tools only, a subset of the
-//!   body: the bound holds by construction (and is tested);
-//! - a BPE tokenizer of the GPT or Claude families reads this body: ASCII JSON
-//!   and English prose average 3.5 to 4.5 bytes a token, and the body also
-//!   carries JSON syntax (keys, quotes, escapes, the `model`, `tool_choice`
-//!   and `max_tokens` fields) that chat templates bill as fewer tokens.
+//! - **The output cap is shared out.** A round that may still call tools
+//!   asks for at most [`output_share`] of the output tokens left: an equal
+//!   share per round the caps still allow (never below
+//!   [`MIN_USEFUL_MAX_TOKENS`]). So a small output cap leaves room for tool
+//!   rounds and for the answer; the last round gets everything left.
+//! - **The last affordable call is the answer.** [`RunBudget::next_call_refusal`]
+//!   asks whether, after this call at its worst case, another call could
+//!   still fit (the run's tokens and dollars, and what is left of the day's
+//!   budget now): when none could, this call is made with
+//!   `tool_choice: "none"`, so no paid round ends without an answer. Its
+//!   message quotes what is really left now, not what would be left.
 //!
-//! It is an estimate, not a proof, for arbitrary text: a byte-level tokenizer
-//! can need one token per byte on adversarial input. The run therefore checks
-//! every answer: a call whose reported usage exceeds what was reserved stops
-//! the run at once (see `run.rs`), so a wrong estimate can overshoot a cap by
+//! A wrong estimate is still caught: a call whose reported usage passes a cap
+//! stops the run at once (see `run/round.rs`), so it can overshoot a cap by
 //! at most that one call's error, and it is reported, never silent.
 
 use super::model::Usage;
+use crate::domain::counted;
 use chrono::NaiveDate;
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
-
-/// Bytes of request body counted as one prompt token by the estimate.
-pub const PROMPT_BYTES_PER_TOKEN: u64 = 3;
 
 /// The smallest `max_tokens` worth a call: below it the run stops instead.
 pub const MIN_USEFUL_MAX_TOKENS: u32 = 64;
@@ -73,11 +70,14 @@ impl Prices {
     }
 }
 
-/// A conservative count of the prompt tokens of a request body of
-/// `body_bytes` bytes: one per [`PROMPT_BYTES_PER_TOKEN`] bytes, rounded up
-/// (see the module documentation for when it bounds the true count).
-pub fn estimate_prompt_tokens(body_bytes: usize) -> u64 {
-    (body_bytes as u64).div_ceil(PROMPT_BYTES_PER_TOKEN)
+/// `max_tokens` for a round that may still call tools: `per_call`, but no
+/// more than an equal share of the `output_left` tokens over the
+/// `rounds_left` rounds the caps allow (this one included), and never below
+/// [`MIN_USEFUL_MAX_TOKENS`] (or `per_call` if smaller).
+pub fn output_share(per_call: u32, output_left: u64, rounds_left: u32) -> u32 {
+    let share = output_left / u64::from(rounds_left.max(1));
+    let share = u32::try_from(share).unwrap_or(u32::MAX);
+    per_call.min(share.max(MIN_USEFUL_MAX_TOKENS))
 }
 
 /// What a run has used so far.
@@ -176,7 +176,9 @@ impl RunBudget {
             .saturating_sub(self.spent.input_tokens);
         if prompt_tokens > input_left {
             return Err(Refusal::TokenCap(format!(
-                "the next prompt (about {prompt_tokens} tokens) does not fit in the {input_left} input tokens left of {}",
+                "the next prompt (about {}) does not fit in the {} left of {}",
+                counted(prompt_tokens, "token"),
+                counted(input_left, "input token"),
                 caps.max_input_tokens
             )));
         }
@@ -185,7 +187,8 @@ impl RunBudget {
             .saturating_sub(self.spent.output_tokens);
         if output_left < u64::from(min) {
             return Err(Refusal::TokenCap(format!(
-                "{output_left} output tokens left of {}, fewer than the {min} an answer needs",
+                "{} left of {}, fewer than the {min} an answer needs",
+                counted(output_left, "output token"),
                 caps.max_output_tokens
             )));
         }
@@ -241,16 +244,62 @@ impl RunBudget {
         })
     }
 
-    /// What would refuse a following call, if `plan` were spent in full
-    /// and the next prompt were at least as large: `Some` means this call
-    /// is the last one and must answer. (The day's budget is not guessed:
-    /// other runs share it.)
-    pub fn next_call_refusal(&self, plan: &CallPlan) -> Option<Refusal> {
-        let mut after = self.clone();
-        after.record_worst_case(plan);
-        after
-            .plan(plan.prompt_tokens, MIN_USEFUL_MAX_TOKENS, f64::INFINITY)
-            .err()
+    /// What would refuse another call after this one: `Some` means the
+    /// call planned as `plan` is the last one the caps allow, so it must
+    /// answer. The next call is taken to need a prompt of `next_prompt`
+    /// tokens and [`MIN_USEFUL_MAX_TOKENS`] of output, after this one at its
+    /// worst case; `day_left_usd` is what the day's budget has left now.
+    /// The message quotes what is left now.
+    pub fn next_call_refusal(
+        &self,
+        plan: &CallPlan,
+        next_prompt: u64,
+        day_left_usd: f64,
+    ) -> Option<Refusal> {
+        let caps = &self.caps;
+        let min = u64::from(MIN_USEFUL_MAX_TOKENS);
+        let input_left = caps
+            .max_input_tokens
+            .saturating_sub(self.spent.input_tokens);
+        if plan.prompt_tokens.saturating_add(next_prompt) > input_left {
+            return Some(Refusal::TokenCap(format!(
+                "{} left of {}; this call's prompt takes about {} and another would need about {}",
+                counted(input_left, "input token"),
+                caps.max_input_tokens,
+                plan.prompt_tokens,
+                next_prompt
+            )));
+        }
+        let output_left = caps
+            .max_output_tokens
+            .saturating_sub(self.spent.output_tokens);
+        if u64::from(plan.max_tokens).saturating_add(min) > output_left {
+            return Some(Refusal::TokenCap(format!(
+                "{} left of {}; this call may use {} and another would need at least {min}",
+                counted(output_left, "output token"),
+                caps.max_output_tokens,
+                plan.max_tokens
+            )));
+        }
+        let next_worst = self.prices.worst_case(next_prompt, min);
+        let run_left = caps.max_usd_per_run - self.spent.cost_usd;
+        if plan.worst_usd + next_worst > run_left {
+            return Some(Refusal::RunBudget(format!(
+                "${:.6} left of the run's ${}; this call may cost ${:.6} and another at least ${next_worst:.6}",
+                run_left.max(0.0),
+                caps.max_usd_per_run,
+                plan.worst_usd
+            )));
+        }
+        if plan.worst_usd + next_worst > day_left_usd {
+            return Some(Refusal::DailyBudget(format!(
+                "${:.6} left of today's ${}; this call may cost ${:.6} and another at least ${next_worst:.6}",
+                day_left_usd.max(0.0),
+                caps.max_usd_per_day,
+                plan.worst_usd
+            )));
+        }
+        None
     }
 
     /// Counts a call's usage and cost.
@@ -355,11 +404,13 @@ mod tests {
     }
 
     #[test]
-    fn the_estimate_rounds_up() {
-        assert_eq!(estimate_prompt_tokens(0), 0);
-        assert_eq!(estimate_prompt_tokens(1), 1);
-        assert_eq!(estimate_prompt_tokens(3), 1);
-        assert_eq!(estimate_prompt_tokens(4), 2);
+    fn the_output_cap_is_shared_over_the_rounds_left() {
+        assert_eq!(output_share(1024, 2_000, 4), 500);
+        assert_eq!(output_share(1024, 1_000, 4), 250);
+        assert_eq!(output_share(200, 1_000, 2), 200);
+        // Never below a useful answer, nor above the call's own size.
+        assert_eq!(output_share(1024, 100, 4), MIN_USEFUL_MAX_TOKENS);
+        assert_eq!(output_share(1024, 100_000, 1), 1024);
     }
 
     #[test]
@@ -457,15 +508,41 @@ mod tests {
     }
 
     #[test]
-    fn a_call_is_last_when_no_other_would_fit() {
-        let b = RunBudget::new(caps(), prices());
+    fn a_call_is_last_when_no_other_would_fit_and_the_message_says_what_is_left() {
+        let mut b = RunBudget::new(caps(), prices());
+        b.record(
+            &Usage {
+                prompt_tokens: 2_000,
+                cached_tokens: 0,
+                completion_tokens: 100,
+            },
+            0.0024,
+        );
         let small = b.plan(1_000, 200, f64::INFINITY).unwrap();
-        assert_eq!(b.next_call_refusal(&small), None);
-        let large = b.plan(6_000, 200, f64::INFINITY).unwrap();
-        assert!(matches!(
-            b.next_call_refusal(&large),
-            Some(Refusal::TokenCap(_))
-        ));
+        assert_eq!(b.next_call_refusal(&small, 1_500, f64::INFINITY), None);
+        let large = b.plan(5_000, 200, f64::INFINITY).unwrap();
+        match b.next_call_refusal(&large, 5_500, f64::INFINITY) {
+            Some(Refusal::TokenCap(m)) => assert_eq!(
+                m,
+                "8000 input tokens left of 10000; this call's prompt takes about 5000 and another would need about 5500"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // The day's budget: room for this call but not for another.
+        let day_left = small.worst_usd + prices().worst_case(1_500, 63);
+        match b.next_call_refusal(&small, 1_500, day_left) {
+            Some(Refusal::DailyBudget(m)) => {
+                assert!(
+                    m.starts_with(&format!("${day_left:.6} left of today's $1")),
+                    "{m}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            b.next_call_refusal(&small, 1_500, day_left + prices().worst_case(0, 2)),
+            None
+        );
     }
 
     #[tokio::test]

@@ -44,8 +44,8 @@ pub fn digest(alert: &Alert, max_sessions: usize) -> String {
     let _ = writeln!(out, "Group: {} labels {labels}", json_str(&alert.group));
     let _ = writeln!(
         out,
-        "Flagged: {} sessions, ${} above peers (about ${:.2}/day)",
-        alert.session_count,
+        "Flagged: {}, ${} above peers (about ${:.2}/day)",
+        crate::domain::counted(alert.session_count, "session"),
         money(alert.impact_usd),
         alert.impact_usd_per_day
     );

@@ -11,7 +11,10 @@ pub mod budget;
 pub mod digest;
 pub mod mcp;
 pub mod model;
+pub mod results;
 pub mod run;
+pub mod tokens;
+pub mod toolset;
 pub mod transcript;
 
 pub use transcript::InvestigationReport;

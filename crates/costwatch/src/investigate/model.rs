@@ -17,6 +17,7 @@
 
 pub use crate::domain::investigation::{ToolChoice, Usage};
 
+use super::tokens::{PromptEstimator, Tokenizer, TokenizerChoice};
 use super::{InvestigateError, ToolSpec};
 use crate::clock::{Sleeper, TokioSleeper};
 use crate::http::{ClientSettings, HttpClient, HttpError, Resend, RetryPolicy, Target};
@@ -93,8 +94,15 @@ impl ChatMessage {
         ChatMessage::text(Role::User, text)
     }
 
-    /// An assistant message with optional text and tool calls.
+    /// An assistant message with optional text and tool calls. Without
+    /// text beside tool calls, the content is `""`: OpenAI takes it, while
+    /// llama-cpp-python's server answers 400 to `"content": null` and 500
+    /// to a message without `content`.
     pub fn assistant(content: Option<String>, tool_calls: Vec<ToolCall>) -> ChatMessage {
+        let content = match content {
+            None if !tool_calls.is_empty() => Some(String::new()),
+            other => other,
+        };
         ChatMessage {
             role: Role::Assistant,
             content,
@@ -163,16 +171,20 @@ impl FunctionTool {
 pub struct ChatRequest {
     /// Model name.
     pub model: String,
-    /// The conversation so far.
-    pub messages: Vec<ChatMessage>,
-    /// Tools offered, in a fixed order.
+    /// Tools offered, in a fixed order: first, as providers render them
+    /// first, so the same tools and instruction open every request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<FunctionTool>,
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
     /// Whether tools may be called (sent only with tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
     /// Most completion tokens the call may produce.
     pub max_tokens: u32,
+    /// Sampling temperature; the provider's default when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
 }
 
 impl ChatRequest {
@@ -239,6 +251,7 @@ pub struct ModelClient {
     max_body_bytes: usize,
     retry: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
+    estimator: Arc<PromptEstimator>,
 }
 
 impl std::fmt::Debug for ModelClient {
@@ -286,7 +299,23 @@ impl ModelClient {
             )
             .with_resend(Resend::OnlyUnprocessed),
             sleeper: Arc::new(TokioSleeper),
+            estimator: Arc::new(PromptEstimator::new(None)),
         })
+    }
+
+    /// Counts prompts with `choice`'s tokenizer for this model (the
+    /// calibrated bound without one); see `investigate::tokens`.
+    pub fn with_tokenizer(mut self, choice: TokenizerChoice) -> ModelClient {
+        self.estimator = Arc::new(PromptEstimator::new(Tokenizer::for_model(
+            choice,
+            &self.model,
+        )));
+        self
+    }
+
+    /// The prompt estimator of this model, shared by every run.
+    pub fn estimator(&self) -> &PromptEstimator {
+        &self.estimator
     }
 
     /// Replaces how backoff waits (tests record instead of sleeping).
@@ -518,6 +547,7 @@ mod tests {
             tools: vec![FunctionTool::from_spec(&spec)],
             tool_choice: Some(ToolChoice::None),
             max_tokens: 64,
+            temperature: None,
         };
         let v: Value = serde_json::from_slice(&req.body().unwrap()).unwrap();
         assert_eq!(
@@ -526,7 +556,7 @@ mod tests {
                 "model": "m",
                 "messages": [
                     {"role": "system", "content": "s"},
-                    {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                    {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
                         "function": {"name": "get_request", "arguments": "{}"}}]},
                     {"role": "tool", "content": "row", "tool_call_id": "c1"}
                 ],

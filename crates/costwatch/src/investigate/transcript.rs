@@ -5,23 +5,43 @@
 //!   [`StepLine`]. The allowlist is the struct: there is no field for prompt
 //!   text, answers, tool arguments or tool results, so none can leak into
 //!   the log.
-//! - [`render_text`]: the full transcript as plain text, for the email
-//!   attachment: every round's request summary, every tool call with its
-//!   arguments and the result exactly as the model saw it, usage and cost per
-//!   round, the totals, the stop reason and the answer.
+//! - [`render_text`]: the whole record as plain text (`costwatch
+//!   investigation show`): when the run started and ended, the tool
+//!   listing, then the transcript as `notify::render::transcript_text`
+//!   writes it, every tool result exactly as the model saw it.
 //! - [`InvestigationReport`]: what an alert carries about its investigation
-//!   (the summary, the cost, the totals, the rounds and the text above).
+//!   (the summary, the cost, the totals, and the rounds with each tool
+//!   result shortened to `ALERT_RESULT_BYTES`).
 
 pub use crate::domain::investigation::InvestigationReport;
 
 use super::model::Usage;
 use super::run::{Investigation, ToolCallStatus};
+use crate::domain::investigation::ALERT_RESULT_BYTES;
+use crate::investigate::results::shape_result;
+use crate::notify::render::transcript_text;
 use serde::Serialize;
 use std::fmt::Write;
 
 impl InvestigationReport {
-    /// The report of a finished run.
+    /// The report an alert carries: tool results longer than
+    /// [`ALERT_RESULT_BYTES`] are shortened (whole rows, still JSON).
     pub fn of(inv: &Investigation) -> InvestigationReport {
+        let mut report = InvestigationReport::full(inv);
+        for round in &mut report.transcript {
+            for call in &mut round.tool_calls {
+                if call.result.len() > ALERT_RESULT_BYTES {
+                    let seen = call.result.len();
+                    call.result = shape_result(&call.result, ALERT_RESULT_BYTES).text;
+                    call.clipped_from = Some(seen);
+                }
+            }
+        }
+        report
+    }
+
+    /// The report with every tool result as the model saw it.
+    pub fn full(inv: &Investigation) -> InvestigationReport {
         InvestigationReport {
             summary: inv.summary(),
             cost_usd: inv.totals.cost_usd,
@@ -36,7 +56,6 @@ impl InvestigationReport {
             rounds: inv.totals.rounds,
             tools_offered: inv.tools.offered.clone(),
             transcript: inv.rounds.clone(),
-            transcript_text: render_text(inv),
         }
     }
 }
@@ -145,34 +164,19 @@ pub fn step_log_jsonl(inv: &Investigation) -> String {
     out
 }
 
-/// The whole transcript as plain text, for a person to check every claim.
+/// The whole record as plain text, for a person to check every claim:
+/// when it ran, the tool listing, and the transcript with every tool result
+/// as the model saw it.
 pub fn render_text(inv: &Investigation) -> String {
     let mut out = String::new();
-    let t = &inv.totals;
-    let _ = writeln!(out, "costwatch investigation {}", inv.run_id);
-    let _ = writeln!(out, "model: {}", inv.model);
     let _ = writeln!(
         out,
-        "started {}, finished {} ({:.1} s)",
+        "started {}, finished {} ({:.1} s); stopped because {}",
         inv.started_at.to_rfc3339(),
         inv.finished_at.to_rfc3339(),
-        (inv.finished_at - inv.started_at).num_milliseconds() as f64 / 1000.0
-    );
-    let _ = writeln!(
-        out,
-        "stopped: {} ({})",
-        inv.stop_reason.code(),
+        (inv.finished_at - inv.started_at).num_milliseconds() as f64 / 1000.0,
         inv.stop_reason.describe()
     );
-    if let Some(d) = &inv.stop_detail {
-        let _ = writeln!(out, "  {d}");
-    }
-    let _ = writeln!(
-        out,
-        "cost: ${:.6}; {} input tokens ({} cached), {} output tokens; {} rounds, {} tool calls",
-        t.cost_usd, t.input_tokens, t.cached_tokens, t.output_tokens, t.rounds, t.tool_calls
-    );
-    let _ = writeln!(out, "tools offered: {}", inv.tools.offered.join(", "));
     if !inv.tools.missing.is_empty() {
         let _ = writeln!(
             out,
@@ -183,100 +187,6 @@ pub fn render_text(inv: &Investigation) -> String {
     if let Some(e) = &inv.tools.error {
         let _ = writeln!(out, "tool listing failed: {e}");
     }
-    let _ = writeln!(out, "\nanswer:");
-    match &inv.answer {
-        Some(a) => {
-            let _ = writeln!(out, "{}", indent(a, "  "));
-        }
-        None => {
-            let _ = writeln!(out, "  (none)");
-        }
-    }
-    for r in &inv.rounds {
-        let q = &r.request;
-        let _ = writeln!(
-            out,
-            "\nround {}: {} messages, tool_choice {}, max_tokens {}, {} bytes (estimated {} prompt tokens, ${:.6} reserved)",
-            r.index,
-            q.messages,
-            q.tool_choice.as_str(),
-            q.max_tokens,
-            q.body_bytes,
-            q.estimated_prompt_tokens,
-            q.reserved_usd
-        );
-        let _ = writeln!(out, "  request id {}", r.client_request_id);
-        match r.usage {
-            Some(u) => {
-                let _ = writeln!(
-                    out,
-                    "  usage: {} prompt ({} cached), {} completion tokens; ${:.6}; {} ms; response {}; finish {}{}",
-                    u.prompt_tokens,
-                    u.cached_tokens,
-                    u.completion_tokens,
-                    r.cost_usd,
-                    r.latency_ms,
-                    r.response_id.as_deref().unwrap_or("-"),
-                    r.finish_reason.as_deref().unwrap_or("-"),
-                    if r.retries > 0 {
-                        format!("; {} retries", r.retries)
-                    } else {
-                        String::new()
-                    }
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "  no usage; counted ${:.6}{}; {} ms",
-                    r.cost_usd,
-                    if r.cost_is_worst_case {
-                        " (its worst case: the outcome is unknown)"
-                    } else {
-                        ""
-                    },
-                    r.latency_ms
-                );
-            }
-        }
-        if let Some(e) = &r.error {
-            let _ = writeln!(
-                out,
-                "  error ({}): {e}",
-                r.error_type.as_deref().unwrap_or("-")
-            );
-        }
-        if let Some(c) = &r.content {
-            let _ = writeln!(out, "  model said:\n{}", indent(c, "    "));
-        }
-        for c in &r.tool_calls {
-            let _ = writeln!(
-                out,
-                "  tool call {} {} [{}] {} ms",
-                c.name,
-                c.arguments,
-                c.status.as_str(),
-                c.latency_ms
-            );
-            let _ = writeln!(
-                out,
-                "    result ({} bytes{}):\n{}",
-                c.result_bytes,
-                if c.truncated {
-                    ", truncated as shown"
-                } else {
-                    ""
-                },
-                indent(&c.result, "      ")
-            );
-        }
-    }
+    out.push_str(&transcript_text(&InvestigationReport::full(inv)));
     out
-}
-
-fn indent(text: &str, prefix: &str) -> String {
-    text.lines()
-        .map(|l| format!("{prefix}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }

@@ -225,17 +225,17 @@ impl EmailNotifier {
                     .header(ContentType::TEXT_HTML)
                     .body(email_html(alert)),
             );
-        // With an investigation, its full transcript travels as an attachment
-        // so a person can check every tool call the summary rests on.
+        // With an investigation, its transcript travels as a text
+        // attachment (the one copy this channel carries) so a person can
+        // check every tool call the summary rests on.
         let transcript = alert
             .investigation
             .as_ref()
-            .map(|i| i.transcript_text.as_str())
-            .filter(|t| !t.is_empty());
+            .map(crate::notify::render::transcript_text);
         let content = match transcript {
             Some(text) => MultiPart::mixed().multipart(body).singlepart(
                 lettre::message::Attachment::new("investigation-transcript.txt".to_owned())
-                    .body(text.to_owned(), ContentType::TEXT_PLAIN),
+                    .body(text, ContentType::TEXT_PLAIN),
             ),
             None => body,
         };
@@ -431,15 +431,15 @@ mod tests {
         alert.investigation = Some(crate::domain::investigation::sample_report(
             "the loop drives the cost",
             0.0003,
-            "round 1: tool call search_requests",
         ));
         let with = String::from_utf8(n.message(&alert).unwrap().formatted()).unwrap();
         assert!(with.contains("multipart/mixed"), "{with}");
         assert!(with.contains("investigation-transcript.txt"), "{with}");
         assert!(
-            with.contains("round 1: tool call search_requests"),
+            with.contains("costwatch investigation inv-sample"),
             "{with}"
         );
+        assert!(with.contains("1200 input tokens (0 cached, 0%)"), "{with}");
     }
 
     #[test]

@@ -119,10 +119,11 @@ pub fn render(alert: &Alert, spec: &ChannelSpec) -> Rendered {
             to: to.clone(),
             subject: email_subject(alert),
             text: email_text(alert),
+            // As the email channel does: an investigation travels as a
+            // text attachment.
             attachment: alert
                 .investigation
                 .as_ref()
-                .filter(|i| !i.transcript_text.is_empty())
                 .map(|_| "investigation-transcript.txt".to_owned()),
         },
         ChannelSpec::Webhook {

@@ -38,6 +38,26 @@ pub enum StoreError {
     Corrupt(String),
 }
 
+/// An investigation as the state database keeps it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredInvestigation {
+    /// The idempotency key of the notification it explains.
+    pub key: String,
+    /// The incident's fingerprint.
+    pub fingerprint: String,
+    /// When the run started.
+    pub started_at: DateTime<Utc>,
+    /// What the alert carries (run id, cost, stop reason, the shortened
+    /// transcript).
+    pub report: InvestigationReport,
+    /// The whole run record as JSON (`investigate::run::Investigation`,
+    /// every tool result as the model saw it); `None` for runs stored
+    /// before it was kept.
+    pub record_json: Option<String>,
+    /// The step log, one JSON line per step.
+    pub step_log: String,
+}
+
 /// Everything one window writes, atomically.
 #[derive(Debug)]
 pub struct WindowCommit<'a> {
@@ -296,17 +316,25 @@ pub trait Store: Send + Sync {
         until: DateTime<Utc>,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
 
-    /// Stores an investigation started at `at` (its report and step log)
+    /// Stores an investigation (its report, whole record and step log)
     /// under the key of the notification it explains; a second save of the
     /// same key is ignored.
     fn save_investigation(
         &self,
-        key: &str,
-        fingerprint: &str,
-        report: &InvestigationReport,
-        step_log: &str,
-        at: DateTime<Utc>,
+        inv: &StoredInvestigation,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The stored investigation with this run id (or notification key).
+    fn stored_investigation(
+        &self,
+        id: &str,
+    ) -> impl Future<Output = Result<Option<StoredInvestigation>, StoreError>> + Send;
+
+    /// The `limit` latest stored investigations, newest first.
+    fn stored_investigations(
+        &self,
+        limit: u32,
+    ) -> impl Future<Output = Result<Vec<StoredInvestigation>, StoreError>> + Send;
 
     /// The stored investigation of a notification, if any.
     fn investigation_for(

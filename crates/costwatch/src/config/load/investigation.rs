@@ -66,6 +66,7 @@ pub(super) fn investigation_config(
         model: raw.model,
         inference_key,
         tools: raw.tools,
+        tokenizer: raw.tokenizer,
         prices: raw.prices.map(Prices::from),
         escalate: raw.escalate.into(),
         caps: raw.caps.into(),

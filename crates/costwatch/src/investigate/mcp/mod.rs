@@ -41,6 +41,12 @@
 //! only allowlisted tools, in allowlist order (a stable list a prompt cache
 //! can hold), and [`McpClient::call_tool`] refuses any other name without
 //! contacting the server, whatever the server lists.
+//!
+//! **The tool list is fetched once per client** (the daemon keeps one
+//! client for the process) and kept until the session is lost: a 404 on
+//! the session, or [`McpClient::close`], makes the next listing ask the
+//! server again, since a server that forgot the session may also have
+//! changed its tools.
 
 mod protocol;
 mod session;
@@ -113,6 +119,9 @@ pub struct McpClient {
     limits: McpLimits,
     sleeper: Arc<dyn Sleeper>,
     session: tokio::sync::Mutex<Option<Session>>,
+    /// The allowlisted tools as last listed: the list is fetched once and
+    /// kept until the session is lost (the server may have changed).
+    tools: std::sync::Mutex<Option<Vec<ToolSpec>>>,
     next_id: AtomicU64,
 }
 
@@ -169,6 +178,7 @@ impl McpClient {
             limits: McpLimits::default(),
             sleeper: Arc::new(TokioSleeper),
             session: tokio::sync::Mutex::new(None),
+            tools: std::sync::Mutex::new(None),
             next_id: AtomicU64::new(1),
         })
     }
@@ -286,6 +296,7 @@ impl McpClient {
                 Err(Failure::SessionGone) if !reinitialized => {
                     tracing::info!(method, "mcp session expired; initializing again");
                     self.forget(&session).await;
+                    self.forget_tools();
                     reinitialized = true;
                 }
                 Err(Failure::SessionGone) => {
@@ -299,9 +310,33 @@ impl McpClient {
     }
 }
 
+impl McpClient {
+    /// The tool list kept from the last listing, if any.
+    fn cached_tools(&self) -> Option<Vec<ToolSpec>> {
+        self.tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Drops the kept tool list: the next [`ToolProvider::list_tools`]
+    /// asks the server again.
+    pub fn forget_tools(&self) {
+        *self
+            .tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+}
+
 impl ToolProvider for McpClient {
-    /// The allowlisted tools the server lists, in allowlist order.
+    /// The allowlisted tools the server lists, in allowlist order. Listed
+    /// once and kept: a listing is asked for again only after the session
+    /// was lost (the server expired it, restarted, or [`McpClient::close`]).
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, InvestigateError> {
+        if let Some(tools) = self.cached_tools() {
+            return Ok(tools);
+        }
         let offered = self.server_tools().await?;
         let mut tools = Vec::with_capacity(self.allowlist.len());
         for name in &self.allowlist {
@@ -312,6 +347,10 @@ impl ToolProvider for McpClient {
                 }
             }
         }
+        *self
+            .tools
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(tools.clone());
         Ok(tools)
     }
 

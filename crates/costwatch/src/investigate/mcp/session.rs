@@ -21,6 +21,7 @@ pub(super) struct Session {
 impl McpClient {
     /// Ends the session (`DELETE`), best effort; the next call opens a new one.
     pub async fn close(&self) {
+        self.forget_tools();
         let Some(session) = self.session.lock().await.take() else {
             return;
         };

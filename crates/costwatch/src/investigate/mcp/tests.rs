@@ -271,6 +271,29 @@ async fn an_expired_session_is_initialized_again_once() {
 }
 
 #[tokio::test]
+async fn the_tool_list_is_fetched_once_and_again_after_the_session_is_lost() {
+    let s = sim(McpMode::Json).await;
+    let (c, _) = client(&s, &ALL);
+    let first = c.list_tools().await.unwrap();
+    let pages = s.mcp().count("tools/list");
+    assert!(pages >= 1);
+    for _ in 0..3 {
+        assert_eq!(c.list_tools().await.unwrap(), first);
+    }
+    assert_eq!(s.mcp().count("tools/list"), pages, "kept, not listed again");
+    // The server forgets the session: the next message opens a new one,
+    // and the list is asked for again, since the server may have changed.
+    s.mcp().expire_sessions();
+    c.call_tool("list_models", json!({})).await.unwrap();
+    assert_eq!(c.list_tools().await.unwrap(), first);
+    assert_eq!(s.mcp().count("tools/list"), 2 * pages);
+    // Closing the client forgets it too.
+    c.close().await;
+    c.list_tools().await.unwrap();
+    assert_eq!(s.mcp().count("tools/list"), 3 * pages);
+}
+
+#[tokio::test]
 async fn a_wrong_key_is_rejected_without_retries() {
     let s = sim(McpMode::Json).await;
     let (c, sleeper) = client_with(&s, "not-the-key", &ALL);

@@ -5,10 +5,14 @@
 
 use super::record::{Round, StopReason};
 use super::{Runner, Stop};
+use crate::domain::counted;
 use crate::investigate::budget::{CallPlan, Refusal};
 use crate::investigate::{BudgetLedger, ToolProvider};
 use chrono::NaiveDate;
 use tokio::time::Instant;
+
+/// Tokens of framing around a tool message and its call id, beyond its text.
+pub(super) const TOOL_MESSAGE_TOKENS: u64 = 32;
 
 /// The stop a cap's refusal means.
 pub(super) fn refusal_stop(r: Refusal) -> Stop {
@@ -39,43 +43,63 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         )
     }
 
-    /// Plans a call of about `body_bytes` asking for `wanted` tokens against
-    /// the run's caps and what `day` has left.
-    pub(super) async fn plan_call(
-        &mut self,
-        day: NaiveDate,
-        body_bytes: usize,
-        wanted: u32,
-    ) -> Result<CallPlan, Stop> {
-        let prompt = crate::investigate::budget::estimate_prompt_tokens(body_bytes);
+    /// What `day`'s budget has left now, by the ledger.
+    pub(super) async fn day_left(&self, day: NaiveDate) -> Result<f64, Stop> {
         let day_spent = self.ledger.spent(day).await.map_err(|e| {
             (
                 StopReason::DailyBudget,
                 Some(format!("the budget ledger cannot be read: {e}")),
             )
         })?;
-        let day_left = self.caps().max_usd_per_day - day_spent;
-        self.budget
-            .plan(prompt, wanted, day_left)
-            .map_err(refusal_stop)
+        Ok(self.caps().max_usd_per_day - day_spent)
     }
 
-    /// Why round `index` must be the last (the model must answer), if it must.
-    pub(super) fn final_round(&self, index: u32, plan: &CallPlan) -> Option<Stop> {
+    /// Rounds the caps still allow, this one (`index`) included: each
+    /// round but the last makes at least one tool call.
+    pub(super) fn rounds_left(&self, index: u32) -> u32 {
+        let caps = self.caps();
+        let by_rounds = caps.max_rounds.saturating_sub(index) + 1;
+        let by_calls = caps.max_tool_calls.saturating_sub(self.tool_calls) + 1;
+        by_rounds.min(by_calls)
+    }
+
+    /// Why round `index` must be the last by the round or tool-call
+    /// limits, if it must.
+    pub(super) fn last_by_count(&self, index: u32) -> Option<Stop> {
         let caps = self.caps();
         if index >= caps.max_rounds {
             Some((
                 StopReason::MaxRounds,
-                Some(format!("{} rounds allowed", caps.max_rounds)),
+                Some(format!(
+                    "round {index} was the last of the {} allowed",
+                    counted(caps.max_rounds, "round")
+                )),
             ))
         } else if self.tool_calls >= caps.max_tool_calls {
             Some((
                 StopReason::MaxToolCalls,
-                Some(format!("{} tool calls allowed", caps.max_tool_calls)),
+                Some(format!(
+                    "{} made, of the {} allowed",
+                    counted(self.tool_calls, "tool call"),
+                    caps.max_tool_calls
+                )),
             ))
         } else {
-            self.budget.next_call_refusal(plan).map(refusal_stop)
+            None
         }
+    }
+
+    /// A bound on the prompt of the call after one of `prompt` tokens that
+    /// may write `max_tokens`: this prompt, that output, and one tool
+    /// result at the size cap.
+    pub(super) fn next_prompt_bound(&self, prompt: u64, max_tokens: u32) -> u64 {
+        prompt
+            + u64::from(max_tokens)
+            + self
+                .model
+                .estimator()
+                .bytes_bound(self.caps().max_tool_result_bytes)
+            + TOOL_MESSAGE_TOKENS
     }
 
     /// Reserves the call's worst case in `day`'s budget.

@@ -13,8 +13,9 @@
 //!
 //! Tool calls are checked before they run: a tool outside the offered list is
 //! refused, arguments that are not a JSON object are sent back as an error
-//! the model can act on, and both count as tool calls. Results are cut to
-//! `max_tool_result_bytes` with a marker the model sees. A tool that hangs
+//! the model can act on, and both count as tool calls. Results are made
+//! compact and cut to `max_tool_result_bytes`, whole rows at a time and
+//! still valid JSON, with a note the model sees (`investigate::results`). A tool that hangs
 //! is cut off after the tool timeout; nothing waits past the wall timeout.
 
 mod caps;
@@ -30,12 +31,13 @@ pub use record::{
     Investigation, RequestSummary, Round, StopCode, StopReason, ToolCallRecord, ToolCallStatus,
     ToolListing, Totals,
 };
-pub use tools::truncate_result;
 
 use super::budget::{Caps, Prices, RunBudget};
 use super::model::{ChatMessage, FunctionTool, ModelClient};
+use super::toolset::offered_tools;
 use super::{BudgetLedger, ToolProvider, ToolSpec};
 use crate::clock::Clock;
+use crate::domain::Kind;
 use crate::notify::Alert;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -58,6 +60,9 @@ pub struct RunOptions {
     pub digest_sessions: usize,
     /// The run's id; derived from the alert and the start time when `None`.
     pub run_id: Option<String>,
+    /// Sampling temperature sent with each call; the provider's default
+    /// when `None`.
+    pub temperature: Option<f32>,
 }
 
 impl Default for RunOptions {
@@ -68,6 +73,7 @@ impl Default for RunOptions {
             tool_timeout: Duration::from_secs(20),
             digest_sessions: 5,
             run_id: None,
+            temperature: None,
         }
     }
 }
@@ -176,7 +182,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
     }
 
     async fn go(&mut self, alert: &Alert) -> Stop {
-        if let Err(stop) = self.list_tools().await {
+        if let Err(stop) = self.list_tools(alert.kind.waste()).await {
             return stop;
         }
         self.messages = prompt::opening(alert, self.opts.digest_sessions);
@@ -190,12 +196,16 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         }
         (
             StopReason::MaxRounds,
-            Some(format!("{max_rounds} rounds allowed")),
+            Some(format!(
+                "{} allowed",
+                crate::domain::counted(max_rounds, "round")
+            )),
         )
     }
 
-    /// Lists the tools and keeps the configured ones, in the configured order.
-    async fn list_tools(&mut self) -> Result<(), Stop> {
+    /// Lists the tools and keeps the configured ones this incident needs,
+    /// in the configured order (see `toolset`).
+    async fn list_tools(&mut self, kind: Option<Kind>) -> Result<(), Stop> {
         let t0 = Instant::now();
         let until = self.deadline.min(t0 + self.opts.tool_timeout);
         let listed = timeout_at(until, self.tools.list_tools()).await;
@@ -219,15 +229,9 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 return Err((StopReason::ToolsUnavailable(e), None));
             }
         };
-        for name in &self.opts.tools {
-            if self.offered.iter().any(|t| &t.name == name) {
-                continue;
-            }
-            match listed.iter().find(|t| &t.name == name) {
-                Some(spec) => self.offered.push(spec.clone()),
-                None => self.inv.tools.missing.push(name.clone()),
-            }
-        }
+        let (offered, missing) = offered_tools(&listed, &self.opts.tools, kind);
+        self.offered = offered;
+        self.inv.tools.missing = missing;
         self.inv.tools.offered = self.offered.iter().map(|t| t.name.clone()).collect();
         if self.offered.is_empty() {
             return Err((

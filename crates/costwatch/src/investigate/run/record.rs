@@ -12,8 +12,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "reason", content = "detail", rename_all = "snake_case")]
 pub enum StopReason {
-    /// The model answered.
+    /// The model answered of its own accord, with tool calls still allowed.
     Answered,
+    /// The model answered in the last round the round limit allowed.
+    AnsweredAtMaxRounds,
+    /// The model answered once the tool-call limit was reached.
+    AnsweredAtMaxToolCalls,
+    /// The model answered in the last call the token caps allowed.
+    AnsweredAtTokenCap,
+    /// The model answered in the last call the run's dollar cap allowed.
+    AnsweredAtRunBudget,
+    /// The model answered in the last call the day's budget allowed.
+    AnsweredAtDailyBudget,
     /// The last allowed round ended without an answer.
     MaxRounds,
     /// The tool-call cap was reached and the model still asked for tools.
@@ -37,6 +47,11 @@ impl StopReason {
     pub fn stop_code(&self) -> StopCode {
         match self {
             StopReason::Answered => StopCode::Answered,
+            StopReason::AnsweredAtMaxRounds => StopCode::AnsweredAtMaxRounds,
+            StopReason::AnsweredAtMaxToolCalls => StopCode::AnsweredAtMaxToolCalls,
+            StopReason::AnsweredAtTokenCap => StopCode::AnsweredAtTokenCap,
+            StopReason::AnsweredAtRunBudget => StopCode::AnsweredAtRunBudget,
+            StopReason::AnsweredAtDailyBudget => StopCode::AnsweredAtDailyBudget,
             StopReason::MaxRounds => StopCode::MaxRounds,
             StopReason::MaxToolCalls => StopCode::MaxToolCalls,
             StopReason::TokenCap => StopCode::TokenCap,
@@ -53,10 +68,38 @@ impl StopReason {
         self.stop_code().as_str()
     }
 
+    /// The answer a cap forced when this was the reason the round had to
+    /// be the last; `None` for reasons that are not caps.
+    pub fn forced_answer(&self) -> Option<StopReason> {
+        Some(match self {
+            StopReason::MaxRounds => StopReason::AnsweredAtMaxRounds,
+            StopReason::MaxToolCalls => StopReason::AnsweredAtMaxToolCalls,
+            StopReason::TokenCap => StopReason::AnsweredAtTokenCap,
+            StopReason::RunBudget => StopReason::AnsweredAtRunBudget,
+            StopReason::DailyBudget => StopReason::AnsweredAtDailyBudget,
+            _ => return None,
+        })
+    }
+
     /// A sentence for people.
     pub fn describe(&self) -> String {
         match self {
             StopReason::Answered => "the model answered".to_owned(),
+            StopReason::AnsweredAtMaxRounds => {
+                "the model answered in the last round the round limit allowed".to_owned()
+            }
+            StopReason::AnsweredAtMaxToolCalls => {
+                "the model answered once the tool-call limit was reached".to_owned()
+            }
+            StopReason::AnsweredAtTokenCap => {
+                "the model answered in the last call the token caps allowed".to_owned()
+            }
+            StopReason::AnsweredAtRunBudget => {
+                "the model answered in the last call the run's dollar cap allowed".to_owned()
+            }
+            StopReason::AnsweredAtDailyBudget => {
+                "the model answered in the last call the day's budget allowed".to_owned()
+            }
             StopReason::MaxRounds => "the round limit was reached without an answer".to_owned(),
             StopReason::MaxToolCalls => {
                 "the tool-call limit was reached and the model kept asking for tools".to_owned()
@@ -134,7 +177,7 @@ impl Investigation {
     /// The answer, or what stopped the run before one.
     pub fn summary(&self) -> String {
         match (&self.answer, &self.stop_reason) {
-            (Some(a), StopReason::Answered) => a.clone(),
+            (Some(a), reason) if reason.stop_code().answered() => a.clone(),
             (Some(a), other) => format!("{a}\n(partial: {})", other.describe()),
             (None, other) => {
                 let mut s = format!("no answer: {}", other.describe());

@@ -1,10 +1,11 @@
 //! One round: plan the model call against the caps, reserve its worst case,
 //! call the model, settle what it cost, then run the tool calls it asked for.
 
+use super::caps::{TOOL_MESSAGE_TOKENS, refusal_stop};
 use super::record::{Round, StopReason};
 use super::tools::not_executed;
 use super::{Runner, Stop, ms};
-use crate::investigate::budget::CallPlan;
+use crate::investigate::budget::{CallPlan, MIN_USEFUL_MAX_TOKENS, output_share};
 use crate::investigate::model::{
     ChatMessage, ChatRequest, Completion, FunctionTool, ToolCall, ToolChoice,
 };
@@ -20,6 +21,8 @@ struct PlannedCall {
     plan: CallPlan,
     /// The day whose budget holds the reservation.
     day: NaiveDate,
+    /// The estimator's raw count of the prompt, to learn from the answer.
+    raw_prompt: u64,
     /// Why this round must answer, if it must.
     last: Option<Stop>,
     /// The round's record so far.
@@ -40,6 +43,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             request,
             plan,
             day,
+            raw_prompt,
             last,
             mut round,
         } = match self.plan_round(index, function_tools).await {
@@ -53,6 +57,13 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 return Some(stop);
             }
         };
+        let kind = request.tool_choice.unwrap_or(ToolChoice::Auto);
+        self.model.estimator().observe(
+            kind,
+            raw_prompt,
+            completion.usage.prompt_tokens,
+            &self.inv.run_id,
+        );
         self.answer(completion, &plan, day, last, round).await
     }
 
@@ -63,21 +74,56 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         index: u32,
         function_tools: &[FunctionTool],
     ) -> Result<PlannedCall, Stop> {
-        let wanted = self.opts.max_tokens_per_call.max(1);
-        let mut request = self.request(function_tools, ToolChoice::Auto, wanted);
+        let per_call = self.opts.max_tokens_per_call.max(1);
+        let mut request = self.request(function_tools, ToolChoice::Auto, per_call);
         // Estimated with the largest max_tokens: the body sent is never longer.
         let body_bytes = request
             .body()
             .map_err(|e| (StopReason::ModelError(e.to_string()), None))?
             .len();
+        let estimator = self.model.estimator();
+        let raw_prompt = estimator.raw(&request, body_bytes);
+        // Planned as a call that may use tools; re-estimated below if the
+        // caps make it the answer.
+        let prompt = estimator.estimate(ToolChoice::Auto, raw_prompt, &self.inv.run_id);
         let day: NaiveDate = self.clock.now().date_naive();
-        let plan = self.plan_call(day, body_bytes, wanted).await?;
-        let last = self.final_round(index, &plan);
+        let day_left = self.day_left(day).await?;
+        let mut last = self.last_by_count(index);
+        // A round that may still call tools gets its share of the output
+        // cap; the last one gets all that is left.
+        let wanted = if last.is_some() {
+            per_call
+        } else {
+            let output_left = self
+                .caps()
+                .max_output_tokens
+                .saturating_sub(self.budget.spent().output_tokens);
+            output_share(per_call, output_left, self.rounds_left(index))
+        };
+        let mut plan = self
+            .budget
+            .plan(prompt, wanted, day_left)
+            .map_err(refusal_stop)?;
+        if last.is_none() {
+            let next = self.next_prompt_bound(prompt, plan.max_tokens);
+            if let Some(refusal) = self.budget.next_call_refusal(&plan, next, day_left) {
+                last = Some(refusal_stop(refusal));
+            }
+        }
         let choice = if last.is_some() {
             ToolChoice::None
         } else {
             ToolChoice::Auto
         };
+        if last.is_some() {
+            // The answer: estimated as a call that may not use tools (some
+            // servers then leave the tools out of the prompt), and given
+            // all the output the caps leave.
+            let answer = estimator.estimate(choice, raw_prompt, &self.inv.run_id);
+            if let Ok(whole) = self.budget.plan(answer, per_call, day_left) {
+                plan = whole;
+            }
+        }
         request.tool_choice = Some(choice);
         request.max_tokens = plan.max_tokens;
         let summary = self.request_summary(&request, choice, &plan, body_bytes);
@@ -102,6 +148,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             request,
             plan,
             day,
+            raw_prompt,
             last,
             round,
         })
@@ -177,19 +224,27 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         self.messages
             .push(ChatMessage::assistant(text.clone(), tool_calls.clone()));
 
-        if let Some(e) = over_reservation(&round, plan) {
+        if let Some((reason, e)) = self.cap_passed(&round, plan, day).await {
             round.error = Some(e.clone());
-            round.error_type = Some("UsageOverReservation".into());
+            round.error_type = Some("UsageOverCap".into());
             self.inv.answer = text;
             self.inv.rounds.push(round);
-            return Some((StopReason::ModelError(e), None));
+            return Some((reason, Some(e)));
         }
         if tool_calls.is_empty() {
             self.inv.rounds.push(round);
             return Some(match text {
                 Some(t) => {
                     self.inv.answer = Some(t);
-                    (StopReason::Answered, None)
+                    // An answer in a round a cap made the last is forced
+                    // by that cap, and says so.
+                    match last {
+                        Some((reason, detail)) => (
+                            reason.forced_answer().unwrap_or(StopReason::Answered),
+                            detail,
+                        ),
+                        None => (StopReason::Answered, None),
+                    }
                 }
                 None => (
                     StopReason::ModelError("the model returned neither text nor tool calls".into()),
@@ -226,6 +281,10 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 ));
                 continue;
             }
+            if let Some(why) = self.answer_would_not_fit().await {
+                round.tool_calls.push(not_executed(call, why));
+                continue;
+            }
             let (record, timed_out) = self.tool_call(call).await;
             self.messages
                 .push(ChatMessage::tool(call.id.clone(), record.result.clone()));
@@ -238,17 +297,96 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
     }
 }
 
-/// Why the answer's usage breaks the reservation it was called under, if it
-/// does: the caps hold only while usage stays within what was reserved.
-fn over_reservation(round: &Round, plan: &CallPlan) -> Option<String> {
-    let usage = round.usage?;
-    (usage.prompt_tokens > plan.prompt_tokens
-        || usage.completion_tokens > u64::from(plan.max_tokens)
-        || round.cost_usd > plan.worst_usd)
-        .then(|| {
-            format!(
-                "the model reported {} prompt and {} completion tokens, more than the {} and {} reserved; stopping so the caps hold",
-                usage.prompt_tokens, usage.completion_tokens, plan.prompt_tokens, plan.max_tokens
-            )
-        })
+impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
+    /// Why another tool call must not run, if it must not: with its result
+    /// at the size cap, the call that follows could no longer be afforded,
+    /// and the run would have paid for tools without an answer.
+    async fn answer_would_not_fit(&self) -> Option<String> {
+        let function_tools: Vec<FunctionTool> =
+            self.offered.iter().map(FunctionTool::from_spec).collect();
+        let request = self.request(&function_tools, ToolChoice::None, MIN_USEFUL_MAX_TOKENS);
+        let body_bytes = request.body().map(|b| b.len()).unwrap_or(0);
+        let estimator = self.model.estimator();
+        let raw = estimator.raw(&request, body_bytes);
+        let prompt = estimator.estimate(ToolChoice::None, raw, &self.inv.run_id)
+            + estimator.bytes_bound(self.caps().max_tool_result_bytes)
+            + TOOL_MESSAGE_TOKENS;
+        let day = self.clock.now().date_naive();
+        let day_left = self.day_left(day).await.unwrap_or(0.0);
+        match self.budget.plan(prompt, MIN_USEFUL_MAX_TOKENS, day_left) {
+            Ok(_) => None,
+            Err(r) => {
+                let (_, detail) = refusal_stop(r);
+                Some(format!(
+                    "not run: the caps leave room only for the answer ({}); answer with what you have",
+                    detail.unwrap_or_default()
+                ))
+            }
+        }
+    }
+}
+
+impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
+    /// Which cap the answer's usage passed, if one was: the call was
+    /// planned on an estimate, and a model that counted more than it can
+    /// pass a cap by that one call. The run then stops, saying by how much.
+    /// Usage above the estimate that still fits every cap passes nothing:
+    /// the estimator has learned from it, and the run goes on.
+    async fn cap_passed(
+        &self,
+        round: &Round,
+        plan: &CallPlan,
+        day: NaiveDate,
+    ) -> Option<(StopReason, String)> {
+        let usage = round.usage?;
+        if usage.prompt_tokens <= plan.prompt_tokens
+            && usage.completion_tokens <= u64::from(plan.max_tokens)
+            && round.cost_usd <= plan.worst_usd
+        {
+            return None;
+        }
+        let caps = self.caps();
+        let spent = self.budget.spent();
+        let reported = format!(
+            "the model reported {} prompt tokens where about {} were planned",
+            usage.prompt_tokens, plan.prompt_tokens
+        );
+        if spent.input_tokens > caps.max_input_tokens {
+            return Some((
+                StopReason::TokenCap,
+                format!(
+                    "{reported}: {} input tokens used of the {} allowed",
+                    spent.input_tokens, caps.max_input_tokens
+                ),
+            ));
+        }
+        if spent.output_tokens > caps.max_output_tokens {
+            return Some((
+                StopReason::TokenCap,
+                format!(
+                    "{reported}: {} output tokens used of the {} allowed",
+                    spent.output_tokens, caps.max_output_tokens
+                ),
+            ));
+        }
+        if spent.cost_usd > caps.max_usd_per_run {
+            return Some((
+                StopReason::RunBudget,
+                format!(
+                    "{reported}: ${:.6} spent of the run's ${}",
+                    spent.cost_usd, caps.max_usd_per_run
+                ),
+            ));
+        }
+        match self.ledger.spent(day).await {
+            Ok(day_spent) if day_spent > caps.max_usd_per_day => Some((
+                StopReason::DailyBudget,
+                format!(
+                    "{reported}: ${day_spent:.6} spent of today's ${}",
+                    caps.max_usd_per_day
+                ),
+            )),
+            _ => None,
+        }
+    }
 }

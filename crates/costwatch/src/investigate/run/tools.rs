@@ -1,9 +1,11 @@
 //! The model's tool calls: checked against the offered list and the caps,
-//! run under the tool timeout, and their results cut to size.
+//! run under the tool timeout, and their results shaped and cut to size
+//! (`investigate::results`).
 
 use super::record::{ToolCallRecord, ToolCallStatus};
 use super::{Runner, ms};
 use crate::investigate::model::ToolCall;
+use crate::investigate::results::shape_result;
 use crate::investigate::{BudgetLedger, ToolProvider};
 use serde_json::Value;
 use tokio::time::{Instant, timeout_at};
@@ -19,8 +21,8 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 not_executed(
                     call,
                     format!(
-                        "not run: the limit of {} tool calls is reached; answer with what you have",
-                        caps.max_tool_calls
+                        "not run: the limit of {} is reached; answer with what you have",
+                        crate::domain::counted(caps.max_tool_calls, "tool call")
                     ),
                 ),
                 false,
@@ -34,7 +36,8 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         }
         self.tool_calls += 1;
         let finish = |status, text: String, latency_ms| {
-            let (result, truncated) = truncate_result(&text, caps.max_tool_result_bytes);
+            let shaped = shape_result(&text, caps.max_tool_result_bytes);
+            let (result, truncated) = (shaped.text, shaped.truncated);
             ToolCallRecord {
                 id: call.id.clone(),
                 name: name.clone(),
@@ -44,6 +47,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
                 result_bytes: text.len(),
                 truncated,
                 latency_ms,
+                clipped_from: None,
             }
         };
         if !self.offered.iter().any(|t| t.name == name) {
@@ -80,11 +84,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         match outcome {
             Ok(Ok(out)) if !out.is_error => (finish(ToolCallStatus::Ok, out.text, latency), false),
             Ok(Ok(out)) => (
-                finish(
-                    ToolCallStatus::ToolError,
-                    format!("error: {}", out.text),
-                    latency,
-                ),
+                finish(ToolCallStatus::ToolError, error_text(&out.text), latency),
                 false,
             ),
             Ok(Err(e)) => (
@@ -103,26 +103,6 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
     }
 }
 
-/// Cuts `text` to at most `max` bytes, marker included, on a character
-/// boundary; a cut text ends with `[truncated: N bytes, showing first K]`.
-pub fn truncate_result(text: &str, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text.to_owned(), false);
-    }
-    let marker = |kept: usize| format!("\n[truncated: {} bytes, showing first {kept}]", text.len());
-    // The marker for `max` has at least as many digits as any shorter one.
-    let mut end = max.saturating_sub(marker(max).len());
-    while end > 0 && !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut out = format!("{}{}", &text[..end], marker(end));
-    // A cap smaller than the marker keeps as much of the marker as fits.
-    if out.len() > max {
-        out = marker(0).trim_start().chars().take(max).collect();
-    }
-    (out, true)
-}
-
 pub(super) fn not_executed(call: &ToolCall, text: String) -> ToolCallRecord {
     ToolCallRecord {
         id: call.id.clone(),
@@ -133,6 +113,19 @@ pub(super) fn not_executed(call: &ToolCall, text: String) -> ToolCallRecord {
         result: text,
         truncated: false,
         latency_ms: 0,
+        clipped_from: None,
+    }
+}
+
+/// A failed tool's text, starting with `error: ` once.
+fn error_text(text: &str) -> String {
+    if text
+        .get(..6)
+        .is_some_and(|p| p.eq_ignore_ascii_case("error:"))
+    {
+        text.to_owned()
+    } else {
+        format!("error: {text}")
     }
 }
 

@@ -34,7 +34,7 @@
 //! | `window` | object | `{"start": RFC 3339, "end": RFC 3339}`, half-open |
 //! | `starts_at` | RFC 3339 string | when the incident started |
 //! | `ends_at` | RFC 3339 string or null | when it was resolved |
-//! | `investigation` | object or null | the investigation's result ([`InvestigationReport`](crate::domain::investigation::InvestigationReport)): `summary`, `cost_usd`, `stop_reason`, `stop_detail`, `model`, `run_id`, token and call totals, `tools_offered`, `transcript` (the rounds) and `transcript_text` |
+//! | `investigation` | object or null | the investigation's result ([`InvestigationReport`](crate::domain::investigation::InvestigationReport)): `summary`, `cost_usd`, `stop_reason`, `stop_detail`, `model`, `run_id`, token and call totals, `tools_offered` and `transcript` (the rounds; each tool result shortened to 1,000 bytes, whole rows, with `clipped_from` giving the bytes the model saw; the whole record is in the state database, `costwatch investigation show RUN_ID`). `transcript_text` is no longer sent: it repeated `transcript` as text |
 //! | `created_at` | RFC 3339 string | when this notification was made |
 //!
 //! Every webhook request also carries the headers `X-Costwatch-Idempotency-Key`
@@ -49,9 +49,11 @@ mod signature;
 mod slack;
 #[cfg(test)]
 pub(crate) mod tests;
+mod transcript;
 
 pub use email::{email_html, email_subject, email_text, escape_html};
 pub use signature::{signature, verify_signature};
+pub use transcript::transcript_text;
 
 use super::{Alert, AlertKind, AlertStatus};
 use crate::printable::is_unsafe;
@@ -176,9 +178,9 @@ fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
         (
             "Impact",
             format!(
-                "+{} above peers over {} sessions, +{}/day at the current rate",
+                "+{} above peers over {}, +{}/day at the current rate",
                 usd(alert.impact_usd),
-                alert.session_count,
+                crate::domain::counted(alert.session_count, "session"),
                 usd(alert.impact_usd_per_day)
             ),
         ),

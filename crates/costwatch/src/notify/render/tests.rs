@@ -67,7 +67,6 @@ pub(crate) fn sample_alert() -> Alert {
         investigation: Some(sample_report(
             "The agent rebuilds its prompt every turn.",
             0.0375,
-            "",
         )),
         created_at: t(11),
     }
@@ -169,12 +168,16 @@ fn text_body_has_what_where_how_much_sessions_evidence_and_investigation() {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
     assert!(!text.contains("Resolved:"));
+    // One session is one session.
+    let mut one = sample_alert();
+    one.session_count = 1;
+    assert!(email_text(&one).contains("above peers over 1 session, +$4.20/day"));
 }
 
 #[test]
 fn investigation_without_summary_is_left_out() {
     let mut alert = sample_alert();
-    alert.investigation = Some(sample_report("  ", 0.01, "round 1"));
+    alert.investigation = Some(sample_report("  ", 0.01));
     assert!(!email_text(&alert).contains("Investigation"));
     assert!(!email_html(&alert).contains("Investigation"));
 }

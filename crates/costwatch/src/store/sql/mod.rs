@@ -17,7 +17,8 @@ mod silences;
 mod windows;
 
 use super::{
-    Delivery, Evaluated, IncidentUpdate, OutboxRow, Store, StoreError, WindowCommit, WindowRow,
+    Delivery, Evaluated, IncidentUpdate, OutboxRow, Store, StoreError, StoredInvestigation,
+    WindowCommit, WindowRow,
 };
 use crate::config::Severity;
 use crate::detect::{Finding, GroupBaseline, Kind};
@@ -357,15 +358,22 @@ impl Store for SqlStore {
         leases::try_lease(self, name, holder, now, until).await
     }
 
-    async fn save_investigation(
+    async fn save_investigation(&self, inv: &StoredInvestigation) -> Result<(), StoreError> {
+        investigations::save_investigation(self, inv).await
+    }
+
+    async fn stored_investigation(
         &self,
-        key: &str,
-        fingerprint: &str,
-        report: &InvestigationReport,
-        step_log: &str,
-        at: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
-        investigations::save_investigation(self, key, fingerprint, report, step_log, at).await
+        id: &str,
+    ) -> Result<Option<StoredInvestigation>, StoreError> {
+        investigations::stored_investigation(self, id).await
+    }
+
+    async fn stored_investigations(
+        &self,
+        limit: u32,
+    ) -> Result<Vec<StoredInvestigation>, StoreError> {
+        investigations::stored_investigations(self, limit).await
     }
 
     async fn investigation_for(

@@ -35,7 +35,8 @@ async fn the_input_token_cap_makes_the_round_final_and_then_stops() {
         ..Setup::default()
     };
     let out = run(Script::Investigator, &tools, s).await;
-    assert_eq!(out.inv.stop_reason, StopReason::Answered);
+    // The answer was forced by the token cap, and the record says so.
+    assert_eq!(out.inv.stop_reason, StopReason::AnsweredAtTokenCap);
     assert_eq!(out.inv.totals.tool_calls, 0);
     // Below one prompt: no call at all.
     let s = Setup {
@@ -77,7 +78,7 @@ async fn max_tokens_shrinks_to_the_dollars_left_and_the_run_cap_holds() {
     assert!(out.inv.totals.cost_usd <= cap);
     // The only call was also the last possible one, so it had to answer.
     assert_eq!(out.requests[0].tool_choice(), Some("none"));
-    assert_eq!(out.inv.stop_reason, StopReason::Answered);
+    assert_eq!(out.inv.stop_reason, StopReason::AnsweredAtRunBudget);
     // Less than a useful answer's worth: refused before calling.
     let s = Setup {
         caps: Caps {
@@ -257,22 +258,45 @@ async fn a_hanging_model_times_out_and_is_counted_at_its_worst_case() {
 }
 
 #[tokio::test]
-async fn usage_above_the_reservation_stops_the_run_at_once() {
+async fn usage_above_the_estimate_goes_on_within_the_caps_and_stops_past_one() {
+    // Three times the scripted count (half again the first estimate) still
+    // fits the caps: the run goes on and answers.
     let tools = FakeTools::new(Behaviour::Rows);
     let s = Setup {
-        faults: vec![ModelFault::OverReport(2)],
+        faults: vec![ModelFault::OverReport(3)],
+        ..Setup::default()
+    };
+    let out = run(Script::Investigator, &tools, s).await;
+    assert_eq!(
+        out.inv.stop_reason,
+        StopReason::Answered,
+        "{}",
+        render_text(&out.inv)
+    );
+    let r = &out.inv.rounds[0];
+    assert!(r.usage.unwrap().prompt_tokens > r.request.estimated_prompt_tokens);
+    // Fifty times passes the input cap: the run stops at once and says by
+    // how much.
+    let s = Setup {
+        faults: vec![ModelFault::OverReport(50)],
         ..Setup::default()
     };
     let out = run(Script::Investigator, &tools, s).await;
     let inv = &out.inv;
-    assert!(
-        matches!(inv.stop_reason, StopReason::ModelError(ref e) if e.contains("more than")),
-        "{:?}",
-        inv.stop_reason
+    assert_eq!(
+        inv.stop_reason,
+        StopReason::TokenCap,
+        "{}",
+        render_text(inv)
     );
     assert_eq!(inv.rounds.len(), 1);
-    assert_eq!(
-        inv.rounds[0].error_type.as_deref(),
-        Some("UsageOverReservation")
+    assert_eq!(inv.rounds[0].error_type.as_deref(), Some("UsageOverCap"));
+    let detail = inv.stop_detail.as_deref().unwrap();
+    assert!(
+        detail.contains(&format!(
+            "{} input tokens used of the 20000 allowed",
+            inv.totals.input_tokens
+        )),
+        "{detail}"
     );
 }

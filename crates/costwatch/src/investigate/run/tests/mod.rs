@@ -2,12 +2,14 @@
 //! model: the fixtures, the invariants every run keeps, and the rounds.
 
 mod budget;
+mod planning;
+mod records;
 mod seed;
 mod tools;
 
 use super::*;
 use crate::clock::{FakeClock, RecordingSleeper};
-use crate::investigate::budget::{MemoryLedger, estimate_prompt_tokens};
+use crate::investigate::budget::MemoryLedger;
 use crate::investigate::transcript::{InvestigationReport, render_text, step_log, step_log_jsonl};
 use crate::investigate::{InvestigateError, LedgerError, ToolOutput};
 use crate::notify::{AlertSession, sample_alert};
@@ -31,6 +33,8 @@ enum Behaviour {
     Rows,
     /// Answers with this many bytes.
     Huge(usize),
+    /// Answers with this many request rows, as JSON.
+    ManyRows(usize),
     /// Every call fails.
     Fails,
     /// Every call hangs.
@@ -106,6 +110,21 @@ fn rows() -> String {
     .to_string()
 }
 
+/// `n` request rows of one session, as the gateway's tools return them.
+fn many_rows(n: usize) -> String {
+    let data: Vec<Value> = (0..n)
+        .map(|i| {
+            json!({"request_id": format!("req_{i:016x}"), "session_id": "replay-mismatch-a14896679e70",
+                   "created_at": format!("2026-10-11T11:{:02}:00.000Z", i % 60),
+                   "model": "gpt-6-luna", "status": "success", "http_status": 200,
+                   "input_tokens": 4000 + i, "cached_tokens": 0, "cache_write_tokens": 0,
+                   "output_tokens": 200 + i % 17, "cost_usd": 0.00064, "latency_ms": 900 + i,
+                   "labels": {"feature": "support-agent"}})
+        })
+        .collect();
+    json!({"data": data, "next_cursor": "c2"}).to_string()
+}
+
 impl ToolProvider for FakeTools {
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, InvestigateError> {
         match self.behaviour {
@@ -139,6 +158,10 @@ impl ToolProvider for FakeTools {
             }),
             Behaviour::Huge(n) => Ok(ToolOutput {
                 text: "r".repeat(n),
+                is_error: false,
+            }),
+            Behaviour::ManyRows(n) => Ok(ToolOutput {
+                text: many_rows(n),
                 is_error: false,
             }),
             Behaviour::Fails => Err(InvestigateError::Transient(
@@ -223,6 +246,8 @@ struct Outcome {
     inv: Investigation,
     requests: Vec<RecordedRequest>,
     ledger: MemoryLedger,
+    /// What the day had spent before the run.
+    ledger_before: f64,
     sleeper: RecordingSleeper,
 }
 
@@ -259,6 +284,7 @@ async fn run(script: Script, tools: &FakeTools, s: Setup) -> Outcome {
         server.model().push_fault(f);
     }
     let (model, sleeper) = client(&server, s.model_timeout);
+    let ledger_before = s.ledger.spent(day()).await.unwrap();
     let inv = investigate(
         &s.alert,
         tools,
@@ -275,6 +301,7 @@ async fn run(script: Script, tools: &FakeTools, s: Setup) -> Outcome {
         inv,
         requests,
         ledger: s.ledger,
+        ledger_before,
         sleeper,
     };
     check_invariants(&out, &s.caps).await;
@@ -285,14 +312,22 @@ async fn run(script: Script, tools: &FakeTools, s: Setup) -> Outcome {
 async fn check_invariants(out: &Outcome, caps: &Caps) {
     let inv = &out.inv;
     let t = &inv.totals;
-    // The caps hold: never one token, one cent or one byte over.
-    assert!(t.input_tokens <= caps.max_input_tokens, "{t:?}");
-    assert!(t.output_tokens <= caps.max_output_tokens, "{t:?}");
-    assert!(t.cost_usd <= caps.max_usd_per_run, "{t:?}");
+    // The caps hold: never one token, one cent or one byte over, unless a
+    // model reported more than it was planned for, and the run stopped
+    // there saying so.
+    let over = inv
+        .rounds
+        .iter()
+        .any(|r| r.error_type.as_deref() == Some("UsageOverCap"));
+    if !over {
+        assert!(t.input_tokens <= caps.max_input_tokens, "{t:?}");
+        assert!(t.output_tokens <= caps.max_output_tokens, "{t:?}");
+        assert!(t.cost_usd <= caps.max_usd_per_run, "{t:?}");
+    }
     assert!(t.tool_calls <= caps.max_tool_calls, "{t:?}");
     assert!(t.rounds <= caps.max_rounds, "{t:?}");
     let day_spent = out.ledger.spent(day()).await.unwrap();
-    assert!(day_spent <= caps.max_usd_per_day, "{day_spent}");
+    assert!(over || day_spent <= caps.max_usd_per_day, "{day_spent}");
     for r in &inv.rounds {
         for c in &r.tool_calls {
             assert!(c.result.len() <= caps.max_tool_result_bytes, "{c:?}");
@@ -312,20 +347,17 @@ async fn check_invariants(out: &Outcome, caps: &Caps) {
     let sum_cost: f64 = inv.rounds.iter().map(|r| r.cost_usd).sum();
     assert!((sum_cost - t.cost_usd).abs() < 1e-12);
     assert_eq!(t.rounds as usize, inv.rounds.len());
-    // Every round's worst case was reserved and is not below the cost.
+    // Every round's worst case was reserved and is not below the cost of
+    // a model that counts as the scripted one does.
     for r in &inv.rounds {
-        assert!(r.cost_usd <= r.request.reserved_usd + 1e-15, "{r:?}");
+        let reported = r.usage.map_or(0, |u| u.prompt_tokens);
+        if reported <= r.request.estimated_prompt_tokens {
+            assert!(r.cost_usd <= r.request.reserved_usd + 1e-15, "{r:?}");
+        }
     }
-    // The estimate is never below the scripted model's own count, and
-    // what was sent is what the round records.
+    // What was sent is what the round records, and no secret is in it.
     assert!(out.requests.len() >= inv.rounds.len());
     for req in &out.requests {
-        assert!(
-            estimate_prompt_tokens(req.body.len()) >= req.prompt_tokens,
-            "estimate {} < counted {}",
-            estimate_prompt_tokens(req.body.len()),
-            req.prompt_tokens
-        );
         // No secret is ever in a body; the inference key is in the header.
         assert!(!req.body.contains(DEFAULT_INFERENCE_KEY));
         assert!(!req.body.contains(ADMIN_KEY));
@@ -348,15 +380,16 @@ async fn check_invariants(out: &Outcome, caps: &Caps) {
         assert_eq!(req.max_tokens(), Some(u64::from(r.request.max_tokens)));
         assert_eq!(req.tool_choice(), Some(r.request.tool_choice.as_str()));
         assert_eq!(req.tools(), inv.tools.offered);
-        if let Some(u) = r.usage
-            && r.error_type.as_deref() != Some("UsageOverReservation")
-        {
-            assert_eq!(u.prompt_tokens, req.prompt_tokens);
+        if let Some(u) = r.usage {
+            // The scripted model's count, or a multiple of it when it was
+            // told to report more.
+            assert!(u.prompt_tokens >= req.prompt_tokens);
+            assert_eq!(u.prompt_tokens % req.prompt_tokens.max(1), 0);
         }
     }
     // The daily ledger holds exactly what the run cost.
     assert!(
-        (day_spent - t.cost_usd).abs() < 1e-12,
+        (day_spent - out.ledger_before - t.cost_usd).abs() < 1e-12,
         "{day_spent} vs {t:?}"
     );
     // A partial transcript exists in every form.
@@ -415,7 +448,8 @@ async fn check_invariants(out: &Outcome, caps: &Caps) {
 }
 
 /// The report on the alert is the JSON the alert carried before it was
-/// typed, key for key (a contract with the outbox and webhook receivers).
+/// typed, key for key (a contract with the outbox and webhook receivers),
+/// less the text copy of the transcript it no longer carries.
 #[tokio::test]
 async fn the_report_is_the_alert_json_of_before() {
     let tools = FakeTools::new(Behaviour::Rows);
@@ -435,7 +469,6 @@ async fn the_report_is_the_alert_json_of_before() {
         "rounds": inv.totals.rounds,
         "tools_offered": inv.tools.offered,
         "transcript": inv.rounds,
-        "transcript_text": render_text(inv),
     });
     let report = InvestigationReport::of(inv);
     assert_eq!(serde_json::to_value(&report).unwrap(), before);
@@ -461,12 +494,9 @@ async fn the_default_script_answers_after_one_tool_call() {
     let answer = inv.answer.as_deref().unwrap();
     assert!(answer.contains("replay-mismatch-a14896679e70"), "{answer}");
     assert!(answer.contains("req_"), "{answer}");
-    // The tools offered are the configured subset in the configured order,
-    // whatever else the server lists.
-    assert_eq!(
-        inv.tools.offered,
-        vec!["search_requests", "get_request", "list_sessions"]
-    );
+    // The tools offered are the configured ones this kind of incident
+    // needs, whatever else the server lists.
+    assert_eq!(inv.tools.offered, vec!["search_requests"]);
     // The first prompt: the instruction and the digest, nothing else.
     let first = &out.requests[0].json["messages"];
     assert_eq!(first[0]["content"], SYSTEM_PROMPT);
@@ -548,22 +578,6 @@ async fn a_model_that_never_stops_is_cut_at_the_tool_call_limit() {
     assert_eq!(tools.called().len(), 2);
     assert_eq!(out.requests.len(), 3);
     assert_eq!(out.requests[2].tool_choice(), Some("none"));
-}
-
-#[test]
-fn truncation_keeps_the_cap_marker_included() {
-    let (t, cut) = truncate_result("short", 10);
-    assert_eq!((t.as_str(), cut), ("short", false));
-    let text = "é".repeat(3_000);
-    let (t, cut) = truncate_result(&text, 500);
-    assert!(cut);
-    assert!(t.len() <= 500);
-    assert!(
-        t.ends_with("[truncated: 6000 bytes, showing first 456]"),
-        "{t}"
-    );
-    let (t, _) = truncate_result(&text, 10);
-    assert!(t.len() <= 10);
 }
 
 #[test]

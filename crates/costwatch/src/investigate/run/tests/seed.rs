@@ -88,10 +88,12 @@ async fn seed_alerts() -> (costwatch_sim::SimServer, Vec<Alert>) {
 /// The seed scenario end to end: the real pipeline's alerts, the
 /// simulator's MCP endpoint through the MCP client, the scripted model's
 /// default script. Reports the first prompt's size and the whole run's
-/// input tokens, and holds the run to 3,200 input tokens (half of the
-/// reference run's 6,469).
+/// input tokens, and holds the first prompt to 700 tokens and the run to
+/// 1,700. The simulator's schema is richer than the official Python SDK's
+/// (a description, format or bound on every parameter): the targets of
+/// 1,600 for a run are held against that server, in `tests/it/economy.rs`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_seed_scenario_stays_under_3200_input_tokens() {
+async fn the_seed_scenario_stays_under_1700_input_tokens() {
     let (sim, alerts) = seed_alerts().await;
     let server = ScriptedModelServer::start(Script::Investigator)
         .await
@@ -137,7 +139,7 @@ async fn the_seed_scenario_stays_under_3200_input_tokens() {
         let digest_bytes = messages[1]["content"].as_str().unwrap().len();
         println!(
             "seed {}: first prompt {} tokens (tool schemas {} B, instruction {} B, digest {} B); \
-             whole run {} input + {} output tokens in {} rounds, {} tool call, ${:.6}; \
+             whole run {} input + {} output tokens in {} rounds, {} tool calls, ${:.6}; \
              tool result {} B",
             alert.kind.as_str(),
             first.prompt_tokens,
@@ -151,8 +153,9 @@ async fn the_seed_scenario_stays_under_3200_input_tokens() {
             inv.totals.cost_usd,
             inv.rounds[0].tool_calls[0].result.len(),
         );
+        assert!(first.prompt_tokens <= 700, "{}", first.prompt_tokens);
         assert!(
-            inv.totals.input_tokens <= 3_200,
+            inv.totals.input_tokens <= 1_700,
             "{} input tokens on the seed {} alert",
             inv.totals.input_tokens,
             alert.kind.as_str()

