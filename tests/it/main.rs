@@ -27,4 +27,5 @@ mod service;
 mod silences;
 mod source;
 mod sources_cli;
+mod status;
 mod support;

@@ -30,8 +30,9 @@ fn page(out: &mut String, s: &Status) -> fmt::Result {
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>costwatch status</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<header>\n\
+         <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<header>\n\
          <h1>costwatch status</h1>\n<p class=\"meta\">At {}, from replica <code>{}</code>.</p>",
+        text(&title(s)),
         text(&when_exact(now)),
         text(&s.replica.name),
     )?;
@@ -54,6 +55,22 @@ fn page(out: &mut String, s: &Status) -> fmt::Result {
          </body>\n</html>\n",
     );
     Ok(())
+}
+
+/// The document's title: the open incidents, for a browser tab.
+fn title(s: &Status) -> String {
+    match &s.incidents {
+        Section::Read(list) if list.items.is_empty() => "costwatch: no open incident".to_owned(),
+        Section::Read(list) if list.items.len() == 1 && !list.more => {
+            "costwatch: 1 open incident".to_owned()
+        }
+        Section::Read(list) => format!(
+            "costwatch: {}{} open incidents",
+            list.items.len(),
+            if list.more { "+" } else { "" }
+        ),
+        Section::Failed { .. } => "costwatch status".to_owned(),
+    }
 }
 
 /// One line per section: what needs a look first.
@@ -203,19 +220,21 @@ fn incidents(out: &mut String, section: &Section<Capped<IncidentView>>) -> fmt::
         cell(out, "Impact", "num", &format!("+{}", usd(i.impact_usd)))?;
         write!(
             out,
-            "<td data-label=\"Since\">{}<br><small>last finding {}</small></td>",
+            "<td data-label=\"Since\"><span class=\"t\">{}</span><br>\
+             <small>last finding <span class=\"t\">{}</span></small></td>",
             text(&when(i.since)),
             text(&when(i.last_finding))
         )?;
         let told = match (i.silenced_by, i.notified) {
             (Some(id), _) => format!("held back by silence {id}"),
-            (None, true) => format!("yes ({} sent)", i.notifications),
+            (None, true) if i.notifications == 1 => "yes (1 notification)".to_owned(),
+            (None, true) => format!("yes ({} notifications)", i.notifications),
             (None, false) => "not yet".to_owned(),
         };
         cell(out, "Notified", "", &told)?;
         writeln!(
             out,
-            "<td data-label=\"Incident\"><code>{}</code></td></tr>",
+            "<td data-label=\"Incident\"><code class=\"id\">{}</code></td></tr>",
             text(short(&i.fingerprint))
         )?;
     }
@@ -245,7 +264,7 @@ fn findings(out: &mut String, section: &Section<FindingsView>) -> fmt::Result {
     );
     for f in &view.list.items {
         out.push_str("<tr>");
-        cell(out, "Window", "", &when(f.window_start))?;
+        cell(out, "Window", "t", &when(f.window_start))?;
         write!(
             out,
             "<td data-label=\"Kind\"><span class=\"sev {}\">{}</span></td>",
@@ -281,7 +300,7 @@ fn silences(
     }
     table_head(
         out,
-        &["Id", "Matches", "Ends", "Reason", "By", "Holding back"],
+        &["Id", "Matches", "Ends", "Reason", "By", "Holds back"],
     );
     for s in &list.items {
         out.push_str("<tr>");
@@ -293,7 +312,7 @@ fn silences(
         )?;
         write!(
             out,
-            "<td data-label=\"Ends\">{}<br><small>{}</small></td>",
+            "<td data-label=\"Ends\"><span class=\"t\">{}</span><br><small>{}</small></td>",
             text(&when(s.ends_at)),
             text(&relative(s.ends_at, now))
         )?;
@@ -303,7 +322,7 @@ fn silences(
             1 => "1 open incident".to_owned(),
             n => format!("{n} open incidents"),
         };
-        cell(out, "Holding back", "", &holding)?;
+        cell(out, "Holds back", "", &holding)?;
         out.push_str("</tr>\n");
     }
     table_end(out);
@@ -364,12 +383,7 @@ fn jobs(out: &mut String, section: &Section<Capped<JobView>>, now: DateTime<Utc>
         );
         for w in &j.windows.items {
             out.push_str("<tr>");
-            cell(
-                out,
-                "Window",
-                "",
-                &format!("{} – {}", when(w.start), w.end.format("%H:%M")),
-            )?;
+            cell(out, "Window", "", &window(w.start, w.end))?;
             let class = if w.status == "done" { "ok" } else { "bad" };
             write!(
                 out,
@@ -434,11 +448,10 @@ fn source_facts(out: &mut String, src: &SourceView, s: &Status) -> fmt::Result {
     )?;
     let last_read = match (src.last_read, src.last_read_window) {
         (Some(at), Some((start, end))) => format!(
-            "{} ({}), window {} – {}",
+            "{} ({}), window {}",
             when(at),
             relative(at, now),
-            when(start),
-            end.format("%H:%M")
+            window(start, end)
         ),
         _ => "never: no window was committed yet".to_owned(),
     };
@@ -488,7 +501,13 @@ fn source_facts(out: &mut String, src: &SourceView, s: &Status) -> fmt::Result {
             &format!("{} ({})", when(at), relative(at, now)),
         )?;
     }
-    if let Some(why) = &r.unhealthy {
+    // A reason other than the gateway's last error (a stuck tick) is news.
+    let gateway_error = src.incident.as_ref().and_then(|i| i.last_error.as_ref());
+    if let Some(why) = r
+        .unhealthy
+        .as_ref()
+        .filter(|why| Some(*why) != gateway_error)
+    {
         write!(
             out,
             "<dt>/healthz</dt><dd class=\"bad\">unhealthy: {}</dd>",
@@ -558,6 +577,16 @@ pub fn usd(x: f64) -> String {
         format!("${x:.4}")
     } else {
         format!("${x:.2}")
+    }
+}
+
+/// A window: `2026-10-11 11:00 UTC – 12:00`, the end's date written
+/// only when it differs from the start's.
+pub fn window(start: DateTime<Utc>, end: DateTime<Utc>) -> String {
+    if start.date_naive() == end.date_naive() {
+        format!("{} – {}", when(start), end.format("%H:%M"))
+    } else {
+        format!("{} – {}", when(start), when(end))
     }
 }
 

@@ -116,7 +116,9 @@ fn hostile_status(now: DateTime<Utc>) -> Status {
             last_tick: Some(at(10, 5)),
             leader: true,
             failed_reads_in_row: 4,
-            unhealthy: Some(HOSTILE.into()),
+            // Not the gateway's error (that one is shown once, as the
+            // source's): a stuck tick.
+            unhealthy: Some(format!("the tick is stuck {HOSTILE}")),
         },
         incidents: Section::Read(Capped::of(vec![incident], 5)),
         findings: Section::Read(FindingsView {
