@@ -29,4 +29,5 @@ mod service;
 mod silences;
 mod source;
 mod sources_cli;
+mod status;
 mod support;

@@ -14,7 +14,7 @@ use costwatch::notify::AlertStatus;
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::Pipeline;
 use costwatch::source::Window;
-use costwatch::store::{SqlStore, Store, StoreError};
+use costwatch::store::{SilenceStore, SqlStore, StatusStore, Store, StoreError};
 use costwatch_sim::scenario::{ScenarioParams, generate};
 use std::sync::Arc;
 use std::time::Duration;
@@ -184,6 +184,60 @@ async fn store_contract(store: &SqlStore) {
     store.settle(day, 0.6, 0.25).await.unwrap();
     assert!(store.reserve(day, 0.6, 1.0).await.unwrap());
     assert!((store.spent(day).await.unwrap() - 0.85).abs() < 1e-9);
+
+    // The status page's queries: bounded, newest first, read only.
+    let next = Window {
+        start: t(1),
+        end: t(2),
+    };
+    store
+        .record_failure("job", next, "down", t(2))
+        .await
+        .unwrap();
+    let jobs = store.jobs(10).await.unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!((jobs[0].job.as_str(), jobs[0].watermark), ("job", t(1)));
+    assert_eq!(jobs[0].evaluated, Some(t(1)));
+    let windows = store.recent_windows("job", 10).await.unwrap();
+    let seen: Vec<_> = windows
+        .iter()
+        .map(|w| (w.row.window, w.row.status.as_str(), w.row.attempts))
+        .collect();
+    assert_eq!(seen, [(next, "failed", 1), (w, "done", 1)]);
+    assert_eq!(store.recent_windows("job", 1).await.unwrap().len(), 1);
+    let done = store.last_done_window("job").await.unwrap().unwrap();
+    assert_eq!((done.row.window, done.updated_at), (w, t(1)));
+    assert!(store.last_done_window("other").await.unwrap().is_none());
+    let lease = store.lease("job:x").await.unwrap().unwrap();
+    assert_eq!((lease.holder.as_str(), lease.expires_at), ("a", t(4)));
+    let gateway = costwatch::incidents::fingerprint("source_unhealthy", "job", "gateway");
+    assert!(store.incident(&gateway).await.unwrap().is_none());
+    store.source_failed("job", "down", t(2)).await.unwrap();
+    let incident = store.incident(&gateway).await.unwrap().unwrap().incident;
+    assert!(incident.firing);
+    assert_eq!(incident.last_error.as_deref(), Some("down"));
+    for (hours, reason) in [(3, "later"), (2, "sooner")] {
+        store
+            .add_silence(
+                &costwatch::silence::NewSilence {
+                    kind: Some("no_cache".into()),
+                    group: None,
+                    matchers: Default::default(),
+                    starts_at: t(2),
+                    ends_at: t(2 + hours),
+                    author: "ops".into(),
+                    reason: reason.into(),
+                },
+                t(2),
+            )
+            .await
+            .unwrap();
+    }
+    let active = store.active_silences(t(2), 1).await.unwrap();
+    assert_eq!(active.len(), 1, "the limit holds");
+    assert_eq!(active[0].reason, "sooner", "the one ending first");
+    assert_eq!(store.active_silences(t(4), 10).await.unwrap().len(), 1);
+    assert!(store.active_silences(t(1), 10).await.unwrap().is_empty());
 }
 
 fn keys_of(deliveries: &[costwatch::store::Delivery]) -> Vec<String> {

@@ -1,6 +1,7 @@
 //! `costwatch run`: ticks on the cron schedule, outbox delivery between
 //! ticks, SIGHUP reloads, readiness and watchdog for systemd, and the
-//! `/metrics` + `/healthz` endpoint, until SIGTERM.
+//! `/metrics` + `/healthz` endpoint with the status page at `/`, until
+//! SIGTERM.
 
 use super::{App, AppError, chain};
 use crate::alerting::DELIVERY_INTERVAL;
@@ -8,7 +9,9 @@ use crate::config;
 use crate::daemon::TickReport;
 use crate::ops::http::{HealthFn, HealthReport};
 use crate::ops::stall::TickWatch;
+use crate::ops::status::{Parts, ReplicaFn, ReplicaView, StatusPage};
 use crate::ops::systemd;
+use crate::pipeline::Schedule;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,12 +22,16 @@ use tokio::sync::watch;
 /// (a window is one transaction: abandoning it loses nothing).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// What `/healthz` reads: updated after every tick.
+/// What `/healthz` and the status page read: updated after every tick.
 #[derive(Debug, Default)]
 struct Health {
     last_tick: Option<DateTime<Utc>>,
     watermark: Option<DateTime<Utc>>,
     source_error: Option<String>,
+    /// Whether the last tick held the detection job.
+    leader: bool,
+    /// Ticks in a row, holding the job, whose read of the gateway failed.
+    failed_reads_in_row: u32,
 }
 
 fn note_tick(health: &Mutex<Health>, at: DateTime<Utc>, r: &TickReport) {
@@ -32,6 +39,14 @@ fn note_tick(health: &Mutex<Health>, at: DateTime<Utc>, r: &TickReport) {
         h.last_tick = Some(at);
         h.watermark = r.watermark;
         h.source_error = r.source_error.clone();
+        h.leader = r.leader;
+        // Only the job's holder reads the gateway.
+        if r.leader {
+            h.failed_reads_in_row = match r.source_error {
+                Some(_) => h.failed_reads_in_row.saturating_add(1),
+                None => 0,
+            };
+        }
     }
 }
 
@@ -45,6 +60,17 @@ impl App {
         self.config.schedule.next_after(after)
     }
 
+    /// What the status page reads: the state database, the main job and
+    /// the investigation budget of the running configuration.
+    fn status_parts(&self) -> Parts {
+        Parts {
+            store: self.daemon.store().clone(),
+            schedule: Schedule::main(&self.config.windows),
+            investigations: self.config.investigation.enabled,
+            day_cap_usd: self.config.investigation.caps.max_usd_per_day,
+        }
+    }
+
     /// Runs the service until SIGTERM or SIGINT; SIGHUP reloads the
     /// configuration file it was built from.
     pub async fn run_until_stopped(mut self) -> Result<(), AppError> {
@@ -52,14 +78,25 @@ impl App {
         let metrics = self.shared.metrics.clone();
         let health = Arc::new(Mutex::new(Health::default()));
         let (stop_tx, stop_rx) = watch::channel(false);
+        let mut status = None;
         let _endpoint = match self.config.server.listen {
             Some(listen) => {
                 let h = health.clone();
                 let watch = self.shared.tick_watch.clone();
                 let f: HealthFn =
                     Arc::new(move || health_report(&h, &watch, tokio::time::Instant::now()));
+                let page = StatusPage::new(
+                    self.status_parts(),
+                    clock.clone(),
+                    replica_view(
+                        health.clone(),
+                        self.shared.tick_watch.clone(),
+                        self.shared.replica.name().to_owned(),
+                    ),
+                );
+                status = Some(page.clone());
                 Some(
-                    crate::ops::http::serve(listen, metrics, f, stop_rx.clone())
+                    crate::ops::http::serve(listen, metrics, f, Some(page), stop_rx.clone())
                         .await
                         .map_err(|e| AppError::failed("cannot listen for /metrics", e))?,
                 )
@@ -114,6 +151,9 @@ impl App {
                 _ = sighup.recv() => {
                     let _ = systemd::notify_reloading();
                     self = self.reload().await;
+                    if let Some(page) = &status {
+                        page.replace(self.status_parts());
+                    }
                     next = self.next_tick(clock.now());
                     let _ = systemd::notify_ready();
                 }
@@ -178,6 +218,28 @@ fn health_report(h: &Mutex<Health>, watch: &TickWatch, now: tokio::time::Instant
         watermark: h.watermark,
         last_tick: h.last_tick,
     }
+}
+
+/// This replica's own view for the status page: its name, its last tick
+/// and why `/healthz` fails, if it does.
+fn replica_view(health: Arc<Mutex<Health>>, watch: TickWatch, name: String) -> ReplicaFn {
+    Arc::new(move || {
+        let report = health_report(&health, &watch, tokio::time::Instant::now());
+        let Ok(h) = health.lock() else {
+            return ReplicaView {
+                name: name.clone(),
+                unhealthy: report.reason,
+                ..ReplicaView::default()
+            };
+        };
+        ReplicaView {
+            name: name.clone(),
+            last_tick: h.last_tick,
+            leader: h.leader,
+            failed_reads_in_row: h.failed_reads_in_row,
+            unhealthy: (!report.healthy).then_some(report.reason).flatten(),
+        }
+    })
 }
 
 /// Pings the systemd watchdog while the runtime is alive and no tick is

@@ -398,7 +398,8 @@ fn webhook_timeout() -> HumanDuration {
 #[derive(Debug, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct RawServer {
-    /// Socket address to listen on; `null` disables the endpoint.
+    /// Socket address for `/metrics`, `/healthz` and the status page at
+    /// `/`; `null` disables the endpoint.
     pub listen: Option<String>,
 }
 

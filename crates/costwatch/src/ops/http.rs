@@ -1,11 +1,15 @@
-//! The operations endpoint: `GET /metrics` for Prometheus and `GET /healthz`
-//! for load balancers and people.
+//! The operations endpoint: `GET /metrics` for Prometheus, `GET /healthz`
+//! for load balancers and people, and `GET /` for the status page (when
+//! the daemon serves one).
 //!
-//! It serves only these two read-only routes, so it needs no
-//! authentication; bind it to loopback or a management network.
+//! It serves only these read-only routes, so it needs no authentication;
+//! bind it to loopback or a management network. The status page shows
+//! incident groups, session ids and silence reasons: no secret, but not
+//! for the open internet either.
 
 use super::metrics::{CONTENT_TYPE, Metrics};
-use axum::extract::State;
+use super::status::{StatusPage, html};
+use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -54,11 +58,19 @@ pub type HealthFn = Arc<dyn Fn() -> HealthReport + Send + Sync>;
 struct Shared {
     metrics: Arc<Metrics>,
     health: HealthFn,
+    status: Option<StatusPage>,
 }
 
-/// Binds `listen` and serves `/metrics` and `/healthz` on a spawned task
-/// until `shutdown` becomes `true` (or its sender is dropped), then stops
-/// accepting and lets open requests finish.
+/// The status page's `Content-Security-Policy`: no script, no request to
+/// anywhere, only the page's own inline style. Escaping keeps gateway text
+/// out of the markup; this keeps a mistake there harmless.
+const STATUS_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; \
+                          form-action 'none'; frame-ancestors 'none'";
+
+/// Binds `listen` and serves `/metrics`, `/healthz` and, with `status`,
+/// the status page at `/`, on a spawned task until `shutdown` becomes
+/// `true` (or its sender is dropped), then stops accepting and lets open
+/// requests finish.
 ///
 /// Returns the bound address, so `127.0.0.1:0` works, and the task, which
 /// ends after the shutdown. Binding errors are returned; the server task
@@ -67,11 +79,16 @@ pub async fn serve(
     listen: SocketAddr,
     metrics: Arc<Metrics>,
     health: Arc<dyn Fn() -> HealthReport + Send + Sync>,
+    status: Option<StatusPage>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
-    let app = router(Shared { metrics, health });
+    let app = router(Shared {
+        metrics,
+        health,
+        status,
+    });
     let task = tokio::spawn(async move {
         let stopped = async move {
             // An error means the sender is gone, which is a shutdown too.
@@ -90,10 +107,67 @@ pub async fn serve(
 }
 
 fn router(shared: Shared) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route("/metrics", get(metrics))
-        .route("/healthz", get(healthz))
-        .with_state(shared)
+        .route("/healthz", get(healthz));
+    if shared.status.is_some() {
+        router = router.route("/", get(status));
+    }
+    router.with_state(shared)
+}
+
+/// The status page's query: `format=html` (the default) or `format=json`.
+#[derive(Debug, Default, serde::Deserialize)]
+struct StatusQuery {
+    format: Option<String>,
+}
+
+async fn status(State(shared): State<Shared>, Query(q): Query<StatusQuery>) -> Response {
+    let Some(page) = &shared.status else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let json = match q.format.as_deref() {
+        None | Some("html") => false,
+        Some("json") => true,
+        Some(_) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "format must be html or json\n".to_owned(),
+            )
+                .into_response();
+        }
+    };
+    let mut response = match page.read().await {
+        Ok(s) if json => Json(s).into_response(),
+        Ok(s) => {
+            let mut r = html::render(&s).into_response();
+            let headers = r.headers_mut();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            );
+            headers.insert(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_static(STATUS_CSP),
+            );
+            r
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "status page not served");
+            (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
+        }
+    };
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    response
 }
 
 async fn metrics(State(shared): State<Shared>) -> Response {
@@ -147,6 +221,7 @@ mod tests {
             SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics.clone(),
             health_fn,
+            None,
             rx,
         )
         .await

@@ -7,10 +7,12 @@
 pub mod inspect;
 pub mod silences;
 mod sql;
+pub mod status;
 
 pub use inspect::Inspect;
 pub use silences::SilenceStore;
 pub use sql::SqlStore;
+pub use status::StatusStore;
 
 use crate::detect::{Finding, GroupBaseline};
 use crate::incidents::{Incident, TickSpan};

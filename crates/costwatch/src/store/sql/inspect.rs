@@ -10,7 +10,7 @@ use crate::store::inspect::{
 const FINDING_COLUMNS: &str = "session_id, kind, rule, severity, group_key, labels, window_start_ms, \
      window_end_ms, cost_usd, impact_usd, evidence, explanation";
 
-const INCIDENT_COLUMNS: &str = "fingerprint, kind, rule, group_key, labels, severity, status, started_ms, \
+pub(super) const INCIDENT_COLUMNS: &str = "fingerprint, kind, rule, group_key, labels, severity, status, started_ms, \
      last_finding_ms, session_count, impact_usd, sequence, notified_ms, notified_sessions, last_error, updated_ms";
 
 /// A value bound to a placeholder of a query built from fixed fragments.
@@ -81,7 +81,7 @@ impl Conditions {
     }
 }
 
-fn incident_row(r: &AnyRow) -> Result<IncidentRow, StoreError> {
+pub(super) fn incident_row(r: &AnyRow) -> Result<IncidentRow, StoreError> {
     Ok(IncidentRow {
         incident: incident_from_row(r)?,
         updated_at: from_ms(r.try_get("updated_ms").map_err(corrupt)?)?,

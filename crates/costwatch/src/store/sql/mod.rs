@@ -4,8 +4,8 @@
 //! live with their job: [`windows`] (watermarks, windows, findings,
 //! baselines), [`incidents`], [`outbox`] (alert delivery), [`leases`],
 //! [`investigations`] and [`budget`] (the day's investigation budget);
-//! [`silences`] and the operator's read-only [`inspect`] queries implement
-//! traits of their own.
+//! [`silences`], the operator's read-only [`inspect`] queries and the
+//! status page's [`status`] queries implement traits of their own.
 
 mod budget;
 mod incidents;
@@ -14,6 +14,7 @@ mod investigations;
 mod leases;
 mod outbox;
 mod silences;
+mod status;
 mod windows;
 
 use super::{

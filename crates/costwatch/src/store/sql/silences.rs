@@ -4,10 +4,10 @@ use super::*;
 use crate::silence::{NewSilence, Silence};
 use crate::store::silences::{EndedSilence, ExpireError, SilenceStore, Silenced};
 
-const COLUMNS: &str =
+pub(super) const COLUMNS: &str =
     "id, kind, group_key, matchers, starts_ms, ends_ms, expired_ms, author, reason, created_ms";
 
-fn silence_from_row(r: &AnyRow) -> Result<Silence, StoreError> {
+pub(super) fn silence_from_row(r: &AnyRow) -> Result<Silence, StoreError> {
     let expired: Option<i64> = r.try_get("expired_ms").map_err(corrupt)?;
     Ok(Silence {
         id: r.try_get("id").map_err(corrupt)?,
