@@ -21,6 +21,12 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 use url::Url;
 
+/// What a refusal (an error status that is not worth retrying) means in
+/// one system's terms: the status and the fetcher's description of the
+/// answer, turned into the error the window gets (the settings to fix, or
+/// a different verdict such as "try later").
+pub type Refusal = fn(status: u16, message: String) -> SourceError;
+
 /// GETs JSON pages with one credential, retrying what is worth retrying.
 #[derive(Clone)]
 pub struct PageFetcher {
@@ -29,6 +35,7 @@ pub struct PageFetcher {
     max_body_bytes: usize,
     retry: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
+    refusal: Option<Refusal>,
 }
 
 impl fmt::Debug for PageFetcher {
@@ -60,7 +67,15 @@ impl PageFetcher {
                 limits.retry_max,
             ),
             sleeper: Arc::new(TokioSleeper),
+            refusal: None,
         })
+    }
+
+    /// Explains refusals with `refusal` instead of passing them on as
+    /// [`SourceError::Rejected`] with the answer's description only.
+    pub fn with_refusal(mut self, refusal: Refusal) -> Self {
+        self.refusal = Some(refusal);
+        self
     }
 
     /// Replaces how backoff waits (tests record instead of sleeping).
@@ -136,7 +151,13 @@ impl PageFetcher {
         match error {
             HttpError::TooLarge { .. } => SourceError::Invalid(error.to_string()),
             e if self.retry.is_transient(&e) => SourceError::Transient(e.to_string()),
-            e => SourceError::Rejected(e.to_string()),
+            e => {
+                let message = e.to_string();
+                match (&e, self.refusal) {
+                    (HttpError::Status { status, .. }, Some(explain)) => explain(*status, message),
+                    _ => SourceError::Rejected(message),
+                }
+            }
         }
     }
 }

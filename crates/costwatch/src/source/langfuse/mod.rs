@@ -146,7 +146,7 @@ impl LangfuseReader {
             .join(PATH)
             .map_err(|e| SourceError::Rejected(format!("source.api_url: {e}")))?;
         Ok(LangfuseReader {
-            fetch: PageFetcher::new(auth, &limits)?,
+            fetch: PageFetcher::new(auth, &limits)?.with_refusal(refusal),
             endpoint,
             mapper: Mapper::new(settings),
             page_limit: settings.page_limit.clamp(1, MAX_PAGE_LIMIT),
@@ -207,11 +207,7 @@ impl LangfuseReader {
                 url.query_pairs_mut().append_pair("cursor", c);
             }
             let what = format!("observations page {}", stats.pages + 1);
-            let page: Page = self
-                .fetch
-                .get_json(url, &what, &mut stats)
-                .await
-                .map_err(explain)?;
+            let page: Page = self.fetch.get_json(url, &what, &mut stats).await?;
             let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
             let (rows, next) = self
                 .check(page, &mut order, start, end)
@@ -347,35 +343,26 @@ fn basic_auth(public_key: &str, secret_key: &Secret) -> Result<HeaderValue, Sour
     Ok(value)
 }
 
-/// What a failed read means, in Langfuse's terms: refused keys and a wrong
-/// URL name the settings to fix; a query Langfuse gave up on (422) is
-/// worth another try later.
-fn explain(error: SourceError) -> SourceError {
-    let SourceError::Rejected(message) = error else {
-        return error;
-    };
-    match status_of(&message) {
-        Some(401 | 403) => {
+/// What a refused read means, in Langfuse's terms (the page fetcher's
+/// [`Refusal`](super::fetch::Refusal)): refused keys and a wrong URL name
+/// the settings to fix; a query Langfuse gave up on (422) is worth another
+/// try later.
+fn refusal(status: u16, message: String) -> SourceError {
+    match status {
+        401 | 403 => {
             SourceError::Rejected(format!("{message}; Langfuse refused the keys: {KEYS_HINT}"))
         }
-        Some(404) => SourceError::Rejected(format!(
+        404 => SourceError::Rejected(format!(
             "{message}; source.api_url must be the Langfuse host's base URL (e.g. \
              https://cloud.langfuse.com, without /api/public), and the server must serve the \
              v2 observations API (Langfuse Cloud, or self-hosted Langfuse v4)"
         )),
-        Some(422) => SourceError::Transient(format!(
+        422 => SourceError::Transient(format!(
             "{message}; Langfuse ran out of time or memory for the query: a smaller \
              source.page_limit or shorter windows ask less of it"
         )),
         _ => SourceError::Rejected(message),
     }
-}
-
-/// The status in a failed call's message (`GET /path: status 401 ...`).
-fn status_of(message: &str) -> Option<u16> {
-    let at = message.find(": status ")? + ": status ".len();
-    let digits = message.get(at..at + 3)?;
-    digits.parse().ok()
 }
 
 fn rfc3339(t: DateTime<Utc>) -> String {

@@ -265,7 +265,7 @@ where
             .fetch
             .get_json(url, what, &mut self.stats)
             .await
-            .map_err(|e| explain(e, &self.path, &reader.key))?;
+            .map_err(|e| explain(e, &reader.key))?;
         let invalid = |m: String| SourceError::Invalid(format!("{what}: {m}"));
         let envelope: Envelope = wire::parse(body).map_err(invalid)?;
         echo(&envelope, page, page_size).map_err(invalid)?;

@@ -176,7 +176,7 @@ impl LiteLlmReader {
             )
         })?;
         Ok(LiteLlmReader {
-            fetch: PageFetcher::new(auth, &limits)?,
+            fetch: PageFetcher::new(auth, &limits)?.with_refusal(errors::refusal),
             base: crate::http::as_directory(api_url),
             key: key.clone(),
             settings: settings.clone(),
@@ -211,7 +211,7 @@ impl RowReader for LiteLlmReader {
             .fetch
             .get_json(url, "model/info", &mut stats)
             .await
-            .map_err(|e| explain(e, &path, &self.key))?;
+            .map_err(|e| explain(e, &self.key))?;
         let invalid = |m: String| SourceError::Invalid(format!("{path}: {m}"));
         let list: ModelInfoList = wire::parse(body).map_err(invalid)?;
         models::prices(list.data).map_err(invalid)
