@@ -6,7 +6,7 @@
 //! ignored. Every value is held to the limits in [`check`] before it is
 //! mapped, so the mapping itself cannot fail.
 
-mod check;
+pub(in crate::source) mod check;
 
 pub(super) use self::check::{Pages, Row, drill_down};
 

@@ -1,25 +1,14 @@
 //! The limits every value read from Langfuse is held to: the README's
-//! "Limits on gateway data", the same numbers the reference source checks
+//! "Limits on gateway data", the reference source's own constants
 //! (`source/wire/check.rs`). A value outside them fails its page with the
 //! field's path.
 
 use crate::printable::printable;
+pub(super) use crate::source::wire::check::{
+    MAX_COST_USD, MAX_COUNT, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS,
+    MAX_TIED,
+};
 use std::fmt::Display;
-
-/// Largest count of tokens in one call: `u32::MAX`.
-pub(super) const MAX_COUNT: u64 = u32::MAX as u64;
-/// Largest cost of one call, in dollars.
-pub(super) const MAX_COST_USD: f64 = 1_000_000.0;
-/// Longest id (observation, session, model) and `error_type`, in bytes.
-pub(super) const MAX_ID_BYTES: usize = 256;
-/// Most labels on one call.
-pub(super) const MAX_LABELS: usize = 64;
-/// Longest label key, in bytes.
-pub(super) const MAX_LABEL_KEY_BYTES: usize = 256;
-/// Longest label value, in bytes.
-pub(super) const MAX_LABEL_VALUE_BYTES: usize = 1024;
-/// Most observation ids remembered that share one `startTime`.
-pub(super) const MAX_TIED: usize = 10_000;
 
 /// Checks an id: 1 to [`MAX_ID_BYTES`] bytes.
 pub(super) fn id(field: impl Display, text: &str) -> Result<(), String> {

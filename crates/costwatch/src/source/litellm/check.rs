@@ -1,24 +1,13 @@
 //! The limits every value read from LiteLLM is held to: the README's
-//! "Limits on gateway data", the same figures as the reference gateway's
-//! `wire/check.rs`. A value outside them fails its page with the field's
+//! "Limits on gateway data", the reference gateway's own constants
+//! (`wire/check.rs`). A value outside them fails its page with the field's
 //! path (`data[3].prompt_tokens: -5 is negative`).
 
+pub(super) use crate::source::wire::check::{
+    MAX_COST_USD, MAX_COUNT, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS,
+    MAX_PRICE_USD_PER_MTOK,
+};
 use serde_json::Value;
-
-/// Largest count of tokens in one call: `u32::MAX`.
-pub(super) const MAX_COUNT: u64 = u32::MAX as u64;
-/// Largest cost of one call, in dollars.
-pub(super) const MAX_COST_USD: f64 = 1_000_000.0;
-/// Largest price per million tokens, in dollars.
-pub(super) const MAX_PRICE_USD_PER_MTOK: f64 = 10_000.0;
-/// Longest id (request, session, model) and `error_type`, in bytes.
-pub(super) const MAX_ID_BYTES: usize = 256;
-/// Most labels on one call.
-pub(super) const MAX_LABELS: usize = 64;
-/// Longest label key, in bytes.
-pub(super) const MAX_LABEL_KEY_BYTES: usize = 256;
-/// Longest label value, in bytes.
-pub(super) const MAX_LABEL_VALUE_BYTES: usize = 1024;
 
 /// A token count read from a signed column: not negative, within
 /// [`MAX_COUNT`].
