@@ -4,20 +4,16 @@
 //! tokens from the bytes it receives (4 bytes a token). The figures printed
 //! here are the ones BENCHMARKS.md reports ("Investigation economy").
 
-use crate::daemon::{Recorder, settings};
+use crate::daemon::Recorder;
+use crate::investigation::daemon;
 use crate::mcp::PythonPeer;
 use crate::support::*;
-use costwatch::clock::{Clock, FakeClock};
-use costwatch::daemon::Daemon;
 use costwatch::escalate::Escalation;
 use costwatch::investigate::budget::{Caps, Prices};
 use costwatch::investigate::mcp::McpClient;
 use costwatch::investigate::model::ModelClient;
 use costwatch::investigate::run::{RunOptions, StopCode};
-use costwatch::notify::outbox::Channel;
-use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::secret::Secret;
-use costwatch::store::SqlStore;
 use costwatch_sim::model::{Script, ScriptedModelServer};
 use serde_json::Value;
 use std::sync::Arc;
@@ -75,22 +71,9 @@ async fn the_seed_investigations_are_grounded_and_within_the_token_targets() {
         options: RunOptions::default(),
         policy: costwatch::config::EscalateConfig::default(),
     };
-    let (source, _) = gateway(&sim, 50);
     let dir = tempfile::tempdir().unwrap();
-    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(ts("2026-10-11T12:05:00Z")));
-    let schedule = Schedule {
-        job: "main".into(),
-        size: Duration::from_secs(3600),
-        settle_lag: Duration::from_secs(120),
-        start: Some(ts("2026-10-11T11:00:00Z")),
-        max_backfill: Duration::from_secs(3650 * 86_400),
-    };
-    let pipeline = Pipeline::new(source, store, detector(), schedule, 4, clock.clone());
     let recorder = Arc::new(Recorder::default());
-    let mut s = settings(vec![recorder.clone() as Arc<dyn Channel>]);
-    s.escalation = Some(Arc::new(escalation));
-    let daemon = Daemon::new(pipeline, s, clock);
+    let daemon = daemon(&sim, &sqlite_url(&dir), Some(escalation), recorder.clone()).await;
     assert_eq!(daemon.tick().await.unwrap().investigations, 3);
 
     let alerts = recorder.received.lock().unwrap().clone();

@@ -53,7 +53,7 @@ fn escalation(sim: &SimServer, model: &ScriptedModelServer) -> Escalation {
 }
 
 /// A daemon over the seed window (one hourly window, 11:00-12:00).
-async fn daemon(
+pub(crate) async fn daemon(
     sim: &SimServer,
     url: &str,
     esc: Option<Escalation>,

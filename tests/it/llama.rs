@@ -7,20 +7,16 @@
 //! accounting against a real tokenizer and chat template, and that the
 //! caps hold when the model's output is not scripted.
 
-use crate::daemon::{Recorder, settings};
+use crate::daemon::Recorder;
+use crate::investigation::daemon;
 use crate::support::*;
-use costwatch::clock::{Clock, FakeClock};
-use costwatch::daemon::Daemon;
 use costwatch::domain::Kind;
 use costwatch::escalate::Escalation;
 use costwatch::investigate::budget::{Caps, Prices};
 use costwatch::investigate::mcp::McpClient;
 use costwatch::investigate::model::ModelClient;
 use costwatch::investigate::run::{RunOptions, StopCode};
-use costwatch::notify::outbox::Channel;
-use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::secret::Secret;
-use costwatch::store::SqlStore;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -187,22 +183,9 @@ async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
             ..costwatch::config::EscalateConfig::default()
         },
     };
-    let (source, _) = gateway(&sim, 50);
     let dir = tempfile::tempdir().unwrap();
-    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(ts("2026-10-11T12:05:00Z")));
-    let schedule = Schedule {
-        job: "main".into(),
-        size: Duration::from_secs(3600),
-        settle_lag: Duration::from_secs(120),
-        start: Some(ts("2026-10-11T11:00:00Z")),
-        max_backfill: Duration::from_secs(3650 * 86_400),
-    };
-    let pipeline = Pipeline::new(source, store, detector(), schedule, 4, clock.clone());
     let recorder = Arc::new(Recorder::default());
-    let mut s = settings(vec![recorder.clone() as Arc<dyn Channel>]);
-    s.escalation = Some(Arc::new(escalation));
-    let daemon = Daemon::new(pipeline, s, clock);
+    let daemon = daemon(&sim, &sqlite_url(&dir), Some(escalation), recorder.clone()).await;
     assert_eq!(daemon.tick().await.unwrap().investigations, 2);
 
     let alerts = recorder.received.lock().unwrap().clone();
