@@ -14,10 +14,13 @@
 //!   REST route, an MCP tool, or any model call);
 //! - a hanging call waits until the faults are released or for at most a
 //!   given time ([`FaultQueue::hang`]);
-//! - the HTTP status of a fault, and `Retry-After` on a 429.
+//! - the HTTP status of a fault, and `Retry-After` on a 429;
+//! - what the REST faults that damage rows do to a page's `data`.
 
+use crate::server::FaultKind;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
+use serde_json::Value;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -155,6 +158,40 @@ pub(crate) fn retry_after(mut res: Response, secs: u64) -> Response {
     res.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     res
+}
+
+/// Damages the rows of a page's `data` as `fault` says: a field dropped
+/// from every row, a field of one row set, a row copied over another, the
+/// last row repeated. Any other fault leaves the rows alone.
+pub(crate) fn damage_rows(body: &mut Value, fault: &FaultKind) {
+    let Some(rows) = body.get_mut("data").and_then(Value::as_array_mut) else {
+        return;
+    };
+    match fault {
+        FaultKind::DropField { field } => {
+            for row in rows.iter_mut().filter_map(Value::as_object_mut) {
+                row.remove(field);
+            }
+        }
+        FaultKind::SetField { row, field, value } => {
+            if let Some(row) = rows.get_mut(*row).and_then(Value::as_object_mut) {
+                row.insert(field.clone(), value.clone());
+            }
+        }
+        FaultKind::CopyRow { from, to } => {
+            if let Some(copy) = rows.get(*from).cloned()
+                && let Some(slot) = rows.get_mut(*to)
+            {
+                *slot = copy;
+            }
+        }
+        FaultKind::ExtraRow => {
+            if let Some(last) = rows.last().cloned() {
+                rows.push(last);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

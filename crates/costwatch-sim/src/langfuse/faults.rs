@@ -111,44 +111,9 @@ pub(super) fn next_cursor(
     }
 }
 
-/// The rows of a page's `data`.
-fn rows(body: &mut Value) -> Option<&mut Vec<Value>> {
-    body.get_mut("data").and_then(Value::as_array_mut)
-}
-
 /// The page's body, damaged as `fault` says.
 fn damage(mut body: Value, fault: Option<&FaultKind>) -> Response {
     match fault {
-        Some(FaultKind::DropField { field }) => {
-            for row in rows(&mut body).into_iter().flatten() {
-                if let Some(row) = row.as_object_mut() {
-                    row.remove(field);
-                }
-            }
-        }
-        Some(FaultKind::SetField { row, field, value }) => {
-            if let Some(row) = rows(&mut body)
-                .and_then(|r| r.get_mut(*row))
-                .and_then(Value::as_object_mut)
-            {
-                row.insert(field.clone(), value.clone());
-            }
-        }
-        Some(FaultKind::CopyRow { from, to }) => {
-            if let Some(rows) = rows(&mut body)
-                && let Some(copy) = rows.get(*from).cloned()
-                && let Some(slot) = rows.get_mut(*to)
-            {
-                *slot = copy;
-            }
-        }
-        Some(FaultKind::ExtraRow) => {
-            if let Some(rows) = rows(&mut body)
-                && let Some(last) = rows.last().cloned()
-            {
-                rows.push(last);
-            }
-        }
         Some(FaultKind::Truncated) => {
             let mut bytes = body.to_string().into_bytes();
             bytes.truncate(bytes.len() / 2);
@@ -169,7 +134,8 @@ fn damage(mut body: Value, fault: Option<&FaultKind>) -> Response {
             )
                 .into_response();
         }
-        _ => {}
+        Some(f) => faults::damage_rows(&mut body, f),
+        None => {}
     }
     (StatusCode::OK, axum::Json(body)).into_response()
 }

@@ -291,48 +291,12 @@ fn respond(answer: Result<Value, ApiError>, fault: Option<&FaultKind>) -> Respon
         Err(e) => (e.status, e.body()),
     };
     match fault {
-        Some(FaultKind::DropField { field }) => drop_field(&mut body, field),
-        Some(FaultKind::SetField { row, field, value }) => {
-            if let Some(row) = rows(&mut body)
-                .and_then(|r| r.get_mut(*row))
-                .and_then(Value::as_object_mut)
-            {
-                row.insert(field.clone(), value.clone());
-            }
-        }
-        Some(FaultKind::CopyRow { from, to }) => {
-            if let Some(rows) = rows(&mut body)
-                && let Some(copy) = rows.get(*from).cloned()
-                && let Some(slot) = rows.get_mut(*to)
-            {
-                *slot = copy;
-            }
-        }
-        Some(FaultKind::ExtraRow) => {
-            if let Some(rows) = rows(&mut body)
-                && let Some(last) = rows.last().cloned()
-            {
-                rows.push(last);
-            }
-        }
         Some(FaultKind::Truncated) => return truncated(status, &body),
         Some(FaultKind::Malformed) => return malformed(),
-        _ => {}
+        Some(f) => faults::damage_rows(&mut body, f),
+        None => {}
     }
     (status, Json(body)).into_response()
-}
-
-/// The rows of a page's `data`.
-fn rows(body: &mut Value) -> Option<&mut Vec<Value>> {
-    body.get_mut("data").and_then(Value::as_array_mut)
-}
-
-fn drop_field(body: &mut Value, field: &str) {
-    if let Some(rows) = rows(body) {
-        for row in rows.iter_mut().filter_map(Value::as_object_mut) {
-            row.remove(field);
-        }
-    }
 }
 
 fn truncated(status: StatusCode, body: &Value) -> Response {
