@@ -13,7 +13,7 @@ use crate::source::gateway::GatewaySource;
 use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
 use crate::source::prices::PriceTable;
-use crate::source::rows::{RowSettings, RowSource, SessionKey};
+use crate::source::rows::RowSource;
 use crate::source::{HttpLimits, Labels, ModelPrice, Source, SourceKind};
 use crate::store::{SqlStore, Store};
 use chrono::{DateTime, Utc};
@@ -42,7 +42,7 @@ const SIMULATOR_PAGE_LIMIT: u32 = 50;
 pub fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, AppError> {
     let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
     let key = Secret::new(sim.admin_key());
-    let settings = simulator_row_settings(kind);
+    let settings = crate::config::default_row_settings(kind);
     let mut prices = PriceTable::new(sim.dataset().models.iter().map(sim_price).collect());
     prices.extend(crate::source::prices::default_table());
     Ok(match kind {
@@ -70,20 +70,6 @@ pub fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, 
             prices,
         )),
     })
-}
-
-/// How row sources read the simulator: the defaults of `source`.
-fn simulator_row_settings(kind: SourceKind) -> RowSettings {
-    RowSettings {
-        session_key: SessionKey::Session,
-        labels: Default::default(),
-        filter: Default::default(),
-        page_limit: kind.default_page_limit(),
-        max_pages: crate::config::DEFAULT_MAX_PAGES,
-        session_lookback: Duration::from_secs(6 * 3600),
-        max_open_sessions: 2_000_000,
-        max_kept_rows: 500_000,
-    }
 }
 
 /// A model of the simulator's catalogue as a price.

@@ -331,6 +331,22 @@ pub struct RowConfig {
     pub max_kept_rows: usize,
 }
 
+/// What a row source of `kind` reads with no `source` settings (the
+/// simulator's readers, for one).
+pub fn default_row_settings(kind: SourceKind) -> RowSettings {
+    let raw = raw::RawSource::default();
+    RowSettings {
+        session_key: SessionKey::Session,
+        labels: BTreeMap::new(),
+        filter: BTreeMap::new(),
+        page_limit: raw.page_limit.unwrap_or(kind.default_page_limit()),
+        max_pages: raw.max_pages,
+        session_lookback: raw.session_lookback.0,
+        max_open_sessions: usize::try_from(raw.max_open_sessions).unwrap_or(usize::MAX),
+        max_kept_rows: usize::try_from(raw.max_kept_rows).unwrap_or(usize::MAX),
+    }
+}
+
 impl SourceConfig {
     /// What a row reader needs to know.
     pub fn row_settings(&self) -> RowSettings {
