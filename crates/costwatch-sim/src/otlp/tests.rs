@@ -1,0 +1,444 @@
+//! Calls as spans (every call of a range once, its figures, failures, the
+//! resources, the order).
+
+use super::*;
+use crate::dataset::{Dataset, SimRequest, SimSession, Truth};
+use chrono::{DateTime, Utc};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::KeyValue;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode as SpanStatus;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, Span};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/seed-window.json");
+
+fn ts(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+fn fixture() -> Dataset {
+    Dataset::from_fixture(FIXTURE).unwrap()
+}
+
+/// Every span of the requests with the resource attributes it was sent
+/// under, in the order sent.
+fn flatten(requests: &[ExportTraceServiceRequest]) -> Vec<(BTreeMap<String, String>, Span)> {
+    let mut out = Vec::new();
+    for request in requests {
+        for rs in &request.resource_spans {
+            let resource = strings(&rs.resource.as_ref().unwrap().attributes);
+            for ss in &rs.scope_spans {
+                let scope = ss.scope.as_ref().unwrap();
+                assert_eq!(scope.name, SCOPE_NAME);
+                assert_eq!(ss.schema_url, SCHEMA_URL);
+                for span in &ss.spans {
+                    out.push((resource.clone(), span.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn strings(attrs: &[KeyValue]) -> BTreeMap<String, String> {
+    attrs
+        .iter()
+        .filter_map(|kv| match kv.value.as_ref()?.value.as_ref()? {
+            Value::StringValue(s) => Some((kv.key.clone(), s.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Value> {
+    let mut found = span.attributes.iter().filter(|kv| kv.key == key);
+    let first = found.next();
+    assert!(found.next().is_none(), "{key} twice");
+    first.and_then(|kv| kv.value.as_ref()?.value.as_ref())
+}
+
+fn str_attr<'a>(span: &'a Span, key: &str) -> Option<&'a str> {
+    match attr(span, key)? {
+        Value::StringValue(s) => Some(s),
+        other => panic!("{key} is not a string: {other:?}"),
+    }
+}
+
+fn int_attr(span: &Span, key: &str) -> Option<i64> {
+    match attr(span, key)? {
+        Value::IntValue(n) => Some(*n),
+        other => panic!("{key} is not an int: {other:?}"),
+    }
+}
+
+fn hexs(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn nanos(t: DateTime<Utc>) -> u64 {
+    u64::try_from(t.timestamp_nanos_opt().unwrap()).unwrap()
+}
+
+fn span_count(requests: &[ExportTraceServiceRequest]) -> usize {
+    flatten(requests).len()
+}
+
+fn call(
+    id: &str,
+    session: &str,
+    at: &str,
+    (status, http, error): (&str, u16, Option<&str>),
+    (input, cached, write, output): (u64, u64, u64, u64),
+) -> SimRequest {
+    SimRequest {
+        request_id: id.to_owned(),
+        session_id: session.to_owned(),
+        created_at: ts(at),
+        model: "gpt-6-luna".to_owned(),
+        status: status.to_owned(),
+        http_status: http,
+        error_type: error.map(str::to_owned),
+        input_tokens: input,
+        cached_tokens: cached,
+        cache_write_tokens: write,
+        output_tokens: output,
+        cost_usd: 0.01,
+        latency_ms: 1500,
+        labels: BTreeMap::new(),
+    }
+}
+
+fn session(id: &str, labels: &[(&str, &str)], requests: Vec<SimRequest>) -> SimSession {
+    let labels: BTreeMap<String, String> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    SimSession {
+        session_id: id.to_owned(),
+        labels: labels.clone(),
+        requests: requests
+            .into_iter()
+            .map(|mut r| {
+                r.labels = labels.clone();
+                r
+            })
+            .collect(),
+        fixed_row: None,
+    }
+}
+
+const OK: (&str, u16, Option<&str>) = ("success", 200, None);
+
+/// Two sessions of one feature, one without labels; a cached and an
+/// uncached success, a cache write, a rate limit and a bare 500.
+fn small() -> Dataset {
+    let sessions = vec![
+        session(
+            "s-a",
+            &[("feature", "support"), ("env", "prod")],
+            vec![
+                call(
+                    "req_00000000000000a1",
+                    "s-a",
+                    "2026-10-11T10:00:00Z",
+                    OK,
+                    (1200, 0, 0, 80),
+                ),
+                call(
+                    "req_00000000000000a2",
+                    "s-a",
+                    "2026-10-11T10:00:05Z",
+                    OK,
+                    (1300, 1024, 0, 90),
+                ),
+                call(
+                    "req_00000000000000a3",
+                    "s-a",
+                    "2026-10-11T10:00:09Z",
+                    ("error", 429, Some("RateLimitError")),
+                    (0, 0, 0, 0),
+                ),
+            ],
+        ),
+        session(
+            "s-b",
+            &[("feature", "support"), ("env", "prod")],
+            vec![call(
+                "req_00000000000000b1",
+                "s-b",
+                "2026-10-11T10:00:02Z",
+                OK,
+                (2000, 0, 512, 40),
+            )],
+        ),
+        session(
+            "s-c",
+            &[],
+            vec![call(
+                "req_00000000000000c1",
+                "s-c",
+                "2026-10-11T10:00:03Z",
+                ("error", 500, None),
+                (0, 0, 0, 0),
+            )],
+        ),
+    ];
+    Dataset::new(Vec::new(), sessions, Truth::default())
+}
+
+fn small_spans() -> HashMap<String, (BTreeMap<String, String>, Span)> {
+    let d = small();
+    let requests = export_requests(
+        &d,
+        ts("2026-10-11T00:00:00Z"),
+        ts("2026-10-12T00:00:00Z"),
+        100,
+    );
+    assert_eq!(requests.len(), 1);
+    flatten(&requests)
+        .into_iter()
+        .map(|(res, span)| (hexs(&span.span_id), (res, span)))
+        .collect()
+}
+
+fn small_span(request_id: &str) -> (BTreeMap<String, String>, Span) {
+    small_spans().remove(&hexs(&span_id(request_id))).unwrap()
+}
+
+#[test]
+fn every_call_of_the_range_is_one_span_with_its_figures() {
+    let d = fixture();
+    let (from, to) = (ts("2026-10-11T11:25:00Z"), ts("2026-10-11T11:30:00Z"));
+    let expected = d.requests_in(from, to, &[], None);
+    let total = d.request_count();
+    assert!(
+        expected.len() > 10 && expected.len() < total,
+        "the range cuts the fixture"
+    );
+    let requests = export_requests(&d, from, to, 7);
+    assert_eq!(requests.len(), expected.len().div_ceil(7));
+    assert!(
+        requests
+            .iter()
+            .all(|r| span_count(std::slice::from_ref(r)) <= 7)
+    );
+
+    let mut spans: HashMap<Vec<u8>, (BTreeMap<String, String>, Span)> = HashMap::new();
+    for (res, span) in flatten(&requests) {
+        assert!(
+            spans.insert(span.span_id.clone(), (res, span)).is_none(),
+            "a span id twice"
+        );
+    }
+    assert_eq!(spans.len(), expected.len());
+    for r in &expected {
+        let (res, span) = spans.get(span_id(&r.request_id).as_slice()).unwrap();
+        let s = d.session(&r.session_id).unwrap();
+        assert_eq!(span.name, format!("chat {}", r.model));
+        assert_eq!(span.kind, SpanKind::Client as i32);
+        assert_eq!(span.trace_id, trace_id(&r.session_id).to_vec());
+        assert_eq!(
+            hexs(&span.trace_id),
+            crate::langfuse::trace_id_of(&r.session_id)
+        );
+        assert!(span.parent_span_id.is_empty());
+        assert_eq!(span.start_time_unix_nano, nanos(r.created_at));
+        assert_eq!(
+            span.end_time_unix_nano - span.start_time_unix_nano,
+            r.latency_ms * 1_000_000
+        );
+        assert_eq!(str_attr(span, "gen_ai.operation.name"), Some("chat"));
+        assert_eq!(str_attr(span, "gen_ai.system"), Some("openai"));
+        assert_eq!(str_attr(span, "gen_ai.provider.name"), Some("openai"));
+        assert_eq!(
+            str_attr(span, "gen_ai.request.model"),
+            Some(r.model.as_str())
+        );
+        assert_eq!(
+            str_attr(span, "gen_ai.conversation.id"),
+            Some(r.session_id.as_str())
+        );
+        assert_eq!(str_attr(span, "server.address"), Some(SERVER_ADDRESS));
+        assert_eq!(int_attr(span, "server.port"), Some(SERVER_PORT));
+        let status = span.status.as_ref().unwrap();
+        if r.is_error() {
+            assert_eq!(status.code, SpanStatus::Error as i32);
+            assert!(
+                status.message.starts_with("Error code: 429"),
+                "{}",
+                status.message
+            );
+            assert_eq!(str_attr(span, "error.type"), Some("RateLimitError"));
+            assert_eq!(int_attr(span, "gen_ai.usage.input_tokens"), None);
+        } else {
+            assert_eq!(status.code, SpanStatus::Unset as i32);
+            assert_eq!(
+                str_attr(span, "gen_ai.response.id"),
+                Some(r.request_id.as_str())
+            );
+            assert_eq!(
+                str_attr(span, "gen_ai.response.model"),
+                Some(r.model.as_str())
+            );
+            assert_eq!(
+                int_attr(span, "gen_ai.usage.input_tokens"),
+                Some(r.input_tokens as i64)
+            );
+            assert_eq!(
+                int_attr(span, "gen_ai.usage.output_tokens"),
+                Some(r.output_tokens as i64)
+            );
+            let cached = int_attr(span, "gen_ai.usage.cache_read.input_tokens");
+            assert_eq!(cached.unwrap_or(0), r.cached_tokens as i64);
+        }
+        // The labels come back as string resource attributes.
+        for (k, v) in &s.labels {
+            assert_eq!(res.get(k), Some(v), "label {k}");
+        }
+        let feature = s.labels.get("feature").map_or("agent", String::as_str);
+        assert_eq!(res.get("service.name").map(String::as_str), Some(feature));
+        assert_eq!(
+            res.get("telemetry.sdk.language").map(String::as_str),
+            Some("python")
+        );
+        assert_eq!(res.len(), s.labels.len() + 3, "{res:?}");
+    }
+}
+
+#[test]
+fn spans_are_not_sent_in_time_order() {
+    let d = fixture();
+    let requests = export_requests(
+        &d,
+        ts("2026-10-11T11:00:00Z"),
+        ts("2026-10-11T12:00:00Z"),
+        10,
+    );
+    let starts: Vec<u64> = flatten(&requests)
+        .iter()
+        .map(|(_, s)| s.start_time_unix_nano)
+        .collect();
+    assert_eq!(starts.len(), d.request_count());
+    assert!(starts.windows(2).any(|w| w[0] > w[1]), "time-sorted");
+    // The same data gives the same requests.
+    assert_eq!(
+        requests,
+        export_requests(
+            &d,
+            ts("2026-10-11T11:00:00Z"),
+            ts("2026-10-11T12:00:00Z"),
+            10
+        )
+    );
+}
+
+#[test]
+fn zero_cache_reads_are_left_out_and_writes_are_written() {
+    let (_, uncached) = small_span("req_00000000000000a1");
+    assert_eq!(int_attr(&uncached, "gen_ai.usage.input_tokens"), Some(1200));
+    assert_eq!(
+        int_attr(&uncached, "gen_ai.usage.cache_read.input_tokens"),
+        None
+    );
+    assert_eq!(
+        int_attr(&uncached, "gen_ai.usage.cache_creation.input_tokens"),
+        None
+    );
+
+    let (_, cached) = small_span("req_00000000000000a2");
+    assert_eq!(int_attr(&cached, "gen_ai.usage.input_tokens"), Some(1300));
+    assert_eq!(
+        int_attr(&cached, "gen_ai.usage.cache_read.input_tokens"),
+        Some(1024)
+    );
+    assert_eq!(int_attr(&cached, "gen_ai.usage.output_tokens"), Some(90));
+
+    let (_, written) = small_span("req_00000000000000b1");
+    assert_eq!(
+        int_attr(&written, "gen_ai.usage.cache_creation.input_tokens"),
+        Some(512)
+    );
+    assert_eq!(
+        int_attr(&written, "gen_ai.usage.cache_read.input_tokens"),
+        None
+    );
+}
+
+#[test]
+fn failed_calls_carry_an_error_and_no_usage() {
+    let (_, limited) = small_span("req_00000000000000a3");
+    let (_, broken) = small_span("req_00000000000000c1");
+    for span in [&limited, &broken] {
+        assert_eq!(span.status.as_ref().unwrap().code, SpanStatus::Error as i32);
+        for kv in &span.attributes {
+            assert!(!kv.key.starts_with("gen_ai.usage."), "{}", kv.key);
+            assert!(!kv.key.starts_with("gen_ai.response."), "{}", kv.key);
+        }
+        assert_eq!(str_attr(span, "gen_ai.operation.name"), Some("chat"));
+    }
+    assert_eq!(str_attr(&limited, "error.type"), Some("RateLimitError"));
+    assert_eq!(int_attr(&limited, "http.response.status_code"), Some(429));
+    assert!(
+        limited
+            .status
+            .as_ref()
+            .unwrap()
+            .message
+            .contains("RateLimitError"),
+        "{:?}",
+        limited.status
+    );
+    assert_eq!(str_attr(&broken, "error.type"), Some("500"));
+    assert_eq!(int_attr(&broken, "http.response.status_code"), Some(500));
+    assert_eq!(broken.status.as_ref().unwrap().message, "Error code: 500");
+}
+
+#[test]
+fn spans_are_grouped_by_resource() {
+    let d = small();
+    let requests = export_requests(
+        &d,
+        ts("2026-10-11T00:00:00Z"),
+        ts("2026-10-12T00:00:00Z"),
+        100,
+    );
+    let rs: &Vec<ResourceSpans> = &requests[0].resource_spans;
+    assert_eq!(rs.len(), 2, "s-a and s-b share their process");
+    let by_service: HashMap<String, usize> = rs
+        .iter()
+        .map(|r| {
+            let attrs = strings(&r.resource.as_ref().unwrap().attributes);
+            (attrs["service.name"].clone(), r.scope_spans[0].spans.len())
+        })
+        .collect();
+    assert_eq!(by_service.get("support"), Some(&4));
+    assert_eq!(by_service.get(DEFAULT_SERVICE), Some(&1));
+    // One trace per session, several sessions per resource.
+    let traces: BTreeSet<Vec<u8>> = flatten(&requests)
+        .into_iter()
+        .map(|(_, s)| s.trace_id)
+        .collect();
+    assert_eq!(traces.len(), 3);
+    // A cut of one span per request still sends every span once.
+    let one_each = export_requests(
+        &d,
+        ts("2026-10-11T00:00:00Z"),
+        ts("2026-10-12T00:00:00Z"),
+        0,
+    );
+    assert_eq!(one_each.len(), 5);
+    assert_eq!(span_count(&one_each), 5);
+}
+
+#[test]
+fn span_ids_are_the_request_ids_or_a_hash_of_them() {
+    assert_eq!(
+        span_id("req_4164d8399f767c45"),
+        [0x41, 0x64, 0xd8, 0x39, 0x9f, 0x76, 0x7c, 0x45]
+    );
+    assert_ne!(span_id("chatcmpl-1"), span_id("chatcmpl-2"));
+    assert_ne!(span_id("req_0000000000000000"), [0; 8]);
+    assert_ne!(trace_id("a"), trace_id("b"));
+}
