@@ -276,3 +276,8 @@ fn int_kv(key: &str, value: i64) -> KeyValue {
         ..KeyValue::default()
     }
 }
+
+/// A span's end in nanoseconds since the epoch, as `DateTime` counts them.
+pub(super) fn end_nanos(span: &Span) -> i64 {
+    i64::try_from(span.end_time_unix_nano).unwrap_or(i64::MAX)
+}

@@ -1,9 +1,9 @@
 //! Calls as spans (every call of a range once, its figures, failures, the
-//! resources, the order).
+//! resources, the order) and the file exporter's lines and rotation.
 
 use super::*;
 use crate::dataset::{Dataset, SimRequest, SimSession, Truth};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
@@ -441,4 +441,113 @@ fn span_ids_are_the_request_ids_or_a_hash_of_them() {
     assert_ne!(span_id("chatcmpl-1"), span_id("chatcmpl-2"));
     assert_ne!(span_id("req_0000000000000000"), [0; 8]);
     assert_ne!(trace_id("a"), trace_id("b"));
+}
+
+#[test]
+fn json_lines_round_trip_with_hex_ids_and_string_int64s() {
+    let d = fixture();
+    let requests = export_requests(
+        &d,
+        ts("2026-10-11T11:00:00Z"),
+        ts("2026-10-11T12:00:00Z"),
+        20,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_json_lines(dir.path(), &requests, 1000).unwrap();
+    assert_eq!(paths, vec![dir.path().join(CURRENT_FILE)]);
+    let text = std::fs::read_to_string(&paths[0]).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), requests.len());
+    assert!(text.ends_with('\n'));
+    for (line, request) in lines.iter().zip(&requests) {
+        let raw: serde_json::Value = serde_json::from_str(line).unwrap();
+        let obj = raw.as_object().unwrap();
+        assert_eq!(obj.keys().collect::<Vec<_>>(), vec!["resourceSpans"]);
+        let span = &raw["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+        let trace = span["traceId"].as_str().unwrap();
+        assert_eq!(trace.len(), 32);
+        assert!(
+            trace
+                .chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        assert_eq!(span["spanId"].as_str().unwrap().len(), 16);
+        let start = span["startTimeUnixNano"].as_str().unwrap();
+        assert!(start.parse::<u64>().unwrap() > 1_700_000_000_000_000_000);
+        let port = span["attributes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|kv| kv["key"] == "server.port")
+            .unwrap();
+        assert_eq!(
+            port["value"]["intValue"],
+            serde_json::json!(SERVER_PORT.to_string())
+        );
+        assert_eq!(span["kind"], 3);
+        let back: ExportTraceServiceRequest = serde_json::from_str(line).unwrap();
+        assert_eq!(&back, request);
+    }
+}
+
+#[test]
+fn rotation_writes_several_files_whose_union_is_the_range() {
+    let d = fixture();
+    let (from, to) = (ts("2026-10-11T11:00:00Z"), ts("2026-10-11T12:00:00Z"));
+    let requests = export_requests(&d, from, to, 8);
+    assert_eq!(requests.len(), 11);
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_json_lines(dir.path(), &requests, 3).unwrap();
+    assert_eq!(paths.len(), 4);
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(names.last().map(String::as_str), Some(CURRENT_FILE));
+    let mut rotated = Vec::new();
+    for name in &names[..3] {
+        let stamp = name
+            .strip_prefix("traces-")
+            .and_then(|n| n.strip_suffix(".json"))
+            .unwrap();
+        let at = chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%dT%H-%M-%S%.3f")
+            .unwrap()
+            .and_utc();
+        assert_eq!(stamp.len(), "2022-09-14T05-02-14.173".len());
+        rotated.push(at);
+    }
+    assert!(rotated.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+    assert!(rotated[0] > from && rotated[2] < to + Duration::minutes(5));
+    let on_disk: BTreeSet<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(on_disk, names.iter().cloned().collect());
+
+    let mut seen = BTreeSet::new();
+    let mut lines = 0;
+    for path in &paths {
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            lines += 1;
+            let request: ExportTraceServiceRequest = serde_json::from_str(line).unwrap();
+            for (_, span) in flatten(&[request]) {
+                assert!(seen.insert(span.span_id), "a span in two lines");
+            }
+        }
+    }
+    assert_eq!(lines, requests.len());
+    let expected: BTreeSet<Vec<u8>> = d
+        .requests_in(from, to, &[], None)
+        .iter()
+        .map(|r| span_id(&r.request_id).to_vec())
+        .collect();
+    assert_eq!(seen, expected);
+}
+
+#[test]
+fn nothing_to_write_leaves_an_empty_current_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let paths = write_json_lines(&dir.path().join("new"), &[], 5).unwrap();
+    assert_eq!(paths, vec![dir.path().join("new").join(CURRENT_FILE)]);
+    assert_eq!(std::fs::read_to_string(&paths[0]).unwrap(), "");
 }
