@@ -67,12 +67,16 @@
 //! exporter's files), `post` (the OTLP/HTTP client).
 
 mod files;
+mod post;
 mod spans;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
 pub use self::files::{CURRENT_FILE, rotated_name, write_json_lines};
+pub use self::post::{
+    PROTOBUF, PostError, PostOptions, PostStats, post_protobuf, post_protobuf_with,
+};
 pub use self::spans::{
     DEFAULT_SERVICE, SCHEMA_URL, SCOPE_NAME, SERVER_ADDRESS, SERVER_PORT, export_requests,
     resource_attributes, span_id, trace_id,
