@@ -18,7 +18,9 @@
 //! generated traffic is made); `server` (the REST contract) and `mcp` (the
 //! MCP tools, section 2), which page with the shared `cursor` tokens and
 //! inject faults through the shared `faults` queue; `langfuse` (Langfuse's
-//! public observations API, v2, on the same data); `model` (a scripted
+//! public observations API, v2, on the same data); `otlp` (the same data
+//! as OpenTelemetry GenAI spans: OTLP export requests, the Collector's
+//! file exporter's files, an OTLP/HTTP client); `model` (a scripted
 //! OpenAI-compatible model, section 3); `alertmanager` (Alertmanager's
 //! `POST /api/v2/alerts` and the way it keeps alerts, on a supplied clock);
 //! `http` (the loopback listener and bearer keys the servers use); `rng`
@@ -37,6 +39,7 @@ pub mod alertmanager;
 mod http;
 pub mod litellm;
 pub mod model;
+pub mod otlp;
 pub mod rng;
 
 pub use dataset::{Dataset, DatasetError, SimModel, SimRequest, SimSession, Truth};

@@ -67,6 +67,7 @@ mod query;
 mod tests;
 
 pub use self::faults::LangfuseFaults;
+pub(crate) use self::observation::status_message;
 pub use self::observation::{UsageSpelling, trace_id_of, user_id_of};
 pub use self::paging::xxhash32;
 

@@ -255,7 +255,7 @@ pub(super) fn to_json(
 
 /// What OpenAI's Python SDK says when the call failed (`str(e)`, which the
 /// Langfuse integration stores); `""` for a call that did not fail.
-fn status_message(r: &SimRequest) -> String {
+pub(crate) fn status_message(r: &SimRequest) -> String {
     if !r.is_error() {
         return String::new();
     }
