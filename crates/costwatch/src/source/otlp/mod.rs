@@ -45,13 +45,17 @@
 //!   3-digit status.
 //! - Calls carry no cost: costwatch prices them from its price table.
 
+mod attrs;
 mod decode;
 mod json_lenient;
+mod map;
 mod settings;
+mod usage;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
 pub use self::decode::{DecodeError, Encoding, decode_json_line, decode_request, encode_response};
+pub use self::map::{Mapped, SpanCall, map_spans};
 pub use self::settings::{AttrRef, InputTokens, SessionFallback, SpanMapping};

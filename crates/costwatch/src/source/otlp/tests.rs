@@ -2,12 +2,14 @@
 //! the files reader.
 
 mod decode;
+mod map;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
 
 /// 2024-05-01T12:00:00Z in nanoseconds.
 const T0: u64 = 1_714_564_800_000_000_000;
@@ -60,6 +62,21 @@ fn chat(trace: u8, id: u8, at: u64, model: &str, input: i64, output: i64) -> Spa
     )
 }
 
+/// The span with `more` attributes added.
+fn with(mut span: Span, more: Vec<KeyValue>) -> Span {
+    span.attributes.extend(more);
+    span
+}
+
+/// The span with status `ERROR` and `message`.
+fn failed(mut span: Span, message: &str) -> Span {
+    span.status = Some(Status {
+        message: message.to_owned(),
+        code: StatusCode::Error as i32,
+    });
+    span
+}
+
 /// One resource with these attributes, sending `spans` in one scope.
 fn request(resource: Vec<KeyValue>, spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
@@ -75,4 +92,14 @@ fn request(resource: Vec<KeyValue>, spans: Vec<Span>) -> ExportTraceServiceReque
             ..ResourceSpans::default()
         }],
     }
+}
+
+/// The hex id of span `id` as [`span`] makes it.
+fn span_hex(id: u8) -> String {
+    format!("4b4b4b4b4b4b4b{id:02x}")
+}
+
+/// The hex id of trace `trace` as [`span`] makes it.
+fn trace_hex(trace: u8) -> String {
+    format!("{}{trace:02x}", "ab".repeat(15))
 }
