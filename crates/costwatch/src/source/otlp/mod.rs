@@ -47,6 +47,7 @@
 
 mod attrs;
 mod decode;
+mod files;
 mod json_lenient;
 mod map;
 mod settings;
@@ -57,5 +58,6 @@ mod usage;
 mod tests;
 
 pub use self::decode::{DecodeError, Encoding, decode_json_line, decode_request, encode_response};
+pub use self::files::{DEFAULT_MAX_CACHED_CALLS, OtlpFilesReader};
 pub use self::map::{Mapped, SpanCall, map_spans};
 pub use self::settings::{AttrRef, InputTokens, SessionFallback, SpanMapping};

@@ -2,6 +2,7 @@
 //! the files reader.
 
 mod decode;
+mod files;
 mod map;
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
