@@ -9,8 +9,7 @@
 //! `rejectedSpans` as a JSON number where the specification asks for a
 //! string, so the JSON response is written here.
 
-use super::json_lenient;
-use crate::printable::printable;
+use super::{attrs, json_lenient};
 use flate2::read::MultiGzDecoder;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse,
@@ -100,9 +99,7 @@ pub fn decode_request(
     } else if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
         Cow::Owned(gunzip(body, max_decoded_bytes)?)
     } else {
-        return Err(DecodeError::UnknownContentEncoding(
-            printable(coding).to_string(),
-        ));
+        return Err(DecodeError::UnknownContentEncoding(attrs::shorten(coding)));
     };
     match encoding {
         Encoding::Protobuf => ExportTraceServiceRequest::decode(bytes.as_ref())

@@ -143,6 +143,10 @@ struct Known {
     stamp: Stamp,
     /// When its first and last call started; `None` without calls.
     range: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// Model-call spans it skipped.
+    rejected: u64,
+    /// Calls without token counts.
+    without_usage: u64,
 }
 
 /// The folder's files as last scanned, and the calls of those read last.
@@ -179,11 +183,16 @@ impl Index {
                 continue;
             }
             let parsed = scan::parse(path, mapping)?;
-            warn_skipped(path, &parsed);
+            // A file being appended to is scanned again and again: only
+            // what is new is worth a warning.
+            let before = self.files.get(path);
             let known = Known {
                 stamp: *stamp,
                 range: parsed.range(),
+                rejected: parsed.rejected,
+                without_usage: parsed.without_usage,
             };
+            warn_skipped(path, &parsed, before);
             self.cache.put(path, *stamp, Arc::new(parsed.calls));
             self.files.insert(path.clone(), known);
         }
@@ -218,10 +227,11 @@ impl Index {
     }
 }
 
-/// Logs, once per scanned file, the spans it skipped and those without
-/// token counts.
-fn warn_skipped(path: &Path, parsed: &Parsed) {
-    if parsed.rejected > 0 {
+/// Logs the spans a scanned file skipped and the calls without token
+/// counts, when there are more than its last scan found.
+fn warn_skipped(path: &Path, parsed: &Parsed, before: Option<&Known>) {
+    let (rejected, without_usage) = before.map_or((0, 0), |k| (k.rejected, k.without_usage));
+    if parsed.rejected > rejected {
         tracing::warn!(
             file = %printable(&path.display().to_string()),
             rejected = parsed.rejected,
@@ -229,7 +239,7 @@ fn warn_skipped(path: &Path, parsed: &Parsed) {
             "model-call spans in an OTLP file could not be used and are skipped"
         );
     }
-    if parsed.without_usage > 0 {
+    if parsed.without_usage > without_usage {
         tracing::warn!(
             file = %printable(&path.display().to_string()),
             calls = parsed.without_usage,
