@@ -8,6 +8,7 @@ pub mod fetch;
 pub mod gateway;
 pub mod langfuse;
 pub mod litellm;
+pub mod otlp;
 pub mod prices;
 pub mod rows;
 mod wire;

@@ -1,0 +1,63 @@
+//! OpenTelemetry GenAI spans as call rows: the pure core that both the
+//! OTLP/HTTP receiver and the files reader use, and the files reader
+//! (`source.kind: otlp_files`).
+//!
+//! Followed from:
+//! - the OTLP specification (`opentelemetry-proto`, `docs/specification.md`:
+//!   OTLP/HTTP, binary protobuf and JSON encodings, gzip, partial success)
+//!   and `opentelemetry/proto/trace/v1/trace.proto` (ids of 16 and 8
+//!   bytes, all zeros invalid; status codes);
+//! - the GenAI semantic conventions' attribute registry,
+//!   `model/gen-ai/registry.yaml`, in `open-telemetry/semantic-conventions`
+//!   until May 2026 (#3696) and in `open-telemetry/semantic-conventions-genai`
+//!   since: `gen_ai.operation.name` (`chat`, `text_completion`,
+//!   `generate_content` are model calls; `embeddings`, `execute_tool`,
+//!   `invoke_agent`, `create_agent`, ... are not), `gen_ai.request.model`,
+//!   `gen_ai.response.model`, `gen_ai.conversation.id`,
+//!   `gen_ai.usage.input_tokens` ("SHOULD include all types of input
+//!   tokens, including cached tokens"), `gen_ai.usage.output_tokens`,
+//!   `gen_ai.usage.cache_read.input_tokens` and
+//!   `gen_ai.usage.cache_creation.input_tokens`; and its deprecated
+//!   registry (`gen_ai.usage.prompt_tokens`,
+//!   `gen_ai.usage.completion_tokens`);
+//! - what instrumentations write besides: OpenTelemetry's own OpenAI
+//!   instrumentation (`gen_ai.usage.cache_write.input_tokens`, no
+//!   cache-read attribute when nothing was read), OpenLLMetry
+//!   (`llm.request.type`, `gen_ai.usage.cache_read_input_tokens`,
+//!   `gen_ai.usage.cache_creation_input_tokens`) and OpenInference and
+//!   the general session convention (`session.id`).
+//!
+//! Choices where the sources leave room:
+//! - Only model-call spans are calls; every other span is counted and
+//!   dropped, never rejected.
+//! - A model-call span is rejected (and counted) when it has no usable
+//!   span or trace id, no start time or one outside the accepted range, no
+//!   model, a session id or model over 256 bytes, or a token count that is
+//!   not a whole number from 0 to `u32::MAX`. Token counts may arrive as
+//!   `intValue`, `doubleValue` or `stringValue`.
+//! - The prompt is made whole as `source.input_tokens` says (see
+//!   [`InputTokens`]); missing cache counts are 0. A span without any
+//!   token count is a call of 0 tokens, counted in
+//!   [`Mapped::without_usage`] unless it failed.
+//! - Status `ERROR` is a failed call: `error.type`, else the status
+//!   message (cut at 200 characters); the HTTP status from
+//!   `http.response.status_code`, else from an `error.type` that is a
+//!   3-digit status.
+//! - Calls carry no cost: costwatch prices them from its price table.
+
+mod attrs;
+mod decode;
+mod files;
+mod json_lenient;
+mod map;
+mod settings;
+mod usage;
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;
+
+pub use self::decode::{DecodeError, Encoding, decode_json_line, decode_request, encode_response};
+pub use self::files::{DEFAULT_MAX_CACHED_CALLS, OtlpFilesReader};
+pub use self::map::{Mapped, SpanCall, map_spans};
+pub use self::settings::{AttrRef, InputTokens, SessionFallback, SpanMapping};

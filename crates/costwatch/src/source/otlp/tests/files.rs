@@ -1,0 +1,316 @@
+use super::*;
+use crate::source::SourceError;
+use crate::source::otlp::{OtlpFilesReader, SpanMapping};
+use crate::source::rows::{CallRow, RowReader};
+use chrono::{DateTime, TimeDelta, Utc};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use std::io::Write;
+use std::path::Path;
+
+/// One file exporter line: the request as OTLP/JSON.
+fn line(spans: Vec<Span>) -> String {
+    serde_json::to_string(&request(vec![text("service.name", "chat-api")], spans)).unwrap()
+}
+
+fn write(dir: &Path, name: &str, lines: &[String]) {
+    std::fs::write(dir.join(name), lines.join("\n") + "\n").unwrap();
+}
+
+/// `at` seconds after [`T0`].
+fn at(secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_nanos(T0 as i64) + TimeDelta::seconds(secs)
+}
+
+async fn read(reader: &OtlpFilesReader, from: i64, to: i64) -> Result<Vec<CallRow>, SourceError> {
+    let mut rows = Vec::new();
+    reader
+        .calls(at(from), at(to), |row| {
+            rows.push(row);
+            Ok(())
+        })
+        .await?;
+    Ok(rows)
+}
+
+/// The span ids' last bytes, in the order read.
+fn ids(rows: &[CallRow]) -> Vec<String> {
+    rows.iter().map(|r| r.request_id[14..].to_owned()).collect()
+}
+
+#[tokio::test]
+async fn rotated_files_give_every_call_once_in_time_order() {
+    let dir = tempfile::tempdir().unwrap();
+    // The current file: batches out of time order.
+    write(
+        dir.path(),
+        "traces.jsonl",
+        &[
+            line(vec![
+                chat(1, 0x30, 30, "m", 1, 1),
+                chat(1, 0x10, 10, "m", 1, 1),
+            ]),
+            line(vec![chat(2, 0x20, 20, "m", 1, 1)]),
+        ],
+    );
+    // The rotated one holds a span the exporter sent again.
+    write(
+        dir.path(),
+        "traces-2024-05-01T12-00-00.000.json",
+        &[
+            line(vec![
+                chat(2, 0x20, 20, "m", 1, 1),
+                chat(1, 0x40, 40, "m", 1, 1),
+            ]),
+            line(vec![
+                chat(3, 0x05, 5, "m", 1, 1),
+                chat(3, 0x05, 5, "m", 1, 1),
+            ]),
+        ],
+    );
+    // Neither is read.
+    write(dir.path(), "notes.txt", &["not json".to_owned()]);
+    std::fs::create_dir(dir.path().join("old.jsonl")).unwrap();
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(reader.name(), "OTLP files");
+    assert!(reader.models().await.unwrap().is_empty());
+
+    let rows = read(&reader, 0, 100).await.unwrap();
+    assert_eq!(ids(&rows), ["05", "10", "20", "30", "40"]);
+    assert_eq!(rows[2].session_id.as_deref(), Some(trace_hex(2).as_str()));
+    assert_eq!(
+        rows[0].labels.get("service.name").map(String::as_str),
+        Some("chat-api")
+    );
+    // The range is [start, end), read again from what was kept.
+    assert_eq!(ids(&read(&reader, 10, 30).await.unwrap()), ["10", "20"]);
+    assert_eq!(
+        ids(&read(&reader, 41, 100).await.unwrap()),
+        Vec::<String>::new()
+    );
+}
+
+#[tokio::test]
+async fn a_range_that_touches_one_file_reads_only_that_file() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.jsonl",
+        &[line(vec![
+            chat(1, 1, 0, "m", 1, 1),
+            chat(1, 2, 10, "m", 1, 1),
+        ])],
+    );
+    write(
+        dir.path(),
+        "b.jsonl",
+        &[line(vec![
+            chat(2, 3, 100, "m", 1, 1),
+            chat(2, 4, 110, "m", 1, 1),
+        ])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    let mut rows = Vec::new();
+    let stats = reader
+        .calls(at(100), at(200), |row| {
+            rows.push(row);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(&rows), ["03", "04"]);
+    assert_eq!((stats.pages, stats.rows), (1, 2));
+    // A range between the files reads none.
+    let stats = reader.calls(at(11), at(100), |_| Ok(())).await.unwrap();
+    assert_eq!((stats.pages, stats.rows), (0, 0));
+    let stats = reader.calls(at(10), at(101), |_| Ok(())).await.unwrap();
+    assert_eq!((stats.pages, stats.rows), (2, 2));
+}
+
+#[tokio::test]
+async fn a_malformed_line_fails_the_read_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "good.jsonl",
+        &[line(vec![chat(1, 1, 0, "m", 1, 1)])],
+    );
+    write(
+        dir.path(),
+        "bad.jsonl",
+        &[
+            line(vec![chat(1, 2, 0, "m", 1, 1)]),
+            String::new(),
+            r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":"zz"}]}]}]}"#.to_owned(),
+        ],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    let err = read(&reader, 0, 100).await.unwrap_err();
+    let SourceError::Invalid(msg) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(msg.contains("bad.jsonl:3: not OTLP/JSON traces: "), "{msg}");
+    assert!(err.is_retryable());
+    // Once the line is whole, the read succeeds.
+    write(
+        dir.path(),
+        "bad.jsonl",
+        &[line(vec![chat(1, 2, 0, "m", 1, 1)])],
+    );
+    assert_eq!(ids(&read(&reader, 0, 100).await.unwrap()), ["01", "02"]);
+}
+
+#[tokio::test]
+async fn gzipped_files_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    for l in [
+        line(vec![chat(1, 2, 20, "m", 1, 1)]),
+        line(vec![chat(1, 1, 10, "m", 1, 1)]),
+    ] {
+        writeln!(gz, "{l}").unwrap();
+    }
+    std::fs::write(dir.path().join("traces-1.jsonl.gz"), gz.finish().unwrap()).unwrap();
+    write(
+        dir.path(),
+        "traces.json",
+        &[line(vec![chat(1, 3, 30, "m", 1, 1)])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(
+        ids(&read(&reader, 0, 100).await.unwrap()),
+        ["01", "02", "03"]
+    );
+}
+
+#[tokio::test]
+async fn new_changed_and_removed_files_are_seen_at_the_next_read() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "traces.jsonl",
+        &[line(vec![chat(1, 1, 10, "m", 1, 1)])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(ids(&read(&reader, 0, 100).await.unwrap()), ["01"]);
+    // The exporter appends; then rotates into a new file.
+    write(
+        dir.path(),
+        "traces.jsonl",
+        &[
+            line(vec![chat(1, 1, 10, "m", 1, 1)]),
+            line(vec![chat(1, 2, 50, "m", 1, 1)]),
+        ],
+    );
+    assert_eq!(ids(&read(&reader, 0, 100).await.unwrap()), ["01", "02"]);
+    std::fs::rename(
+        dir.path().join("traces.jsonl"),
+        dir.path().join("traces-1.jsonl"),
+    )
+    .unwrap();
+    write(
+        dir.path(),
+        "traces.jsonl",
+        &[line(vec![chat(1, 3, 60, "m", 1, 1)])],
+    );
+    assert_eq!(
+        ids(&read(&reader, 0, 100).await.unwrap()),
+        ["01", "02", "03"]
+    );
+    std::fs::remove_file(dir.path().join("traces-1.jsonl")).unwrap();
+    assert_eq!(ids(&read(&reader, 0, 100).await.unwrap()), ["03"]);
+}
+
+#[tokio::test]
+async fn a_small_cache_still_reads_every_window_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    for f in 0u8..4 {
+        let spans = (0u8..5)
+            .map(|i| {
+                chat(
+                    f,
+                    f * 10 + i,
+                    u64::from(f) * 100 + u64::from(i) * 10,
+                    "m",
+                    1,
+                    1,
+                )
+            })
+            .collect();
+        write(dir.path(), &format!("t{f}.jsonl"), &[line(spans)]);
+    }
+    // Room for one file's calls at a time, or none.
+    for max in [5, 0] {
+        let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default())
+            .with_max_cached_calls(max);
+        for round in 0..2 {
+            let mut all = Vec::new();
+            for w in 0..8 {
+                all.extend(ids(&read(&reader, w * 50, w * 50 + 50).await.unwrap()));
+            }
+            let want: Vec<String> = (0u8..4)
+                .flat_map(|f| (0u8..5).map(move |i| format!("{:02x}", f * 10 + i)))
+                .collect();
+            assert_eq!(all, want, "max {max}, round {round}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn rejected_and_other_spans_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_model = span(1, 2, 5, vec![text("gen_ai.operation.name", "chat")]);
+    let tool = span(1, 3, 6, vec![text("gen_ai.operation.name", "execute_tool")]);
+    write(
+        dir.path(),
+        "traces.jsonl",
+        &[line(vec![
+            chat(1, 1, 4, "m", 1, 1),
+            no_model,
+            tool,
+            chat(1, 4, 7, "m", 1, 1),
+        ])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(ids(&read(&reader, 0, 100).await.unwrap()), ["01", "04"]);
+}
+
+#[tokio::test]
+async fn the_sink_stops_the_read() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "traces.jsonl",
+        &[line(vec![
+            chat(1, 1, 1, "m", 1, 1),
+            chat(1, 2, 2, "m", 1, 1),
+        ])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    let mut seen = 0;
+    let err = reader
+        .calls(at(0), at(100), |_| {
+            seen += 1;
+            Err(SourceError::Invalid("too many open sessions".into()))
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (seen, err.to_string()),
+        (
+            1,
+            "gateway sent an invalid page: too many open sessions".to_owned()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_missing_folder_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let reader = OtlpFilesReader::new(dir.path().join("nope"), SpanMapping::default());
+    let err = read(&reader, 0, 100).await.unwrap_err();
+    assert!(
+        matches!(&err, SourceError::Rejected(m) if m.contains("cannot list the OTLP files folder")),
+        "{err:?}"
+    );
+}
