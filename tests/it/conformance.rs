@@ -1,6 +1,8 @@
 //! The same labelled traffic, served as the reference gateway's session
 //! rows, the LiteLLM proxy's spend logs and Langfuse's observations, read
-//! through each source kind: the same findings with the same figures.
+//! through each source kind: the same findings with the same figures; and
+//! as OpenTelemetry GenAI spans, posted over OTLP/HTTP to the receiver and
+//! written as the Collector's files: the same findings.
 //!
 //! Each window is served as a live daemon would see it at the window's end
 //! (calls after it do not exist yet), where the reference API's "whole
@@ -34,7 +36,7 @@ async fn findings(
     let until = |end: DateTime<Utc>| sim.set_now(Some(end - TimeDelta::nanoseconds(1)));
     until(from + step);
     let replay = backtest::replay(
-        app::simulator_source(sim, kind).unwrap(),
+        app::simulator_source(sim, kind).await.unwrap(),
         detector(),
         "sqlite::memory:",
         from,
@@ -66,9 +68,9 @@ fn figures(findings: &[Finding]) -> BTreeMap<(String, String), (f64, f64)> {
 async fn assert_same_findings(sim: &SimServer, from: DateTime<Utc>, to: DateTime<Utc>) -> usize {
     let reference = figures(&findings(sim, SourceKind::Reference, from, to).await);
     assert!(!reference.is_empty(), "the traffic has waste to find");
+    let want_keys: Vec<_> = reference.keys().collect();
     for kind in [SourceKind::Litellm, SourceKind::Langfuse] {
         let got = figures(&findings(sim, kind, from, to).await);
-        let want_keys: Vec<_> = reference.keys().collect();
         let got_keys: Vec<_> = got.keys().collect();
         assert_eq!(got_keys, want_keys, "{kind}: the same findings");
         for (key, (cost, impact)) in &reference {
@@ -78,6 +80,14 @@ async fn assert_same_findings(sim: &SimServer, from: DateTime<Utc>, to: DateTime
                 "{kind} {key:?}: cost {c} impact {i}, reference {cost} {impact}"
             );
         }
+    }
+    // Spans carry no cost, and a failed call no usage: costwatch prices
+    // them from the table, so the figures are the table's, not the
+    // gateway's. The findings are the same.
+    for kind in [SourceKind::Otlp, SourceKind::OtlpFiles] {
+        let got = figures(&findings(sim, kind, from, to).await);
+        let got_keys: Vec<_> = got.keys().collect();
+        assert_eq!(got_keys, want_keys, "{kind}: the same findings");
     }
     reference.len()
 }

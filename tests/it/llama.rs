@@ -217,7 +217,11 @@ async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
         // first call can be: another digest may tokenize more densely).
         for (i, r) in inv.transcript.iter().enumerate() {
             let u = r.usage.expect("every call answered with usage");
-            assert!(u.prompt_tokens > 0 && u.completion_tokens <= u64::from(r.request.max_tokens));
+            // Only the prompt count: llama-cpp-python's chatml-function-calling
+            // handler generates tool arguments and follow-up messages with
+            // `max_tokens=None` (llama_chat_format.py), so a call may report
+            // more completion tokens than it asked for.
+            assert!(u.prompt_tokens > 0, "{text}");
             assert!(
                 i == 0 || r.request.estimated_prompt_tokens >= u.prompt_tokens,
                 "round {}: estimate {} below the count {}",

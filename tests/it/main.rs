@@ -19,6 +19,8 @@ mod litellm;
 mod llama;
 mod mcp;
 mod operator;
+mod otel_interop;
+mod otlp_receiver;
 mod pg;
 mod pipeline;
 mod postgres;

@@ -205,6 +205,7 @@ mod tests {
             by_model,
             labels: Default::default(),
             cost_computed: false,
+            cache_unreported: false,
         }
     }
 

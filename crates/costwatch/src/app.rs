@@ -6,8 +6,10 @@ mod backtest;
 mod demo;
 mod oneshot;
 mod operator;
+pub mod receiver;
 mod replica;
 mod service;
+mod sim_spans;
 
 pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source};
 pub use demo::{
@@ -36,6 +38,7 @@ use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
 use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
+use crate::source::otlp::{OtlpFilesReader, StoredCalls};
 use crate::source::prices::{self, PriceTable};
 use crate::source::rows::RowSource;
 use crate::source::{HttpLimits, Source, SourceError, SourceKind};
@@ -216,38 +219,36 @@ pub fn channels(cfg: &Config) -> Result<Vec<Arc<dyn Channel>>, AppError> {
     Ok(out)
 }
 
-/// The source a configuration names; fails without an admin key.
-pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
-    let key = cfg
-        .source
-        .admin_key
-        .as_ref()
-        .ok_or_else(|| AppError::NoAdminKey {
-            path: cfg.path.clone(),
-        })?;
+/// The source a configuration names. The HTTP APIs need an admin key;
+/// `otlp` reads the calls its receiver stored in the state database
+/// (opened here, on connections of its own); `otlp_files` reads the files
+/// of `source.path`.
+pub async fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
     let s = &cfg.source;
     match s.kind {
-        SourceKind::Reference => Ok(AnySource::Reference(Box::new(
-            GatewaySource::new(
-                s.api_url.clone(),
-                key,
-                s.page_limit,
-                s.labels.clone(),
-                HttpLimits::from(s),
-            )?
-            .with_max_pages(s.max_pages),
-        ))),
-        SourceKind::Litellm => Ok(AnySource::Litellm(RowSource::new(
-            LiteLlmReader::new(
-                s.api_url.clone(),
-                key,
-                &s.row_settings(),
-                HttpLimits::from(s),
-            )?,
-            s.row_settings(),
-            price_table(cfg),
-        ))),
+        SourceKind::Reference => {
+            let (api_url, key) = http_access(cfg)?;
+            Ok(AnySource::Reference(Box::new(
+                GatewaySource::new(
+                    api_url,
+                    key,
+                    s.page_limit,
+                    s.labels.clone(),
+                    HttpLimits::from(s),
+                )?
+                .with_max_pages(s.max_pages),
+            )))
+        }
+        SourceKind::Litellm => {
+            let (api_url, key) = http_access(cfg)?;
+            Ok(AnySource::Litellm(RowSource::new(
+                LiteLlmReader::new(api_url, key, &s.row_settings(), HttpLimits::from(s))?,
+                s.row_settings(),
+                price_table(cfg),
+            )))
+        }
         SourceKind::Langfuse => {
+            let (api_url, key) = http_access(cfg)?;
             let public_key = s.public_key.as_deref().ok_or_else(|| {
                 AppError::failed(
                     "source.public_key",
@@ -260,7 +261,7 @@ pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
             })?;
             Ok(AnySource::Langfuse(RowSource::new(
                 LangfuseReader::new(
-                    s.api_url.clone(),
+                    api_url,
                     public_key,
                     key,
                     &s.row_settings(),
@@ -270,7 +271,48 @@ pub fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
                 price_table(cfg),
             )))
         }
+        SourceKind::Otlp => {
+            let store = SqlStore::open_with(&cfg.state.url, 2)
+                .await
+                .map_err(|e| AppError::failed("cannot open the state database", e))?;
+            Ok(AnySource::Otlp(RowSource::new(
+                StoredCalls::new(store, s.page_limit),
+                s.row_settings(),
+                price_table(cfg),
+            )))
+        }
+        SourceKind::OtlpFiles => {
+            let dir = s.otlp.path.clone().ok_or_else(|| {
+                AppError::failed(
+                    "source.path",
+                    SourceError::Rejected("kind otlp_files needs source.path".into()),
+                )
+            })?;
+            Ok(AnySource::OtlpFiles(RowSource::new(
+                OtlpFilesReader::new(dir, s.otlp.mapping.clone()),
+                s.row_settings(),
+                price_table(cfg),
+            )))
+        }
     }
+}
+
+/// The URL and admin key of a source read over HTTP.
+fn http_access(cfg: &Config) -> Result<(url::Url, &crate::secret::Secret), AppError> {
+    let key = cfg
+        .source
+        .admin_key
+        .as_ref()
+        .ok_or_else(|| AppError::NoAdminKey {
+            path: cfg.path.clone(),
+        })?;
+    let api_url = cfg.source.api_url.clone().ok_or_else(|| {
+        AppError::failed(
+            "source.api_url",
+            SourceError::Rejected(format!("kind {} needs source.api_url", cfg.source.kind)),
+        )
+    })?;
+    Ok((api_url, key))
 }
 
 /// The price table of a row source: `source.models_file`, then the table
@@ -311,7 +353,7 @@ pub async fn main_pipeline(
         .await
         .map_err(|e| AppError::failed("cannot open the state database", e))?;
     Ok(Pipeline::new(
-        gateway(cfg)?,
+        gateway(cfg).await?,
         store,
         detector(cfg),
         Schedule::main(&cfg.windows),
@@ -356,7 +398,7 @@ pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
     };
     let prices = match inv.prices {
         Some(p) => p,
-        None => prices(None, &gateway(cfg)?, &inv.model).await?,
+        None => prices(None, &gateway(cfg).await?, &inv.model).await?,
     };
     let limits = HttpLimits {
         timeout: inv.caps.wall_timeout,

@@ -49,8 +49,14 @@
 //! and its `gen_ai.response.id` the request id. Choices of the simulator
 //! where the instrumentation leaves room: `server.address` and
 //! `server.port` are the gateway's ([`SERVER_ADDRESS`], [`SERVER_PORT`]);
-//! cache reads and writes are written only when non-zero (a client whose
-//! API reports no cached tokens writes none); `error.type` is the row's
+//! cache reads are written on every successful call, 0 included (as
+//! `response_extractors.py` does whenever the API reports `cached_tokens`),
+//! cache writes only when non-zero (OpenAI reports none); the conversation
+//! id is on every call span (the chat path of openai-v2 2.4b0 writes
+//! neither cache reads nor a conversation id on its spans: the simulator
+//! models an instrumentation that reports both, as the conventions define
+//! them; what 2.4b0 itself writes is tested against the real package in
+//! `tests/it/otel_interop.rs`); `error.type` is the row's
 //! error type (else its HTTP status), and a failure carries
 //! `http.response.status_code`; the status message is the one OpenAI's
 //! Python SDK gives the failure.

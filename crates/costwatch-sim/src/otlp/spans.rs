@@ -225,12 +225,12 @@ pub(super) fn span_of(r: &SimRequest) -> Span {
             "gen_ai.usage.output_tokens",
             tokens(r.output_tokens),
         ));
-        if r.cached_tokens > 0 {
-            attrs.push(int_kv(
-                "gen_ai.usage.cache_read.input_tokens",
-                tokens(r.cached_tokens),
-            ));
-        }
+        // Written whenever the API reports it, 0 included, as the
+        // instrumentation's `response_extractors.py` does.
+        attrs.push(int_kv(
+            "gen_ai.usage.cache_read.input_tokens",
+            tokens(r.cached_tokens),
+        ));
         if r.cache_write_tokens > 0 {
             attrs.push(int_kv(
                 "gen_ai.usage.cache_creation.input_tokens",

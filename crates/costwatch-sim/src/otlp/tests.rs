@@ -347,12 +347,13 @@ fn spans_are_not_sent_in_time_order() {
 }
 
 #[test]
-fn zero_cache_reads_are_left_out_and_writes_are_written() {
+fn cache_reads_are_written_zero_included_and_writes_only_when_made() {
     let (_, uncached) = small_span("req_00000000000000a1");
     assert_eq!(int_attr(&uncached, "gen_ai.usage.input_tokens"), Some(1200));
     assert_eq!(
         int_attr(&uncached, "gen_ai.usage.cache_read.input_tokens"),
-        None
+        Some(0),
+        "a measured zero, not a missing figure"
     );
     assert_eq!(
         int_attr(&uncached, "gen_ai.usage.cache_creation.input_tokens"),
@@ -374,7 +375,7 @@ fn zero_cache_reads_are_left_out_and_writes_are_written() {
     );
     assert_eq!(
         int_attr(&written, "gen_ai.usage.cache_read.input_tokens"),
-        None
+        Some(0)
     );
 }
 

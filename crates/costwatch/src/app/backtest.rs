@@ -36,16 +36,20 @@ pub fn simulator_limits() -> HttpLimits {
 const SIMULATOR_PAGE_LIMIT: u32 = 50;
 
 /// A client of the simulator in the form `kind`: its reference routes, or
-/// the same traffic as the LiteLLM proxy's spend logs or Langfuse's
-/// observations. Row sources price
+/// the same traffic as the LiteLLM proxy's spend logs, Langfuse's
+/// observations, or OpenTelemetry GenAI spans (received over OTLP/HTTP or
+/// read from files, see `sim_spans`). Row sources price
 /// calls from the simulator's own catalogue, as `source.models_file` would.
-pub fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, AppError> {
+pub async fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, AppError> {
     let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
     let key = Secret::new(sim.admin_key());
     let settings = crate::config::default_row_settings(kind);
     let mut prices = PriceTable::new(sim.dataset().models.iter().map(sim_price).collect());
     prices.extend(crate::source::prices::default_table());
     Ok(match kind {
+        SourceKind::Otlp | SourceKind::OtlpFiles => {
+            return super::sim_spans::source(sim, kind, prices).await;
+        }
         SourceKind::Reference => AnySource::Reference(Box::new(GatewaySource::new(
             url(sim.base_url())?,
             &key,

@@ -80,7 +80,7 @@ impl SeedDemo {
     /// Replays the seed window in hour windows, then stops the simulator.
     pub async fn replay(self, detector: Detector, kind: SourceKind) -> Result<Replay, AppError> {
         let replay = backtest::replay(
-            simulator_source(&self.sim, kind)?,
+            simulator_source(&self.sim, kind).await?,
             detector,
             "sqlite::memory:",
             self.from,
@@ -148,7 +148,7 @@ impl TrafficDemo {
         let to = from + ChronoDuration::days(i64::from(self.params.days));
         let started = Instant::now();
         let replay = backtest::replay(
-            simulator_source(&sim, kind)?,
+            simulator_source(&sim, kind).await?,
             detector,
             "sqlite::memory:",
             from,
@@ -243,7 +243,7 @@ pub async fn demo_investigation(
         max_backfill: Duration::from_secs(86_400),
     };
     let pipeline = Pipeline::new(
-        simulator_source(&sim, kind)?,
+        simulator_source(&sim, kind).await?,
         store,
         detector.clone(),
         schedule,

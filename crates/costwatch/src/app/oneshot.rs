@@ -79,16 +79,17 @@ pub struct Probe {
     pub unpriced_calls: u64,
 }
 
-/// Reads the source's catalogue and its last hour when an admin key is set
-/// (`None` without one). An error names the setting to fix.
+/// Reads the source's catalogue and its last hour when it can be read: an
+/// HTTP API with its admin key set, or spans received or in files (`None`
+/// for an HTTP API without a key). An error names the setting to fix.
 pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Probe>, AppError> {
-    if cfg.source.admin_key.is_none() {
+    if cfg.source.kind.is_http_api() && cfg.source.admin_key.is_none() {
         return Ok(None);
     }
     // Only the hour itself: a probe has no use for sessions' earlier calls.
     let mut probe_cfg = cfg.clone();
     probe_cfg.source.rows.session_lookback = std::time::Duration::ZERO;
-    let source = gateway(&probe_cfg)?;
+    let source = gateway(&probe_cfg).await?;
     let setting = |e| AppError::setup(format!("source ({})", cfg.source.kind), e);
     let models = source.models().await.map_err(setting)?.len();
     let window = Window {

@@ -103,6 +103,14 @@ impl App {
             }
             None => None,
         };
+        // Changes to the receiver's settings take a restart, not SIGHUP.
+        let _otlp = super::receiver::start(
+            &self.config,
+            clock.clone(),
+            self.shared.metrics.clone(),
+            stop_rx.clone(),
+        )
+        .await?;
         let mut sigterm = watch_signal(SignalKind::terminate(), "SIGTERM")?;
         let mut sigint = watch_signal(SignalKind::interrupt(), "SIGINT")?;
         let mut sighup = watch_signal(SignalKind::hangup(), "SIGHUP")?;

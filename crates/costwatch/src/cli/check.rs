@@ -24,7 +24,7 @@ pub async fn check(a: CheckArgs) -> Result<(), Exit> {
             path.display(),
             rules_summary(&cfg.rules)
         );
-        if cfg.source.admin_key.is_none() {
+        if cfg.source.kind.is_http_api() && cfg.source.admin_key.is_none() {
             println!(
                 "note: no admin key is set (COSTWATCH_ADMIN_KEY or source.admin_key_file); commands that read the gateway will refuse to start"
             );

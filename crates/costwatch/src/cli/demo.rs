@@ -19,6 +19,12 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
         SourceKind::Reference => "the reference gateway API".to_owned(),
         SourceKind::Litellm => "the LiteLLM proxy's spend logs".to_owned(),
         SourceKind::Langfuse => "Langfuse's observations".to_owned(),
+        SourceKind::Otlp => {
+            "OpenTelemetry GenAI spans posted over OTLP/HTTP to costwatch's receiver".to_owned()
+        }
+        SourceKind::OtlpFiles => {
+            "OpenTelemetry GenAI spans in the Collector's OTLP/JSON files".to_owned()
+        }
     };
     println!(
         "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1,\n\
@@ -135,10 +141,18 @@ async fn serve(
     kind: SourceKind,
 ) -> Result<(), Exit> {
     use tokio::signal::unix::{SignalKind, signal};
+    if kind.is_otlp() {
+        return Err(Exit::Failed(anyhow::anyhow!(
+            "--serve serves the simulated traffic as an HTTP API that costwatch reads; \
+             {kind} spans are sent to costwatch instead: try `costwatch demo --source {kind}` \
+             or `costwatch backtest --simulate --source {kind}`"
+        )));
+    }
     let traffic = app::traffic_demo(seed, days);
     let sim = traffic.serve(bind).await?;
     let start = traffic.params.start;
     let (api_url, extra) = match kind {
+        SourceKind::Otlp | SourceKind::OtlpFiles => (sim.base_url(), String::new()),
         SourceKind::Reference => (sim.base_url(), String::new()),
         SourceKind::Litellm => (
             sim.litellm_url(),

@@ -262,6 +262,10 @@ pub enum SourceArg {
     Litellm,
     /// Langfuse's observations.
     Langfuse,
+    /// OpenTelemetry GenAI spans sent over OTLP/HTTP to costwatch's receiver.
+    Otlp,
+    /// OpenTelemetry GenAI spans in OTLP/JSON files.
+    OtlpFiles,
 }
 
 impl From<SourceArg> for costwatch::source::SourceKind {
@@ -271,6 +275,8 @@ impl From<SourceArg> for costwatch::source::SourceKind {
             SourceArg::Reference => SourceKind::Reference,
             SourceArg::Litellm => SourceKind::Litellm,
             SourceArg::Langfuse => SourceKind::Langfuse,
+            SourceArg::Otlp => SourceKind::Otlp,
+            SourceArg::OtlpFiles => SourceKind::OtlpFiles,
         }
     }
 }

@@ -21,6 +21,7 @@ pub use rules::{
 
 use crate::domain::{Kind, Labels};
 use crate::secret::Secret;
+use crate::source::otlp::SpanMapping;
 use crate::source::rows::{LabelField, RowSettings, SessionKey};
 use crate::source::{ModelPrice, SourceKind};
 use chrono::{DateTime, Utc};
@@ -279,8 +280,9 @@ pub struct SourceConfig {
     pub kind: SourceKind,
     /// Base URL of the API: the reference gateway's (e.g.
     /// `https://gateway.example/v1`), the LiteLLM proxy's or the Langfuse
-    /// host's.
-    pub api_url: Url,
+    /// host's. `None` for the kinds that are not read over HTTP (`otlp`,
+    /// `otlp_files`); required for the others.
+    pub api_url: Option<Url>,
     /// Admin key (the reference gateway's `logs.read` key, a LiteLLM key,
     /// or Langfuse's secret key), from `COSTWATCH_ADMIN_KEY` or
     /// `admin_key_file`. `None` when neither is set; commands that talk to
@@ -310,6 +312,28 @@ pub struct SourceConfig {
     pub labels: Labels,
     /// How row sources group and label calls.
     pub rows: RowConfig,
+    /// The OTLP receiver and files (`otlp`, `otlp_files`).
+    pub otlp: OtlpConfig,
+}
+
+/// What only the OpenTelemetry kinds read.
+#[derive(Debug, Clone)]
+pub struct OtlpConfig {
+    /// Where the receiver listens.
+    pub listen: std::net::SocketAddr,
+    /// The bearer token exporters must send (`COSTWATCH_OTLP_TOKEN` or
+    /// `source.token_file`), if any.
+    pub token: Option<Secret>,
+    /// `otlp_files`: the folder of OTLP/JSON files, resolved.
+    pub path: Option<PathBuf>,
+    /// How spans become call rows.
+    pub mapping: SpanMapping,
+    /// Largest request body, as sent.
+    pub max_request_bytes: usize,
+    /// Requests a second before exporters are asked to wait.
+    pub max_requests_per_second: u32,
+    /// How long received calls are kept.
+    pub retention: Duration,
 }
 
 /// The settings only row sources (LiteLLM, Langfuse) read.

@@ -141,6 +141,26 @@ pub(crate) struct RawSource {
     pub max_open_sessions: u64,
     /// Row sources: most calls kept for drill-downs.
     pub max_kept_rows: u64,
+    /// `otlp`: where the receiver listens (default `127.0.0.1:4318`).
+    pub listen: Option<String>,
+    /// `otlp`: file holding the bearer token exporters must send.
+    pub token_file: Option<String>,
+    /// `otlp_files`: the folder of OTLP/JSON files.
+    pub path: Option<String>,
+    /// `otlp`, `otlp_files`: what a span without a conversation id is
+    /// grouped by (`trace`, `span.<key>`, `resource.<key>`, `none`).
+    pub session_fallback: Option<String>,
+    /// `otlp`, `otlp_files`: whether `gen_ai.usage.input_tokens` includes
+    /// the cache (`auto`, `total`, `uncached`).
+    pub input_tokens: Option<String>,
+    /// `otlp`, `otlp_files`: every string resource attribute is a label.
+    pub resource_labels: Option<bool>,
+    /// `otlp`: largest request body, as sent.
+    pub max_request_bytes: Option<u64>,
+    /// `otlp`: requests a second before exporters are asked to wait.
+    pub max_requests_per_second: Option<u32>,
+    /// `otlp`: how long received calls are kept.
+    pub retention: Option<HumanDuration>,
 }
 
 impl Default for RawSource {
@@ -165,6 +185,15 @@ impl Default for RawSource {
             session_lookback: HumanDuration::secs(6 * 3600),
             max_open_sessions: 2_000_000,
             max_kept_rows: 500_000,
+            listen: None,
+            token_file: None,
+            path: None,
+            session_fallback: None,
+            input_tokens: None,
+            resource_labels: None,
+            max_request_bytes: None,
+            max_requests_per_second: None,
+            retention: None,
         }
     }
 }

@@ -64,9 +64,12 @@ pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> C
 }
 
 /// Whether the session could have used the prompt cache at all: enough calls,
-/// prompts above the cacheable minimum, and only models with a prompt cache.
+/// prompts above the cacheable minimum, and only models with a prompt cache;
+/// and whether its cache reads are known (a source that reported none for
+/// it says nothing either way).
 pub fn eligible(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
     s.requests >= rule.min_requests
+        && !s.cache_unreported
         && avg_input(s) >= rule.min_avg_input_tokens as f64
         && !s.by_model.is_empty()
         && s.by_model.iter().all(|m| cat.supports_cache(&m.model))

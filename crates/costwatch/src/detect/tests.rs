@@ -99,6 +99,7 @@ fn session(id: &str, feature: &str, w: i64, calls: &[(&str, u64, u64, u64, u64)]
         by_model,
         labels: Labels::from([("feature".to_string(), feature.to_string())]),
         cost_computed: false,
+        cache_unreported: false,
     }
 }
 
@@ -280,6 +281,43 @@ fn cases() -> Vec<Case> {
             ),
             requests: vec![],
             expect: vec![(Kind::NoCache, "nc")],
+        },
+        Case {
+            name: "a conversation whose source never reported cache reads is not judged",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![SessionRecord {
+                    cache_unreported: true,
+                    ..session(
+                        "unknown",
+                        "support-agent",
+                        0,
+                        &[(LUNA, 6, 24_557, 0, 1_290)],
+                    )
+                }],
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            name: "peers whose cache reads are unknown are no baseline: a cold group stays quiet",
+            rules: None,
+            windows: vec![
+                (0..4)
+                    .map(|i| SessionRecord {
+                        cache_unreported: true,
+                        ..session(
+                            &format!("u{i}"),
+                            "support-agent",
+                            0,
+                            &[(LUNA, 6, 24_557, 0, 1_290)],
+                        )
+                    })
+                    .collect(),
+            ],
+            requests: vec![],
+            expect: vec![],
         },
         Case {
             name: "prompts of 775, 1,018 and 1,282 tokens average over 1,024 yet none could read the cache",

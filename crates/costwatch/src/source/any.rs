@@ -3,8 +3,10 @@
 use super::gateway::GatewaySource;
 use super::langfuse::LangfuseReader;
 use super::litellm::LiteLlmReader;
+use super::otlp::{OtlpFilesReader, StoredCalls};
 use super::rows::RowSource;
 use super::{ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window};
+use crate::store::SqlStore;
 
 /// Whichever source the configuration names.
 #[derive(Debug, Clone)]
@@ -15,6 +17,10 @@ pub enum AnySource {
     Litellm(RowSource<LiteLlmReader>),
     /// Langfuse's observations.
     Langfuse(RowSource<LangfuseReader>),
+    /// OpenTelemetry GenAI spans the receiver stored.
+    Otlp(RowSource<StoredCalls<SqlStore>>),
+    /// OpenTelemetry GenAI spans in OTLP/JSON files.
+    OtlpFiles(RowSource<OtlpFilesReader>),
 }
 
 impl Source for AnySource {
@@ -23,6 +29,8 @@ impl Source for AnySource {
             AnySource::Reference(s) => s.models().await,
             AnySource::Litellm(s) => s.models().await,
             AnySource::Langfuse(s) => s.models().await,
+            AnySource::Otlp(s) => s.models().await,
+            AnySource::OtlpFiles(s) => s.models().await,
         }
     }
 
@@ -34,6 +42,8 @@ impl Source for AnySource {
             AnySource::Reference(s) => s.sessions(window, sink).await,
             AnySource::Litellm(s) => s.sessions(window, sink).await,
             AnySource::Langfuse(s) => s.sessions(window, sink).await,
+            AnySource::Otlp(s) => s.sessions(window, sink).await,
+            AnySource::OtlpFiles(s) => s.sessions(window, sink).await,
         }
     }
 
@@ -42,6 +52,8 @@ impl Source for AnySource {
             AnySource::Reference(s) => s.session_requests(session_id).await,
             AnySource::Litellm(s) => s.session_requests(session_id).await,
             AnySource::Langfuse(s) => s.session_requests(session_id).await,
+            AnySource::Otlp(s) => s.session_requests(session_id).await,
+            AnySource::OtlpFiles(s) => s.session_requests(session_id).await,
         }
     }
 }

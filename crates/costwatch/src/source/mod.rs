@@ -29,14 +29,20 @@ pub enum SourceKind {
     Litellm,
     /// Langfuse's observations.
     Langfuse,
+    /// OpenTelemetry GenAI spans received over OTLP/HTTP.
+    Otlp,
+    /// OpenTelemetry GenAI spans in OTLP/JSON files.
+    OtlpFiles,
 }
 
 impl SourceKind {
     /// Every kind, in the order the docs list them.
-    pub const ALL: [SourceKind; 3] = [
+    pub const ALL: [SourceKind; 5] = [
         SourceKind::Reference,
         SourceKind::Litellm,
         SourceKind::Langfuse,
+        SourceKind::Otlp,
+        SourceKind::OtlpFiles,
     ];
 
     /// The config spelling.
@@ -45,6 +51,8 @@ impl SourceKind {
             SourceKind::Reference => "reference",
             SourceKind::Litellm => "litellm",
             SourceKind::Langfuse => "langfuse",
+            SourceKind::Otlp => "otlp",
+            SourceKind::OtlpFiles => "otlp_files",
         }
     }
 
@@ -58,6 +66,8 @@ impl SourceKind {
         match self {
             SourceKind::Reference => 50,
             SourceKind::Litellm | SourceKind::Langfuse => 1000,
+            // Pages of the state database's received calls.
+            SourceKind::Otlp | SourceKind::OtlpFiles => 10_000,
         }
     }
 
@@ -66,6 +76,7 @@ impl SourceKind {
         match self {
             SourceKind::Reference => 50,
             SourceKind::Litellm | SourceKind::Langfuse => 500,
+            SourceKind::Otlp | SourceKind::OtlpFiles => 5000,
         }
     }
 
@@ -75,6 +86,18 @@ impl SourceKind {
         self != SourceKind::Reference
     }
 
+    /// Whether the source is an HTTP API costwatch reads (with
+    /// `source.api_url` and the admin key), rather than OpenTelemetry spans
+    /// it receives or finds in files.
+    pub fn is_http_api(self) -> bool {
+        !self.is_otlp()
+    }
+
+    /// Whether the calls are OpenTelemetry GenAI spans.
+    pub fn is_otlp(self) -> bool {
+        matches!(self, SourceKind::Otlp | SourceKind::OtlpFiles)
+    }
+
     /// Row fields `source.labels` may name besides `metadata.<key>` and
     /// `tag:<prefix>`.
     pub fn label_fields(self) -> &'static [&'static str] {
@@ -82,6 +105,8 @@ impl SourceKind {
             SourceKind::Reference => &[],
             SourceKind::Litellm => litellm::FIELDS,
             SourceKind::Langfuse => langfuse::FIELDS,
+            // Spans name attributes (`span.<key>`, `resource.<key>`).
+            SourceKind::Otlp | SourceKind::OtlpFiles => &[],
         }
     }
 }
@@ -140,6 +165,12 @@ pub struct SessionRecord {
     /// because the gateway reported none.
     #[serde(default)]
     pub cost_computed: bool,
+    /// Whether the source reported cache reads for none of its successful
+    /// calls (OpenTelemetry instrumentations that do not record them):
+    /// `cached_tokens` is then unknown, and the session is not judged for
+    /// no_cache nor counted among its group's cache peers.
+    #[serde(default)]
+    pub cache_unreported: bool,
 }
 
 /// Outcome of one request.

@@ -168,6 +168,7 @@ impl WireSession {
             by_model,
             labels: self.labels,
             cost_computed: false,
+            cache_unreported: false,
         }
     }
 }

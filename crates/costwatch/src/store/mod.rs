@@ -4,11 +4,13 @@
 //! PostgreSQL, chosen from the URL scheme; the schema keeps to types both
 //! read the same way (BIGINT epoch milliseconds, DOUBLE PRECISION, TEXT).
 
+pub mod calls;
 pub mod inspect;
 pub mod silences;
 mod sql;
 pub mod status;
 
+pub use calls::{CallCursor, CallStats, CallStore};
 pub use inspect::Inspect;
 pub use silences::SilenceStore;
 pub use sql::SqlStore;

@@ -1,5 +1,7 @@
 //! The `source` section.
 
+mod otlp;
+
 use super::document::Doc;
 use super::fields::{existing_file, http_url, secret};
 use crate::config::env::ADMIN_KEY_VAR;
@@ -27,8 +29,22 @@ pub(super) fn source_config(
         )
     });
     let kind = kind.unwrap_or(SourceKind::Reference);
-    let api_url = api_url(doc, raw.api_url.as_deref());
+    // For the HTTP kinds, `None` here means a problem was reported.
+    let api_url = if kind.is_http_api() {
+        api_url(doc, raw.api_url.as_deref()).map(Some)
+    } else {
+        for (set, path) in [
+            (raw.api_url.is_some(), "source.api_url"),
+            (raw.admin_key_file.is_some(), "source.admin_key_file"),
+        ] {
+            doc.check(!set, path, || {
+                format!("not read with kind: {kind} (costwatch receives or reads the spans itself)")
+            });
+        }
+        Some(None)
+    };
     let admin_key = admin_key(doc, raw.admin_key_file.as_deref(), env);
+    let otlp = otlp::otlp_config(doc, kind, &mut raw, env);
     let page_limit = raw.page_limit.unwrap_or(kind.default_page_limit());
     doc.between_u64(
         "source.page_limit",
@@ -55,13 +71,17 @@ pub(super) fn source_config(
     let max_body_bytes = usize::try_from(raw.max_body_bytes).unwrap_or(usize::MAX);
     doc.at_least_u64("source.max_body_bytes", raw.max_body_bytes, 1);
     let public_key = public_key(doc, kind, raw.public_key.take());
-    let (filter, label_map) = filter_and_labels(
-        doc,
-        kind,
-        std::mem::take(&mut raw.labels),
-        std::mem::take(&mut raw.filter),
-    );
+    let mut labels = std::mem::take(&mut raw.labels);
+    // The OpenTelemetry kinds name attributes, not row fields.
+    let otlp_labels = if kind.is_otlp() {
+        std::mem::take(&mut labels)
+    } else {
+        BTreeMap::new()
+    };
+    let (filter, label_map) = filter_and_labels(doc, kind, labels, std::mem::take(&mut raw.filter));
     let rows = row_config(doc, kind, &raw.session_key, label_map, &raw)?;
+    let mut otlp = otlp?;
+    otlp.mapping.labels = otlp::attribute_labels(doc, kind, otlp_labels);
     Some(SourceConfig {
         kind,
         api_url: api_url?,
@@ -77,6 +97,7 @@ pub(super) fn source_config(
         max_body_bytes,
         labels: filter,
         rows,
+        otlp,
     })
 }
 
@@ -156,9 +177,20 @@ fn row_config(
             (raw.models_file.is_some(), "source.models_file"),
         ] {
             doc.check(!set, path, || {
-                format!("only read by row sources (litellm, langfuse); this source is {kind}")
+                format!(
+                    "only read by row sources (litellm, langfuse, otlp, otlp_files); \
+                     this source is {kind}"
+                )
             });
         }
+    }
+    if kind.is_otlp() {
+        doc.check(session_key.is_none(), "source.session_key", || {
+            format!(
+                "not read with kind: {kind}; spans are grouped by gen_ai.conversation.id, \
+                 then source.session_fallback"
+            )
+        });
     }
     let key = match session_key.as_deref() {
         None => SessionKey::Session,

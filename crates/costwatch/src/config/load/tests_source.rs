@@ -153,3 +153,126 @@ fn source_mistakes_name_the_line_and_the_setting() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn an_otlp_source_needs_no_url_nor_key_and_reads_its_receiver_settings() -> TestResult {
+    use crate::source::otlp::{AttrRef, InputTokens, SessionFallback};
+    let config = load_source(
+        "  kind: otlp\n  listen: 0.0.0.0:14318\n  token_file: otlp_token\n  \
+         session_fallback: resource.service.instance.id\n  input_tokens: uncached\n  \
+         labels: {team: span.app.team, region: resource.cloud.region}\n  \
+         max_request_bytes: 1048576\n  max_requests_per_second: 50\n  retention: 3d\n",
+        &[("otlp_token", "tok-123\n")],
+    )?
+    .map_err(|p| p.join("\n"))?;
+    let s = &config.source;
+    assert_eq!(s.kind, SourceKind::Otlp);
+    assert!(s.api_url.is_none() && s.admin_key.is_none());
+    let o = &s.otlp;
+    assert_eq!(o.listen.to_string(), "0.0.0.0:14318");
+    assert_eq!(o.token.as_ref().map(|t| t.expose()), Some("tok-123"));
+    assert_eq!(
+        o.mapping.fallback,
+        SessionFallback::Attr(AttrRef::Resource("service.instance.id".into()))
+    );
+    assert_eq!(o.mapping.input_tokens, InputTokens::Uncached);
+    assert!(o.mapping.resource_labels);
+    assert_eq!(
+        o.mapping.labels.get("team"),
+        Some(&AttrRef::Span("app.team".into()))
+    );
+    assert_eq!(
+        o.mapping.labels.get("region"),
+        Some(&AttrRef::Resource("cloud.region".into()))
+    );
+    assert!(s.rows.labels.is_empty(), "attributes are not row fields");
+    assert_eq!(o.max_request_bytes, 1_048_576);
+    assert_eq!(o.max_requests_per_second, 50);
+    assert_eq!(o.retention, Duration::from_secs(3 * 86_400));
+
+    let defaults = load_source("  kind: otlp\n", &[])?.map_err(|p| p.join("\n"))?;
+    let o = &defaults.source.otlp;
+    assert_eq!(
+        o.listen.to_string(),
+        "127.0.0.1:4318",
+        "loopback by default"
+    );
+    assert!(o.token.is_none());
+    assert_eq!(o.mapping.fallback, SessionFallback::Trace);
+    Ok(())
+}
+
+#[test]
+fn otlp_settings_are_checked_and_refused_where_not_read() -> TestResult {
+    let cases: &[(&str, Files<'_>, &str)] = &[
+        ("  kind: otlp_files\n", &[], "source.path: missing"),
+        (
+            "  kind: otlp_files\n  path: nowhere\n",
+            &[],
+            "source.path: ",
+        ),
+        (
+            "  kind: otlp\n  api_url: http://h\n",
+            &[],
+            "source.api_url: not read with kind: otlp",
+        ),
+        (
+            "  kind: otlp\n  listen: localhost\n",
+            &[],
+            "source.listen: must be an ip address and port",
+        ),
+        (
+            "  kind: otlp\n  session_fallback: user\n",
+            &[],
+            "source.session_fallback: ",
+        ),
+        (
+            "  kind: otlp\n  input_tokens: some\n",
+            &[],
+            "source.input_tokens: ",
+        ),
+        (
+            "  kind: otlp\n  labels: {team: metadata.team}\n",
+            &[],
+            "source.labels.team: ",
+        ),
+        (
+            "  kind: otlp\n  session_key: trace\n",
+            &[],
+            "source.session_key: not read with kind: otlp",
+        ),
+        (
+            "  kind: otlp\n  retention: 1h\n",
+            &[],
+            "source.retention: must be at least session_lookback",
+        ),
+        (
+            "  kind: otlp_files\n  path: .\n  listen: 127.0.0.1:4318\n",
+            &[],
+            "source.listen: only read with kind: otlp",
+        ),
+        (
+            "  api_url: http://h\n  session_fallback: trace\n",
+            &[],
+            "source.session_fallback: only read with kind: otlp or otlp_files",
+        ),
+        (
+            "  kind: litellm\n  api_url: http://h\n  path: .\n",
+            &[],
+            "source.path: only read with kind: otlp_files",
+        ),
+    ];
+    for (source, files, want) in cases {
+        let problems = load_source(source, files)?.err().unwrap_or_default();
+        assert!(
+            problems.iter().any(|p| p.contains(want)),
+            "{source:?}: want {want:?} in {problems:#?}"
+        );
+    }
+    let files = load_source("  kind: otlp_files\n  path: .\n", &[])?.map_err(|p| p.join("\n"))?;
+    assert!(
+        files.source.otlp.path.is_some(),
+        "resolved against the config's folder"
+    );
+    Ok(())
+}

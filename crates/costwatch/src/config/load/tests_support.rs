@@ -50,7 +50,9 @@ pub(super) const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_b
 pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `api_url`, `admin_key_file`, \
     `public_key`, `page_limit`, `max_pages`, `timeout`, `connect_timeout`, `max_retries`, \
     `retry_base`, `retry_max`, `max_body_bytes`, `labels`, `filter`, `session_key`, `models_file`, \
-    `session_lookback`, `max_open_sessions`, `max_kept_rows`";
+    `session_lookback`, `max_open_sessions`, `max_kept_rows`, `listen`, `token_file`, `path`, \
+    `session_fallback`, `input_tokens`, `resource_labels`, `max_request_bytes`, \
+    `max_requests_per_second`, `retention`";
 
 /// The rules of `rules/`, with the parameter defaults of the spec.
 pub(super) fn default_rules(dir: &Path) -> Rules {

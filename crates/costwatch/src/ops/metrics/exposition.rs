@@ -113,6 +113,20 @@ impl Metrics {
             "kind",
             &state.gateway_errors,
         );
+        labelled(
+            &mut out,
+            "costwatch_otlp_requests_total",
+            "OTLP export requests received, by outcome (accepted, or why refused).",
+            "outcome",
+            &state.otlp_requests,
+        );
+        labelled(
+            &mut out,
+            "costwatch_otlp_spans_total",
+            "OTLP spans of accepted exports, by outcome (stored, duplicate, rejected, other, without_usage).",
+            "outcome",
+            &state.otlp_spans,
+        );
 
         family(
             &mut out,

@@ -51,6 +51,11 @@ struct State {
     /// Keyed by channel, then `true` for sent and `false` for failed.
     deliveries: BTreeMap<(String, bool), u64>,
     gateway_errors: BTreeMap<String, u64>,
+    /// OTLP export requests by outcome (`accepted`, `bad_data`, ...).
+    otlp_requests: BTreeMap<String, u64>,
+    /// OTLP spans by outcome (`stored`, `duplicate`, `rejected`, `other`,
+    /// `without_usage`).
+    otlp_spans: BTreeMap<String, u64>,
     investigation_spend_usd: f64,
     last_tick: Option<(DateTime<Utc>, bool)>,
     /// Whether the last load of the configuration (at start or on SIGHUP)
@@ -140,6 +145,38 @@ impl Metrics {
     /// `invalid`.
     pub fn gateway_error(&self, kind: &str) {
         bump(&mut self.lock().gateway_errors, kind);
+    }
+
+    /// Counts one OTLP export request by its outcome: `accepted` or the
+    /// reason it was refused.
+    pub fn otlp_request(&self, outcome: &str) {
+        bump(&mut self.lock().otlp_requests, outcome);
+    }
+
+    /// Counts the spans of one accepted OTLP export: model calls stored,
+    /// already stored (a resent batch), rejected; spans that were not model
+    /// calls; and stored calls that carried no usage.
+    pub fn otlp_spans(
+        &self,
+        stored: u64,
+        duplicate: u64,
+        rejected: u64,
+        other: u64,
+        without_usage: u64,
+    ) {
+        let mut state = self.lock();
+        for (outcome, n) in [
+            ("stored", stored),
+            ("duplicate", duplicate),
+            ("rejected", rejected),
+            ("other", other),
+            ("without_usage", without_usage),
+        ] {
+            if n > 0 {
+                let count = state.otlp_spans.entry(outcome.to_owned()).or_insert(0);
+                *count = count.saturating_add(n);
+            }
+        }
     }
 
     /// Adds `usd` spent on investigation model calls; negative or non-finite

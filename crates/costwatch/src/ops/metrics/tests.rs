@@ -133,7 +133,7 @@ fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 2, h, m, s).unwrap()
 }
 
-const FAMILIES: [(&str, &str); 14] = [
+const FAMILIES: [(&str, &str); 16] = [
     ("costwatch_windows_processed_total", "counter"),
     ("costwatch_window_failures_total", "counter"),
     ("costwatch_sessions_read_total", "counter"),
@@ -143,6 +143,8 @@ const FAMILIES: [(&str, &str); 14] = [
     ("costwatch_alerts_silenced_total", "counter"),
     ("costwatch_deliveries_total", "counter"),
     ("costwatch_gateway_errors_total", "counter"),
+    ("costwatch_otlp_requests_total", "counter"),
+    ("costwatch_otlp_spans_total", "counter"),
     ("costwatch_investigation_spend_usd_total", "counter"),
     ("costwatch_last_tick_timestamp_seconds", "gauge"),
     ("costwatch_up", "gauge"),

@@ -119,6 +119,7 @@ impl Mapper {
             error_type,
             input_tokens: tokens.input,
             cached_tokens: tokens.cached,
+            cache_reported: true,
             cache_write_tokens: tokens.write,
             output_tokens: tokens.output,
             cost_usd,

@@ -137,6 +137,7 @@ pub(super) fn map(mut row: WireRow, settings: &RowSettings) -> Result<Mapped, St
         error_type,
         input_tokens,
         cached_tokens: read.tokens,
+        cache_reported: true,
         cache_write_tokens: write.tokens,
         output_tokens,
         cost_usd: Some(cost),

@@ -21,13 +21,13 @@ mod cache;
 mod scan;
 
 use self::cache::Cache;
-use self::scan::{Parsed, Stamp};
+use self::scan::{FileCall, Parsed, Stamp};
 use super::settings::SpanMapping;
 use crate::printable::printable;
 use crate::source::rows::{CallRow, RowReader};
 use crate::source::{ModelPrice, ReadStats, SourceError};
 use chrono::{DateTime, Utc};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -41,6 +41,8 @@ pub struct OtlpFilesReader {
     dir: Arc<PathBuf>,
     mapping: Arc<SpanMapping>,
     index: Arc<Mutex<Index>>,
+    /// A temporary folder the reader owns, removed when the last clone goes.
+    _owned: Option<Arc<tempfile::TempDir>>,
 }
 
 impl std::fmt::Debug for OtlpFilesReader {
@@ -58,7 +60,15 @@ impl OtlpFilesReader {
             dir: Arc::new(dir),
             mapping: Arc::new(mapping),
             index: Arc::new(Mutex::new(Index::new(DEFAULT_MAX_CACHED_CALLS))),
+            _owned: None,
         }
+    }
+
+    /// Takes `dir` (the reader's folder) over: it is removed when the
+    /// reader and its clones are gone.
+    pub fn owning(mut self, dir: tempfile::TempDir) -> Self {
+        self._owned = Some(Arc::new(dir));
+        self
     }
 
     /// Keeps at most `max` parsed calls between reads instead of
@@ -84,11 +94,11 @@ impl OtlpFilesReader {
             files += 1;
             let calls = index.calls(&path, stamp, &self.mapping)?;
             // Each file's calls are in start order.
-            let from = calls.partition_point(|c| c.created_at < start);
-            let to = calls.partition_point(|c| c.created_at < end);
+            let from = calls.partition_point(|c| c.row.created_at < start);
+            let to = calls.partition_point(|c| c.row.created_at < end);
             for c in calls.get(from..to).unwrap_or_default() {
-                if seen.insert(c.request_id.clone()) {
-                    out.push(c.clone());
+                if seen.insert(c.row.request_id.clone()) {
+                    out.push(index.with_conversation(c));
                 }
             }
         }
@@ -138,7 +148,7 @@ impl RowReader for OtlpFilesReader {
 }
 
 /// What a first scan learnt about one version of a file.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Known {
     stamp: Stamp,
     /// When its first and last call started; `None` without calls.
@@ -147,6 +157,8 @@ struct Known {
     rejected: u64,
     /// Calls without token counts.
     without_usage: u64,
+    /// Conversation ids seen on its spans, by trace.
+    conversations: Arc<HashMap<String, String>>,
 }
 
 /// The folder's files as last scanned, and the calls of those read last.
@@ -182,7 +194,7 @@ impl Index {
             if self.files.get(path).is_some_and(|k| k.stamp == *stamp) {
                 continue;
             }
-            let parsed = scan::parse(path, mapping)?;
+            let mut parsed = scan::parse(path, mapping)?;
             // A file being appended to is scanned again and again: only
             // what is new is worth a warning.
             let before = self.files.get(path);
@@ -191,12 +203,26 @@ impl Index {
                 range: parsed.range(),
                 rejected: parsed.rejected,
                 without_usage: parsed.without_usage,
+                conversations: Arc::new(std::mem::take(&mut parsed.conversations)),
             };
             warn_skipped(path, &parsed, before);
             self.cache.put(path, *stamp, Arc::new(parsed.calls));
             self.files.insert(path.clone(), known);
         }
         Ok(())
+    }
+
+    /// A file's call with its session: the span's own, else a
+    /// conversation id seen on another span of its trace in any file of
+    /// the folder, else the fallback's.
+    fn with_conversation(&self, c: &FileCall) -> CallRow {
+        let mut row = c.row.clone();
+        if let Some(trace) = &c.trace
+            && let Some(id) = self.files.values().find_map(|k| k.conversations.get(trace))
+        {
+            row.session_id = Some(id.clone());
+        }
+        row
     }
 
     /// The files that may hold a call started in `[start, end)`.
@@ -217,7 +243,7 @@ impl Index {
         path: &Path,
         stamp: Stamp,
         mapping: &SpanMapping,
-    ) -> Result<Arc<Vec<CallRow>>, SourceError> {
+    ) -> Result<Arc<Vec<FileCall>>, SourceError> {
         if let Some(calls) = self.cache.get(path, stamp) {
             return Ok(calls);
         }

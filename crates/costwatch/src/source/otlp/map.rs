@@ -34,6 +34,11 @@ pub struct SpanCall {
     pub trace_id: String,
     /// The call; `request_id` is the span id, lowercase hex.
     pub row: CallRow,
+    /// Whether `row.session_id` is the span's own conversation id
+    /// (`gen_ai.conversation.id` or `session.id`) rather than the fallback:
+    /// a conversation id seen on another span of the trace takes the
+    /// fallback's place.
+    pub conversation: bool,
 }
 
 /// What a request's spans gave.
@@ -51,6 +56,11 @@ pub struct Mapped {
     /// Spans that are not model calls (tools, agents, embeddings, HTTP,
     /// ...), dropped.
     pub other_spans: u64,
+    /// `(trace id, conversation id)` of every span that carries a
+    /// conversation id, model call or not, first per trace: the official
+    /// OpenAI instrumentation writes it on the `invoke_agent` span around
+    /// the calls, not on the calls.
+    pub conversations: Vec<(String, String)>,
 }
 
 /// Maps every span of `req`: GenAI model-call spans become calls; other
@@ -79,6 +89,11 @@ pub fn map_spans(
             accept: (accept_from, accept_until),
         };
         for span in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
+            if let Some(found) = conversation_of(span)
+                && !out.conversations.iter().any(|(t, _)| *t == found.0)
+            {
+                out.conversations.push(found);
+            }
             if !is_model_call(Attrs(&span.attributes)) {
                 out.other_spans += 1;
                 continue;
@@ -100,6 +115,17 @@ pub fn map_spans(
         }
     }
     out
+}
+
+/// The trace and conversation id of a span that carries one (and valid
+/// ids of bounded length).
+fn conversation_of(span: &Span) -> Option<(String, String)> {
+    let id = Attrs(&span.attributes).text("gen_ai.conversation.id")?;
+    if id.is_empty() || id.len() > MAX_ID_BYTES {
+        return None;
+    }
+    let trace = id_hex(&span.trace_id, 16, "trace id").ok()?;
+    Some((trace, id))
 }
 
 /// Whether a span is a model call: `gen_ai.operation.name` is one, or,
@@ -135,7 +161,7 @@ impl Context<'_> {
             .ok_or("no gen_ai.request.model or gen_ai.response.model")?;
         at_most("model", &model)?;
         let used = usage(attrs, self.mapping.input_tokens)?;
-        let session_id = self.session(attrs, &trace_id)?;
+        let (session_id, conversation) = self.session(attrs, &trace_id)?;
         let (status, http_status, error_type) = outcome(span, attrs);
         let row = CallRow {
             request_id: span_id,
@@ -147,12 +173,20 @@ impl Context<'_> {
             error_type,
             input_tokens: used.input,
             cached_tokens: used.cache_read,
+            cache_reported: used.cache_read_reported,
             cache_write_tokens: used.cache_write,
             output_tokens: used.output,
             cost_usd: None,
             labels: self.labels(attrs),
         };
-        Ok((SpanCall { trace_id, row }, used.reported))
+        Ok((
+            SpanCall {
+                trace_id,
+                row,
+                conversation,
+            },
+            used.reported,
+        ))
     }
 
     /// The span's start time, within the accepted range.
@@ -176,24 +210,24 @@ impl Context<'_> {
         Ok(at)
     }
 
-    /// The session: `gen_ai.conversation.id`, else `session.id`, else the
-    /// fallback.
-    fn session(&self, attrs: Attrs<'_>, trace_id: &str) -> Result<Option<String>, String> {
-        let (field, id) = if let Some(id) = attrs.text("gen_ai.conversation.id") {
-            ("gen_ai.conversation.id".to_owned(), Some(id))
+    /// The session: `gen_ai.conversation.id`, else `session.id` (the
+    /// span's own: `true`), else the fallback (`false`).
+    fn session(&self, attrs: Attrs<'_>, trace_id: &str) -> Result<(Option<String>, bool), String> {
+        let (field, id, own) = if let Some(id) = attrs.text("gen_ai.conversation.id") {
+            ("gen_ai.conversation.id".to_owned(), Some(id), true)
         } else if let Some(id) = attrs.text("session.id") {
-            ("session.id".to_owned(), Some(id))
+            ("session.id".to_owned(), Some(id), true)
         } else {
             match &self.mapping.fallback {
-                SessionFallback::Trace => ("trace id".to_owned(), Some(trace_id.to_owned())),
-                SessionFallback::Attr(a) => (a.to_string(), self.value(attrs, a)),
-                SessionFallback::None => (String::new(), None),
+                SessionFallback::Trace => ("trace id".to_owned(), Some(trace_id.to_owned()), false),
+                SessionFallback::Attr(a) => (a.to_string(), self.value(attrs, a), false),
+                SessionFallback::None => (String::new(), None, false),
             }
         };
         if let Some(id) = &id {
             at_most(&field, id)?;
         }
-        Ok(id)
+        Ok((id, own))
     }
 
     /// The attribute `a` names, as text.
@@ -259,6 +293,7 @@ fn outcome(span: &Span, attrs: Attrs<'_>) -> (RequestStatus, Option<u16>, Option
     }
     let error_type = attrs
         .text("error.type")
+        .map(|t| python_class(&t).to_owned())
         .or_else(|| {
             span.status
                 .as_ref()
@@ -271,7 +306,37 @@ fn outcome(span: &Span, attrs: Attrs<'_>) -> (RequestStatus, Option<u16>, Option
         .filter(|t| t.len() == 3 && t.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|t| t.parse::<u16>().ok())
         .filter(|n| (100..=599).contains(n));
-    (RequestStatus::Error, http.or(from_type), error_type)
+    let from_message = span
+        .status
+        .as_ref()
+        .and_then(|s| status_in_message(&s.message));
+    (
+        RequestStatus::Error,
+        http.or(from_type).or(from_message),
+        error_type,
+    )
+}
+
+/// `openai.RateLimitError` from `<class 'openai.RateLimitError'>`: the
+/// official OpenAI instrumentation (2.4b0) passes the exception's class
+/// where the conventions want its name, and the SDK writes its `str()`.
+fn python_class(t: &str) -> &str {
+    t.strip_prefix("<class '")
+        .and_then(|r| r.strip_suffix("'>"))
+        .unwrap_or(t)
+}
+
+/// The HTTP status in the OpenAI Python SDK's error message, which the
+/// status message carries when no attribute does:
+/// `Error code: 429 - {'error': ...}`.
+fn status_in_message(message: &str) -> Option<u16> {
+    let rest = message.strip_prefix("Error code: ")?;
+    let digits = rest.get(..3)?;
+    let after = rest.get(3..)?;
+    (digits.bytes().all(|b| b.is_ascii_digit()) && (after.is_empty() || after.starts_with(' ')))
+        .then(|| digits.parse::<u16>().ok())
+        .flatten()
+        .filter(|n| (100..=599).contains(n))
 }
 
 /// A trace or span id as lowercase hex: `len` bytes, not all zero.

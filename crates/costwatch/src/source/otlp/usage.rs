@@ -43,6 +43,11 @@ pub(super) struct Usage {
     pub output: u64,
     /// Whether the span carries any token count at all.
     pub reported: bool,
+    /// Whether it carries a cache-read count (0 included). The official
+    /// OpenAI instrumentation's chat spans carry none (2.4b0 reads only
+    /// `prompt_tokens` and `completion_tokens` there): their cache reads
+    /// are unknown, not 0.
+    pub cache_read_reported: bool,
 }
 
 /// The span's usage, `input` made the whole prompt as `how` says. Missing
@@ -77,6 +82,7 @@ pub(super) fn usage(attrs: Attrs<'_>, how: InputTokens) -> Result<Usage, String>
         cache_write,
         output,
         reported,
+        cache_read_reported: read.is_some(),
     })
 }
 

@@ -38,6 +38,9 @@ pub(super) struct OpenSession {
     pub cost: f64,
     /// Whether any call's cost was computed here rather than reported.
     pub cost_computed: bool,
+    /// Successful calls, and how many of them reported cache reads.
+    pub successes: u64,
+    pub cache_reports: u64,
     pub by_model: Vec<ModelUsage>,
     pub labels: Labels,
     /// The calls, while every one of them is kept; `None` once one was
@@ -99,6 +102,8 @@ impl OpenSession {
             output: 0,
             cost: 0.0,
             cost_computed: false,
+            successes: 0,
+            cache_reports: 0,
             by_model: Vec::new(),
             labels: Labels::new(),
             calls: Some(Vec::new()),
@@ -112,7 +117,10 @@ impl OpenSession {
         self.first = self.first.min(row.created_at);
         self.last = self.last.max(row.created_at);
         self.requests += 1;
-        self.errors += u64::from(row.status == crate::source::RequestStatus::Error);
+        let failed = row.status == crate::source::RequestStatus::Error;
+        self.errors += u64::from(failed);
+        self.successes += u64::from(!failed);
+        self.cache_reports += u64::from(!failed && row.cache_reported);
         self.input = self.input.saturating_add(row.input_tokens);
         self.cached = self.cached.saturating_add(row.cached_tokens);
         self.cache_write = self.cache_write.saturating_add(row.cache_write_tokens);
@@ -170,6 +178,7 @@ impl OpenSession {
             by_model,
             labels: self.labels.clone(),
             cost_computed: self.cost_computed,
+            cache_unreported: self.successes > 0 && self.cache_reports == 0,
         }
     }
 

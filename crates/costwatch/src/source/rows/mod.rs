@@ -45,6 +45,10 @@ pub struct CallRow {
     /// Prompt tokens read from the provider's prompt cache (a part of
     /// `input_tokens`).
     pub cached_tokens: u64,
+    /// Whether the system reported cache reads for this call (a count, 0
+    /// included). An OpenTelemetry span without a cache-read attribute did
+    /// not: its `cached_tokens` is 0 for want of a figure, not a measured 0.
+    pub cache_reported: bool,
     /// Prompt tokens written to the prompt cache (a part of `input_tokens`).
     pub cache_write_tokens: u64,
     /// Completion tokens.

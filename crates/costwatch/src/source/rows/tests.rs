@@ -98,6 +98,7 @@ fn call(id: &str, session: Option<&str>, at: DateTime<Utc>) -> CallRow {
         error_type: None,
         input_tokens: 2000,
         cached_tokens: 1500,
+        cache_reported: true,
         cache_write_tokens: 0,
         output_tokens: 100,
         cost_usd: Some(0.001),

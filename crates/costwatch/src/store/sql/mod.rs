@@ -4,10 +4,12 @@
 //! live with their job: [`windows`] (watermarks, windows, findings,
 //! baselines), [`incidents`], [`outbox`] (alert delivery), [`leases`],
 //! [`investigations`] and [`budget`] (the day's investigation budget);
-//! [`silences`], the operator's read-only [`inspect`] queries and the
-//! status page's [`status`] queries implement traits of their own.
+//! [`silences`], the calls received over OTLP ([`calls`]), the
+//! operator's read-only [`inspect`] queries and the status page's
+//! [`status`] queries implement traits of their own.
 
 mod budget;
+mod calls;
 mod incidents;
 mod inspect;
 mod investigations;

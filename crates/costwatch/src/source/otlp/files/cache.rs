@@ -1,8 +1,8 @@
 //! The parsed calls of the files read last, up to a number of calls, so
 //! that consecutive windows do not parse a file again.
 
+use super::scan::FileCall;
 use super::scan::Stamp;
-use crate::source::rows::CallRow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// One file's calls, as of one version of it.
 struct Entry {
     stamp: Stamp,
-    calls: Arc<Vec<CallRow>>,
+    calls: Arc<Vec<FileCall>>,
     used: u64,
 }
 
@@ -37,7 +37,7 @@ impl Cache {
     }
 
     /// The calls of `path` as of `stamp`, if held.
-    pub(super) fn get(&mut self, path: &Path, stamp: Stamp) -> Option<Arc<Vec<CallRow>>> {
+    pub(super) fn get(&mut self, path: &Path, stamp: Stamp) -> Option<Arc<Vec<FileCall>>> {
         self.clock += 1;
         let entry = self.entries.get_mut(path).filter(|e| e.stamp == stamp)?;
         entry.used = self.clock;
@@ -47,7 +47,7 @@ impl Cache {
     /// Holds the calls of `path` as of `stamp`, dropping the least
     /// recently used files to make room; a file with more calls than the
     /// cache holds is not kept.
-    pub(super) fn put(&mut self, path: &Path, stamp: Stamp, calls: Arc<Vec<CallRow>>) {
+    pub(super) fn put(&mut self, path: &Path, stamp: Stamp, calls: Arc<Vec<FileCall>>) {
         self.remove(path);
         if calls.len() > self.max {
             return;

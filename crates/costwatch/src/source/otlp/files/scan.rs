@@ -9,6 +9,7 @@ use crate::source::SourceError;
 use crate::source::rows::CallRow;
 use chrono::{DateTime, Utc};
 use flate2::read::MultiGzDecoder;
+use std::collections::HashMap;
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{BufRead, BufReader, ErrorKind, Read};
@@ -63,12 +64,24 @@ fn is_otlp_file(path: &Path) -> bool {
     name.ends_with(".json") || name.ends_with(".jsonl")
 }
 
+/// A call as a file holds it.
+#[derive(Debug, Clone)]
+pub(super) struct FileCall {
+    /// The call, its session as the span itself or the fallback gave it.
+    pub row: CallRow,
+    /// The trace, when the session came from the fallback: a conversation
+    /// id seen on another span of the trace (in any file) replaces it.
+    pub trace: Option<String>,
+}
+
 /// One file's calls.
 #[derive(Debug, Default)]
 pub(super) struct Parsed {
     /// Its model calls, each span once (the first copy kept), by start
     /// time then span id.
-    pub calls: Vec<CallRow>,
+    pub calls: Vec<FileCall>,
+    /// Conversation ids seen on its spans, by trace (the first per trace).
+    pub conversations: HashMap<String, String>,
     /// Model-call spans the mapping could not use.
     pub rejected: u64,
     /// Why the first of them was rejected.
@@ -81,8 +94,8 @@ impl Parsed {
     /// When its first and last call started; `None` without calls.
     pub(super) fn range(&self) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
         Some((
-            self.calls.first()?.created_at,
-            self.calls.last()?.created_at,
+            self.calls.first()?.row.created_at,
+            self.calls.last()?.row.created_at,
         ))
     }
 }
@@ -109,7 +122,8 @@ pub(super) fn parse(path: &Path, mapping: &SpanMapping) -> Result<Parsed, Source
         match reader.read_line(&mut line) {
             Ok(0) => {
                 parsed.calls.sort_by(|a, b| {
-                    (a.created_at, &a.request_id).cmp(&(b.created_at, &b.request_id))
+                    (a.row.created_at, &a.row.request_id)
+                        .cmp(&(b.row.created_at, &b.row.request_id))
                 });
                 return Ok(parsed);
             }
@@ -134,10 +148,16 @@ pub(super) fn parse(path: &Path, mapping: &SpanMapping) -> Result<Parsed, Source
             parsed.first_rejection = mapped.first_rejection;
         }
         parsed.without_usage += mapped.without_usage;
+        for (trace, conversation) in mapped.conversations {
+            parsed.conversations.entry(trace).or_insert(conversation);
+        }
         for call in mapped.calls {
             // An exporter that retried wrote the span again.
             if seen.insert(call.row.request_id.clone()) {
-                parsed.calls.push(call.row);
+                parsed.calls.push(FileCall {
+                    trace: (!call.conversation).then_some(call.trace_id),
+                    row: call.row,
+                });
             }
         }
     }

@@ -635,3 +635,51 @@ fn settings_parse_and_print_their_config_spelling() {
         (SessionFallback::Trace, 0, true, InputTokens::Auto)
     );
 }
+
+#[test]
+fn a_missing_cache_read_count_is_unknown_and_a_zero_is_a_zero() {
+    // The official OpenAI instrumentation's chat spans carry no cache count.
+    let unknown = one(vec![chat(1, 1, 3, "gpt-4o", 1200, 30)]);
+    assert_eq!(unknown.cached_tokens, 0);
+    assert!(!unknown.cache_reported);
+    let mut measured = chat(1, 2, 3, "gpt-4o", 1200, 30);
+    measured
+        .attributes
+        .push(int("gen_ai.usage.cache_read.input_tokens", 0));
+    let zero = one(vec![measured]);
+    assert!(zero.cache_reported, "a reported 0 is a measured 0");
+}
+
+#[test]
+fn an_agent_span_gives_its_conversation_to_the_calls_of_its_trace() {
+    let mut agent = chat(7, 9, 1, "gpt-4o", 0, 0);
+    agent.attributes = vec![
+        text("gen_ai.operation.name", "invoke_agent"),
+        text("gen_ai.conversation.id", "conv-1"),
+    ];
+    let m = map(vec![chat(7, 1, 3, "gpt-4o", 10, 1), agent]);
+    assert_eq!(m.other_spans, 1);
+    assert_eq!(m.conversations, vec![(trace_hex(7), "conv-1".to_owned())]);
+    assert!(
+        !m.calls[0].conversation,
+        "the call's own session is the fallback"
+    );
+}
+
+#[test]
+fn the_openai_sdk_error_gives_its_class_and_http_status() {
+    let mut failed = chat(1, 1, 3, "gpt-4o", 0, 0);
+    failed
+        .attributes
+        .retain(|a| !a.key.starts_with("gen_ai.usage"));
+    failed
+        .attributes
+        .push(text("error.type", "<class 'openai.RateLimitError'>"));
+    failed.status = Some(Status {
+        code: StatusCode::Error as i32,
+        message: "Error code: 429 - {'error': {'message': 'slow down'}}".to_owned(),
+    });
+    let row = one(vec![failed]);
+    assert_eq!(row.error_type.as_deref(), Some("openai.RateLimitError"));
+    assert_eq!(row.http_status, Some(429));
+}

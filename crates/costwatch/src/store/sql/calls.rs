@@ -1,0 +1,269 @@
+//! The received OTLP calls (`otlp_calls`) and the conversations of their
+//! traces (`otlp_conversations`).
+
+use super::*;
+use crate::source::RequestStatus;
+use crate::source::otlp::SpanCall;
+use crate::source::rows::CallRow;
+use crate::store::calls::{CallCursor, CallStats, CallStore};
+
+/// What a read selects: the call, its session resolved (the span's own
+/// conversation, the trace's, the fallback).
+const SELECT: &str = "SELECT c.span_id, \
+     COALESCE(c.conversation_id, t.conversation_id, c.fallback_session) AS session_id, \
+     c.created_ms, c.model, c.failed, c.http_status, c.error_type, c.input_tokens, \
+     c.cached_tokens, c.cache_reported, c.cache_write_tokens, c.output_tokens, c.labels \
+     FROM otlp_calls c LEFT JOIN otlp_conversations t ON t.trace_id = c.trace_id";
+
+/// The columns an insert writes, in bind order.
+const INSERT_COLUMNS: &str = "span_id, trace_id, conversation_id, fallback_session, created_ms, \
+     model, failed, http_status, error_type, input_tokens, cached_tokens, cache_reported, \
+     cache_write_tokens, output_tokens, labels, received_ms";
+const INSERT_ARITY: usize = 16;
+
+/// Rows per INSERT: 16 bound values each stays well under SQLite's and
+/// PostgreSQL's limits on bound parameters.
+const INSERT_CHUNK: usize = 400;
+
+fn tokens(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn count(r: &AnyRow, column: &str) -> Result<u64, StoreError> {
+    let v: i64 = r.try_get(column).map_err(corrupt)?;
+    u64::try_from(v).map_err(|_| StoreError::Corrupt(format!("otlp_calls.{column} = {v}")))
+}
+
+fn call_from_row(r: &AnyRow) -> Result<CallRow, StoreError> {
+    let failed: i64 = r.try_get("failed").map_err(corrupt)?;
+    let http: Option<i64> = r.try_get("http_status").map_err(corrupt)?;
+    let labels: String = r.try_get("labels").map_err(corrupt)?;
+    Ok(CallRow {
+        request_id: r.try_get("span_id").map_err(corrupt)?,
+        session_id: r.try_get("session_id").map_err(corrupt)?,
+        created_at: from_ms(r.try_get("created_ms").map_err(corrupt)?)?,
+        model: r.try_get("model").map_err(corrupt)?,
+        status: if failed != 0 {
+            RequestStatus::Error
+        } else {
+            RequestStatus::Success
+        },
+        http_status: http.and_then(|h| u16::try_from(h).ok()),
+        error_type: r.try_get("error_type").map_err(corrupt)?,
+        input_tokens: count(r, "input_tokens")?,
+        cached_tokens: count(r, "cached_tokens")?,
+        cache_reported: r.try_get::<i64, _>("cache_reported").map_err(corrupt)? != 0,
+        cache_write_tokens: count(r, "cache_write_tokens")?,
+        output_tokens: count(r, "output_tokens")?,
+        cost_usd: None,
+        labels: serde_json::from_str(&labels)
+            .map_err(|e| StoreError::Corrupt(format!("otlp_calls.labels: {e}")))?,
+    })
+}
+
+fn placeholders(sql: &mut String, rows: usize, arity: usize) {
+    for i in 0..rows {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for j in 1..=arity {
+            if j > 1 {
+                sql.push_str(", ");
+            }
+            sql.push('$');
+            sql.push_str(&(i * arity + j).to_string());
+        }
+        sql.push(')');
+    }
+}
+
+fn insert_sql(rows: usize) -> String {
+    let mut sql = format!("INSERT INTO otlp_calls ({INSERT_COLUMNS}) VALUES ");
+    placeholders(&mut sql, rows, INSERT_ARITY);
+    sql.push_str(" ON CONFLICT (span_id) DO NOTHING");
+    sql
+}
+
+fn conversations_sql(rows: usize) -> String {
+    let mut sql =
+        "INSERT INTO otlp_conversations (trace_id, conversation_id, seen_ms) VALUES ".to_owned();
+    placeholders(&mut sql, rows, 3);
+    sql.push_str(" ON CONFLICT (trace_id) DO NOTHING");
+    sql
+}
+
+impl CallStore for SqlStore {
+    async fn insert_calls(
+        &self,
+        calls: &[SpanCall],
+        conversations: &[(String, String)],
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        if calls.is_empty() && conversations.is_empty() {
+            return Ok(0);
+        }
+        let mut tx = self.pool.begin().await.map_err(unavailable)?;
+        let mut added = 0;
+        for chunk in calls.chunks(INSERT_CHUNK) {
+            // Only placeholders are formatted in; every value is bound.
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_sql(chunk.len())));
+            for call in chunk {
+                let c = &call.row;
+                let (own, fallback) = if call.conversation {
+                    (c.session_id.as_deref(), None)
+                } else {
+                    (None, c.session_id.as_deref())
+                };
+                q = q
+                    .bind(c.request_id.as_str())
+                    .bind(call.trace_id.as_str())
+                    .bind(own)
+                    .bind(fallback)
+                    .bind(ms(c.created_at))
+                    .bind(c.model.as_str())
+                    .bind(i64::from(c.status == RequestStatus::Error))
+                    .bind(c.http_status.map(i64::from))
+                    .bind(c.error_type.as_deref())
+                    .bind(tokens(c.input_tokens))
+                    .bind(tokens(c.cached_tokens))
+                    .bind(i64::from(c.cache_reported))
+                    .bind(tokens(c.cache_write_tokens))
+                    .bind(tokens(c.output_tokens))
+                    .bind(json(&c.labels)?)
+                    .bind(ms(now));
+            }
+            added += q
+                .execute(&mut *tx)
+                .await
+                .map_err(unavailable)?
+                .rows_affected();
+        }
+        for chunk in conversations.chunks(INSERT_CHUNK) {
+            // Only placeholders are formatted in; every value is bound.
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(conversations_sql(chunk.len())));
+            for (trace, conversation) in chunk {
+                q = q
+                    .bind(trace.as_str())
+                    .bind(conversation.as_str())
+                    .bind(ms(now));
+            }
+            q.execute(&mut *tx).await.map_err(unavailable)?;
+        }
+        tx.commit().await.map_err(unavailable)?;
+        Ok(added)
+    }
+
+    async fn calls_page(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        after: Option<&CallCursor>,
+        limit: u32,
+    ) -> Result<Vec<CallRow>, StoreError> {
+        let rows = match after {
+            None => {
+                let sql = format!(
+                    "{SELECT} WHERE c.created_ms >= $1 AND c.created_ms < $2 \
+                     ORDER BY c.created_ms, c.span_id LIMIT $3"
+                );
+                // Only the fixed column list is formatted in; the values are bound.
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(ms(start))
+                    .bind(ms(end))
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await
+            }
+            Some(c) => {
+                let sql = format!(
+                    "{SELECT} WHERE c.created_ms < $2 \
+                     AND (c.created_ms > $1 OR (c.created_ms = $1 AND c.span_id > $3)) \
+                     AND c.created_ms >= $4 ORDER BY c.created_ms, c.span_id LIMIT $5"
+                );
+                // Only the fixed column list is formatted in; the values are bound.
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(ms(c.created_at))
+                    .bind(ms(end))
+                    .bind(c.request_id.as_str())
+                    .bind(ms(start))
+                    .bind(i64::from(limit))
+                    .fetch_all(&self.pool)
+                    .await
+            }
+        }
+        .map_err(unavailable)?;
+        rows.iter().map(call_from_row).collect()
+    }
+
+    async fn session_calls(
+        &self,
+        session_id: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<CallRow>, StoreError> {
+        // The three ways a call belongs to the session, each by an index;
+        // the outer test keeps a call whose own conversation is another.
+        let sql = format!(
+            "{SELECT} WHERE c.created_ms >= $2 AND c.created_ms < $3 \
+             AND (c.conversation_id = $1 OR c.fallback_session = $1 \
+                  OR c.trace_id IN (SELECT trace_id FROM otlp_conversations WHERE conversation_id = $1)) \
+             AND COALESCE(c.conversation_id, t.conversation_id, c.fallback_session) = $1 \
+             ORDER BY c.created_ms, c.span_id"
+        );
+        // Only the fixed column list is formatted in; the values are bound.
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(session_id)
+            .bind(ms(start))
+            .bind(ms(end))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        rows.iter().map(call_from_row).collect()
+    }
+
+    async fn delete_calls_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, StoreError> {
+        // In batches, so a large backlog never holds the write lock long.
+        let done = sqlx::query(
+            "DELETE FROM otlp_calls WHERE span_id IN \
+             (SELECT span_id FROM otlp_calls WHERE created_ms < $1 ORDER BY created_ms LIMIT $2)",
+        )
+        .bind(ms(before))
+        .bind(i64::from(limit))
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        sqlx::query(
+            "DELETE FROM otlp_conversations WHERE trace_id IN \
+             (SELECT trace_id FROM otlp_conversations WHERE seen_ms < $1 ORDER BY seen_ms LIMIT $2)",
+        )
+        .bind(ms(before))
+        .bind(i64::from(limit))
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn call_stats(&self) -> Result<CallStats, StoreError> {
+        let r = sqlx::query(
+            "SELECT COUNT(*) AS n, MIN(created_ms) AS oldest, MAX(created_ms) AS newest \
+             FROM otlp_calls",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        let n: i64 = r.try_get("n").map_err(corrupt)?;
+        let oldest: Option<i64> = r.try_get("oldest").map_err(corrupt)?;
+        let newest: Option<i64> = r.try_get("newest").map_err(corrupt)?;
+        Ok(CallStats {
+            calls: u64::try_from(n).unwrap_or(0),
+            oldest: oldest.map(from_ms).transpose()?,
+            newest: newest.map(from_ms).transpose()?,
+        })
+    }
+}

@@ -1,0 +1,207 @@
+//! A real client: the official OpenTelemetry Python SDK with the official
+//! OpenAI GenAI instrumentation (`opentelemetry-instrumentation-openai-v2`)
+//! drives the real `openai` client against a small local OpenAI-compatible
+//! server and exports the spans over OTLP/HTTP to `costwatch run`
+//! (`source.kind: otlp`). The sessions are the seed window's, call for call,
+//! each inside an `invoke_agent` span carrying its conversation id.
+//!
+//! The instrumentation (2.4b0) records no cached tokens on chat spans (its
+//! chat path reads only `prompt_tokens` and `completion_tokens`), so nothing
+//! tells a conversation that never read the cache from one that did: the
+//! daemon must find the oversized model and the retry loop, named by their
+//! conversation ids, and no no_cache finding at all (no false one for the
+//! caching sessions either).
+//!
+//! The Python side is `tests/peers/otel_agent.py`, in the venv
+//! `.ci/otel-peer.sh` makes (found through `COSTWATCH_OTEL_PYTHON`).
+
+use crate::support::{Running, eventually, manifest_dir, seed_dataset};
+use chrono::{DurationRound, TimeDelta, Timelike};
+use costwatch::clock::{Clock, SystemClock};
+use costwatch::store::{SqlStore, Store};
+use serde_json::json;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+use tempfile::TempDir;
+
+fn otel_python() -> PathBuf {
+    let python = match std::env::var_os("COSTWATCH_OTEL_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os("COSTWATCH_OTEL_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+                    .join(".cache/costwatch-otel")
+            })
+            .join("bin/python"),
+    };
+    assert!(
+        python.exists(),
+        "no Python with the OpenTelemetry SDK at {}: run .ci/otel-peer.sh first \
+         (or set COSTWATCH_OTEL_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+/// The seed window's sessions as the agent's scenario, each call with the
+/// usage the local server is to answer.
+fn scenario() -> serde_json::Value {
+    let seed = seed_dataset();
+    let sessions: Vec<_> = seed
+        .sessions
+        .iter()
+        .map(|s| {
+            let mut requests = s.requests.clone();
+            requests.sort_by_key(|r| r.created_at);
+            json!({
+                "session_id": s.session_id,
+                "service": s.labels.get("feature").cloned().unwrap_or_else(|| "agent".into()),
+                "calls": requests.iter().map(|r| json!({
+                    "model": r.model,
+                    "input_tokens": r.input_tokens,
+                    "cached_tokens": r.cached_tokens,
+                    "output_tokens": r.output_tokens,
+                    "status": r.status,
+                    "http_status": r.http_status,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "sessions": sessions })
+}
+
+/// The seed's prices, in the shape of `GET /models`.
+fn models_file() -> serde_json::Value {
+    let seed = seed_dataset();
+    json!({ "data": seed.models.iter().map(|m| json!({
+        "id": m.id,
+        "input_usd_per_mtok": m.input_usd_per_mtok,
+        "cached_input_usd_per_mtok": m.cached_input_usd_per_mtok,
+        "cache_write_usd_per_mtok": m.cache_write_usd_per_mtok,
+        "output_usd_per_mtok": m.output_usd_per_mtok,
+        "supports_prompt_cache": m.supports_prompt_cache,
+    })).collect::<Vec<_>>() })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_openai_instrumentation_feeds_costwatch_run() {
+    let python = otel_python();
+    let dir = TempDir::new().unwrap();
+    std::fs::write(dir.path().join("scenario.json"), scenario().to_string()).unwrap();
+    std::fs::write(dir.path().join("models.json"), models_file().to_string()).unwrap();
+    std::fs::write(dir.path().join("otlp_token"), "otlp-test-token\n").unwrap();
+
+    // One-minute windows: the agent starts early in a minute, so the whole
+    // seed window lands in one of them, read 10 seconds after it ends.
+    let mut now = SystemClock.now();
+    if now.second() > 35 {
+        tokio::time::sleep(Duration::from_secs(u64::from(61 - now.second()))).await;
+        now = SystemClock.now();
+    }
+    let window_start = now.duration_trunc(TimeDelta::minutes(1)).unwrap();
+    let config = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "source:\n  kind: otlp\n  listen: 127.0.0.1:0\n  token_file: otlp_token\n  \
+             models_file: models.json\n\
+             windows:\n  size: 1m\n  settle_lag: 10s\n  start: {}\n\
+             schedule:\n  cron: \"*/2 * * * * *\"\n\
+             group_by: [service.name]\n\
+             state:\n  url: sqlite://state.db\n\
+             server:\n  listen: null\n\
+             rules: [{}]\n",
+            window_start.to_rfc3339(),
+            manifest_dir().join("rules").display()
+        ),
+    )
+    .unwrap();
+    let daemon = Running::start(&config, &[]);
+    let addr = eventually("the OTLP receiver", || async {
+        daemon
+            .log()
+            .lines()
+            .filter(|l| l.contains("OTLP receiver listening"))
+            .find_map(|l| {
+                let at = l.find("addr=")? + "addr=".len();
+                l[at..].split_whitespace().next().map(str::to_owned)
+            })
+    })
+    .await;
+
+    let out = std::process::Command::new(&python)
+        .arg(manifest_dir().join("tests/peers/otel_agent.py"))
+        .args([
+            "--scenario",
+            dir.path().join("scenario.json").to_str().unwrap(),
+        ])
+        .args(["--endpoint", &format!("http://{addr}/v1/traces")])
+        .args([
+            "--token-file",
+            dir.path().join("otlp_token").to_str().unwrap(),
+        ])
+        .arg("--gzip")
+        .output()
+        .expect("the agent runs");
+    assert!(
+        out.status.success(),
+        "agent failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(out.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(summary["calls"], 84, "{summary}");
+    assert_eq!(summary["errors"], 8, "{summary}");
+    assert!(
+        SystemClock.now() < window_start + TimeDelta::minutes(1),
+        "the agent ran past its window; the test assumes one window"
+    );
+
+    // The window is read once its settle lag has passed.
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let store = SqlStore::open(&state).await.unwrap();
+    eventually("the agent's window to be read", || async {
+        let w = store.watermark("main").await.ok()??;
+        (w >= window_start + TimeDelta::minutes(1)).then_some(())
+    })
+    .await;
+    let findings = store
+        .findings(window_start - TimeDelta::hours(1), SystemClock.now())
+        .await
+        .unwrap();
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &findings {
+        found
+            .entry(f.kind.as_str().to_owned())
+            .or_default()
+            .insert(f.session_id.clone());
+    }
+    let mut want = seed_dataset().truth.by_kind;
+    assert_eq!(
+        want.remove("no_cache").map(|s| s.len()),
+        Some(1),
+        "the seed has one no-cache conversation"
+    );
+    want.retain(|_, v| !v.is_empty());
+    assert_eq!(found, want, "{}", daemon.log());
+    let seed = seed_dataset();
+    for f in &findings {
+        assert_eq!(
+            f.evidence["cost_computed"], true,
+            "priced by costwatch: {f:?}"
+        );
+        let session = seed
+            .sessions
+            .iter()
+            .find(|s| s.session_id == f.session_id)
+            .unwrap();
+        assert_eq!(
+            f.labels.get("service.name"),
+            session.labels.get("feature"),
+            "the resource's service.name is the group"
+        );
+    }
+}
