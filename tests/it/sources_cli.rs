@@ -108,7 +108,7 @@ async fn an_empty_hour_is_a_warning_that_says_where_to_look() {
 
 #[test]
 fn demo_runs_through_each_row_source() {
-    for kind in ["litellm", "langfuse"] {
+    for kind in ["litellm", "langfuse", "otlp", "otlp_files"] {
         let out = costwatch_command(&["demo", "--days", "1", "--source", kind])
             .output()
             .unwrap();
@@ -159,6 +159,66 @@ async fn a_refused_key_stops_once_and_leaves_the_window_due() {
     assert!(stderr.contains("COSTWATCH_ADMIN_KEY"), "{stderr}");
     // The right key then processes the window the refused run left due.
     let ok = run("sim-admin-key").await;
+    let stdout = text(&ok.stdout);
+    assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
+    for session in SEED_WASTE {
+        assert!(stdout.contains(session), "{session} not in:\n{stdout}");
+    }
+}
+
+/// `once` over a folder of Collector files, as a user with exported traces
+/// and no receiver would run it; a malformed line keeps the window due.
+#[test]
+fn once_reads_a_folder_of_collector_files() {
+    let seed = crate::support::seed_dataset();
+    let dir = TempDir::new().unwrap();
+    let traces = dir.path().join("traces");
+    let (first, last) = seed.time_range().unwrap();
+    let requests =
+        costwatch_sim::otlp::export_requests(&seed, first, last + TimeDelta::seconds(1), 16);
+    costwatch_sim::otlp::write_json_lines(&traces, &requests, 2).unwrap();
+    let models = serde_json::json!({ "data": seed.models.iter().map(|m| serde_json::json!({
+        "id": m.id,
+        "input_usd_per_mtok": m.input_usd_per_mtok,
+        "cached_input_usd_per_mtok": m.cached_input_usd_per_mtok,
+        "cache_write_usd_per_mtok": m.cache_write_usd_per_mtok,
+        "output_usd_per_mtok": m.output_usd_per_mtok,
+        "supports_prompt_cache": m.supports_prompt_cache,
+    })).collect::<Vec<_>>() });
+    std::fs::write(dir.path().join("models.json"), models.to_string()).unwrap();
+    let config = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &config,
+        "source:\n  kind: otlp_files\n  path: traces\n  models_file: models.json\n\
+         windows: {size: 1h, start: '2026-10-11T11:00:00Z'}\n\
+         state: {url: 'sqlite://state.db'}\n",
+    )
+    .unwrap();
+    let once = || {
+        costwatch_command(&[
+            "once",
+            "--config",
+            config.to_str().unwrap(),
+            "--at",
+            "2026-10-11T12:30:00Z",
+        ])
+        .output()
+        .unwrap()
+    };
+
+    // A line cut off while the exporter was writing it.
+    std::fs::write(traces.join("partial.jsonl"), "{\"resourceSpans\": [\n").unwrap();
+    let cut = once();
+    assert_eq!(cut.status.code(), Some(1), "{}", text(&cut.stdout));
+    let stderr = text(&cut.stderr);
+    assert!(
+        stderr.contains("partial.jsonl:1"),
+        "names the file and line: {stderr}"
+    );
+
+    // Written whole by the next try: the window that stayed due is read.
+    std::fs::remove_file(traces.join("partial.jsonl")).unwrap();
+    let ok = once();
     let stdout = text(&ok.stdout);
     assert_eq!(ok.status.code(), Some(0), "{}", text(&ok.stderr));
     for session in SEED_WASTE {

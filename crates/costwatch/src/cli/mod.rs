@@ -265,6 +265,7 @@ pub enum SourceArg {
     /// OpenTelemetry GenAI spans sent over OTLP/HTTP to costwatch's receiver.
     Otlp,
     /// OpenTelemetry GenAI spans in OTLP/JSON files.
+    #[value(name = "otlp_files")]
     OtlpFiles,
 }
 

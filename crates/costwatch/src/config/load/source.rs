@@ -33,14 +33,10 @@ pub(super) fn source_config(
     let api_url = if kind.is_http_api() {
         api_url(doc, raw.api_url.as_deref()).map(Some)
     } else {
-        for (set, path) in [
-            (raw.api_url.is_some(), "source.api_url"),
-            (raw.admin_key_file.is_some(), "source.admin_key_file"),
-        ] {
-            doc.check(!set, path, || {
-                format!("not read with kind: {kind} (costwatch receives or reads the spans itself)")
-            });
-        }
+        // The admin key stays: the investigation's MCP tools take it.
+        doc.check(raw.api_url.is_none(), "source.api_url", || {
+            format!("not read with kind: {kind} (costwatch receives or reads the spans itself)")
+        });
         Some(None)
     };
     let admin_key = admin_key(doc, raw.admin_key_file.as_deref(), env);

@@ -165,6 +165,9 @@ struct Known {
 struct Index {
     files: BTreeMap<PathBuf, Known>,
     cache: Cache,
+    /// Every file's conversation ids by trace (the first file's, in name
+    /// order, when two disagree), merged when the listing changes.
+    conversations: HashMap<String, String>,
 }
 
 impl Index {
@@ -172,6 +175,7 @@ impl Index {
         Index {
             files: BTreeMap::new(),
             cache: Cache::new(max_cached_calls),
+            conversations: HashMap::new(),
         }
     }
 
@@ -186,6 +190,7 @@ impl Index {
             .filter(|p| !present.contains(p))
             .cloned()
             .collect();
+        let mut changed = !gone.is_empty();
         for path in gone {
             self.files.remove(&path);
             self.cache.remove(&path);
@@ -194,6 +199,7 @@ impl Index {
             if self.files.get(path).is_some_and(|k| k.stamp == *stamp) {
                 continue;
             }
+            changed = true;
             let mut parsed = scan::parse(path, mapping)?;
             // A file being appended to is scanned again and again: only
             // what is new is worth a warning.
@@ -208,6 +214,16 @@ impl Index {
             warn_skipped(path, &parsed, before);
             self.cache.put(path, *stamp, Arc::new(parsed.calls));
             self.files.insert(path.clone(), known);
+        }
+        if changed {
+            self.conversations.clear();
+            for known in self.files.values() {
+                for (trace, id) in known.conversations.iter() {
+                    self.conversations
+                        .entry(trace.clone())
+                        .or_insert_with(|| id.clone());
+                }
+            }
         }
         Ok(())
     }

@@ -21,8 +21,14 @@
 //!   registry (`gen_ai.usage.prompt_tokens`,
 //!   `gen_ai.usage.completion_tokens`);
 //! - what instrumentations write besides: OpenTelemetry's own OpenAI
-//!   instrumentation (`gen_ai.usage.cache_write.input_tokens`, no
-//!   cache-read attribute when nothing was read), OpenLLMetry
+//!   instrumentation (opentelemetry-instrumentation-openai-v2 2.4b0 with
+//!   opentelemetry-util-genai 1.1b0, read and run in
+//!   `tests/it/otel_interop.rs`: no cache-read count at all on chat spans,
+//!   so a missing count is unknown rather than 0; the conversation id only
+//!   on the `invoke_agent` span around the calls, which the receiver and
+//!   the files reader give to the calls of its trace; `error.type` written
+//!   as `<class 'openai.RateLimitError'>`, the HTTP status only in the
+//!   status message), OpenLLMetry
 //!   (`llm.request.type`, `gen_ai.usage.cache_read_input_tokens`,
 //!   `gen_ai.usage.cache_creation_input_tokens`) and OpenInference and
 //!   the general session convention (`session.id`).
@@ -36,7 +42,9 @@
 //!   not a whole number from 0 to `u32::MAX`. Token counts may arrive as
 //!   `intValue`, `doubleValue` or `stringValue`.
 //! - The prompt is made whole as `source.input_tokens` says (see
-//!   [`InputTokens`]); missing cache counts are 0. A span without any
+//!   [`InputTokens`]); missing cache counts are 0, and a missing cache-read
+//!   count marks the call's cache reads as not reported
+//!   (`CallRow::cache_reported`). A span without any
 //!   token count is a call of 0 tokens, counted in
 //!   [`Mapped::without_usage`] unless it failed.
 //! - Status `ERROR` is a failed call: `error.type`, else the status

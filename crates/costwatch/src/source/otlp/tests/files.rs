@@ -314,3 +314,60 @@ async fn a_missing_folder_is_refused() {
         "{err:?}"
     );
 }
+
+/// What the official OpenAI instrumentation really wrote
+/// (`tests/fixtures/otlp/openai-v2.jsonl`, made by `tests/peers/otel_agent.py`).
+#[tokio::test]
+async fn the_official_openai_instrumentations_spans_read_as_the_scenario_made_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/otlp/openai-v2.jsonl");
+    std::fs::copy(&fixture, dir.path().join("traces.json")).unwrap();
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    let mut rows = Vec::new();
+    reader
+        .calls(DateTime::<Utc>::MIN_UTC, DateTime::<Utc>::MAX_UTC, |row| {
+            rows.push(row);
+            Ok(())
+        })
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 8, "8 chat calls; the agent spans are not calls");
+    let per_session = |id: &str| {
+        rows.iter()
+            .filter(|r| r.session_id.as_deref() == Some(id))
+            .count()
+    };
+    // s1 and s3 ran inside invoke_agent spans carrying their conversation
+    // id; s2 inside a plain span, so its trace names it.
+    assert_eq!((per_session("s1"), per_session("s3")), (3, 3));
+    let s2: Vec<&CallRow> = rows
+        .iter()
+        .filter(|r| !matches!(r.session_id.as_deref(), Some("s1" | "s3")))
+        .collect();
+    assert_eq!(s2.len(), 2);
+    assert_eq!(
+        s2[0].session_id.as_deref().map(str::len),
+        Some(32),
+        "a trace id"
+    );
+    let mut failed: Vec<(Option<u16>, Option<&str>)> = rows
+        .iter()
+        .filter(|r| r.status == crate::source::RequestStatus::Error)
+        .map(|r| (r.http_status, r.error_type.as_deref()))
+        .collect();
+    failed.sort();
+    assert_eq!(
+        failed,
+        [
+            (Some(429), Some("openai.RateLimitError")),
+            (Some(500), Some("openai.InternalServerError"))
+        ]
+    );
+    assert!(
+        rows.iter()
+            .all(|r| !r.cache_reported && r.cached_tokens == 0),
+        "2.4b0 writes no cache count on chat spans, even for the calls that read 3968 tokens"
+    );
+    assert!(rows.iter().all(|r| r.labels.contains_key("service.name")));
+}
