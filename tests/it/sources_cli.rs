@@ -66,6 +66,46 @@ async fn check_online_reads_the_last_hour_of_each_row_source() {
         assert!(!stdout.contains("warning"), "{kind}: {stdout}");
     }
 
+    // Spans in files: read like the others. Without cache-read counts (the
+    // official OpenAI instrumentation writes none) the check says what
+    // that costs.
+    let now = SystemClock.now();
+    let mut requests = costwatch_sim::otlp::export_requests(
+        sim.dataset(),
+        now - TimeDelta::hours(2),
+        now + TimeDelta::hours(1),
+        64,
+    );
+    for (strip, want_warning) in [(false, false), (true, true)] {
+        if strip {
+            for span in requests
+                .iter_mut()
+                .flat_map(|r| &mut r.resource_spans)
+                .flat_map(|r| &mut r.scope_spans)
+                .flat_map(|s| &mut s.spans)
+            {
+                span.attributes
+                    .retain(|a| a.key != "gen_ai.usage.cache_read.input_tokens");
+            }
+        }
+        let traces = TempDir::new().unwrap();
+        costwatch_sim::otlp::write_json_lines(traces.path(), &requests, 8).unwrap();
+        let source = format!("  kind: otlp_files\n  path: {}\n", traces.path().display());
+        let out = check_online(source, "").await;
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with("source (otlp_files): ok"))
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(!line.contains(" 0 calls"), "{line}");
+        assert_eq!(
+            stdout.contains("no_cache cannot judge them"),
+            want_warning,
+            "{stdout}"
+        );
+    }
+
     // A refused key names the settings to fix, and never shows the key.
     let out = check_online(litellm.clone(), "sk-wrong-key-123").await;
     let stderr = text(&out.stderr);

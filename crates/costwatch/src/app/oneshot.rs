@@ -77,6 +77,9 @@ pub struct Probe {
     pub calls_without_session: u64,
     /// Calls priced by neither the source nor the price table.
     pub unpriced_calls: u64,
+    /// Sessions none of whose calls reported cache reads (OpenTelemetry
+    /// instrumentations that do not record them): no_cache cannot judge them.
+    pub cache_unreported_sessions: u64,
 }
 
 /// Reads the source's catalogue and its last hour when it can be read: an
@@ -96,9 +99,12 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
         start: now - chrono::TimeDelta::hours(1),
         end: now,
     };
-    let mut sessions = 0;
+    let (mut sessions, mut cache_unreported_sessions) = (0, 0);
     let stats = source
-        .sessions(window, |_| sessions += 1)
+        .sessions(window, |s| {
+            sessions += 1;
+            cache_unreported_sessions += u64::from(s.cache_unreported);
+        })
         .await
         .map_err(setting)?;
     Ok(Some(Probe {
@@ -109,6 +115,7 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
         rows: stats.rows,
         calls_without_session: stats.calls_without_session,
         unpriced_calls: stats.unpriced_calls,
+        cache_unreported_sessions,
     }))
 }
 

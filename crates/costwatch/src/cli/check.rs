@@ -5,6 +5,7 @@ use anyhow::anyhow;
 use costwatch::app;
 use costwatch::config::{self, Config, Rules};
 use costwatch::printable::printable;
+use costwatch::source::SourceKind;
 
 pub async fn check(a: CheckArgs) -> Result<(), Exit> {
     if a.config.is_none() && a.rules.is_empty() {
@@ -62,10 +63,21 @@ pub fn rules(a: RulesArgs) -> Result<(), Exit> {
 
 async fn check_online(cfg: &Config) -> Result<(), Exit> {
     match app::check_state(cfg).await? {
-        Err(path) => println!(
-            "state database: {} does not exist yet; it is created at the first start",
-            path.display()
-        ),
+        Err(path) => {
+            println!(
+                "state database: {} does not exist yet; it is created at the first start",
+                path.display()
+            );
+            if cfg.source.kind == SourceKind::Otlp {
+                // The received calls live there: nothing to read, and a
+                // check creates nothing.
+                println!(
+                    "source (otlp): nothing received yet; `costwatch run` receives on http://{}/v1/traces",
+                    cfg.source.otlp.listen
+                );
+                return Ok(());
+            }
+        }
         Ok(backend) => println!("state database: ok ({backend})"),
     }
     let now = costwatch::clock::Clock::now(&costwatch::clock::SystemClock);
@@ -97,11 +109,32 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
         ));
     }
     if rows == 0 {
+        let look = match p.kind {
+            SourceKind::Otlp => {
+                "that your exporters send to source.listen (POST /v1/traces) and that your \
+                 agents are running"
+            }
+            SourceKind::OtlpFiles => {
+                "that source.path is the folder your Collector's file exporter writes to"
+            }
+            _ => {
+                "that source.api_url points at the instance your agents log to, and that \
+                 they are running"
+            }
+        };
         out.push(format!(
-            "warning: no {noun} between {} and {}: check that source.api_url points at the \
-             instance your agents log to, and that they are running",
+            "warning: no {noun} between {} and {}: check {look}",
             p.window.start.to_rfc3339(),
             p.window.end.to_rfc3339()
+        ));
+    }
+    if p.cache_unreported_sessions > 0 {
+        out.push(format!(
+            "warning: {} of {} sessions carry no cache-read count on any call, so no_cache \
+             cannot judge them: their instrumentation does not record \
+             gen_ai.usage.cache_read.input_tokens (the official OpenAI one does not on chat \
+             spans)",
+            p.cache_unreported_sessions, p.sessions
         ));
     }
     if p.kind.is_row_source() && rows > 0 && p.calls_without_session == rows {
