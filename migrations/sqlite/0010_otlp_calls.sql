@@ -25,16 +25,18 @@ CREATE INDEX otlp_calls_created ON otlp_calls (created_ms, span_id);
 -- Drill-downs read one session, however it was named.
 CREATE INDEX otlp_calls_conversation ON otlp_calls (conversation_id);
 CREATE INDEX otlp_calls_fallback ON otlp_calls (fallback_session);
-CREATE INDEX otlp_calls_trace ON otlp_calls (trace_id);
+CREATE INDEX otlp_calls_trace ON otlp_calls (trace_id, created_ms);
 
 -- A conversation id seen on any span of a trace (the official OpenAI
 -- instrumentation writes it on the `invoke_agent` span, not on the model
--- calls under it): the session of the trace's calls that carry none. The
--- first one seen for a trace wins.
+-- calls under it): the session of the trace's calls that carry none, if it
+-- arrived before a window could have read any of them (`applies`, decided
+-- once, when it arrives). The first one seen for a trace wins.
 CREATE TABLE otlp_conversations (
     trace_id        TEXT PRIMARY KEY,
     conversation_id TEXT NOT NULL,
-    seen_ms         BIGINT NOT NULL       -- when received, for retention
+    applies         BIGINT NOT NULL,      -- 1: names the trace's calls
+    seen_ms         BIGINT NOT NULL       -- when received
 );
 CREATE INDEX otlp_conversations_id ON otlp_conversations (conversation_id);
 CREATE INDEX otlp_conversations_seen ON otlp_conversations (seen_ms);

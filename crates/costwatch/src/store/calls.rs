@@ -17,18 +17,6 @@ pub struct CallCursor {
     pub request_id: String,
 }
 
-/// How many calls the state database holds, for the status page and
-/// `check --online`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CallStats {
-    /// Calls held.
-    pub calls: u64,
-    /// The oldest call's start.
-    pub oldest: Option<DateTime<Utc>>,
-    /// The newest call's start.
-    pub newest: Option<DateTime<Utc>>,
-}
-
 /// The received calls' part of the state. Every replica may write: a call
 /// is stored once, keyed by its span id.
 pub trait CallStore: Send + Sync {
@@ -37,11 +25,18 @@ pub trait CallStore: Send + Sync {
     /// none); a call whose span id is already stored, or a trace whose
     /// conversation is already known, is left as it is. Returns how many
     /// calls were new.
+    ///
+    /// A conversation names the trace's calls that carry no session of
+    /// their own only if no call of the trace may have been read by a
+    /// window yet: none stored before `now` that started before `now -
+    /// settle_lag`. Decided once, when it arrives, so a call's session
+    /// never changes after a window read it.
     fn insert_calls(
         &self,
         calls: &[SpanCall],
         conversations: &[(String, String)],
         now: DateTime<Utc>,
+        settle_lag: std::time::Duration,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
 
     /// Up to `limit` calls that started in `[start, end)`, after `after`,
@@ -65,13 +60,11 @@ pub trait CallStore: Send + Sync {
     ) -> impl Future<Output = Result<Vec<CallRow>, StoreError>> + Send;
 
     /// Deletes up to `limit` calls that started before `before`, and the
-    /// trace conversations received before it; returns how many calls went.
+    /// trace conversations received before it whose trace has no call
+    /// left; returns how many calls went.
     fn delete_calls_before(
         &self,
         before: DateTime<Utc>,
         limit: u32,
     ) -> impl Future<Output = Result<u64, StoreError>> + Send;
-
-    /// How many calls are held, and their time span.
-    fn call_stats(&self) -> impl Future<Output = Result<CallStats, StoreError>> + Send;
 }

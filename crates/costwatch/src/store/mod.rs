@@ -10,7 +10,7 @@ pub mod silences;
 mod sql;
 pub mod status;
 
-pub use calls::{CallCursor, CallStats, CallStore};
+pub use calls::{CallCursor, CallStore};
 pub use inspect::Inspect;
 pub use silences::SilenceStore;
 pub use sql::SqlStore;

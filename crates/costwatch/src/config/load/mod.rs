@@ -231,6 +231,9 @@ fn build_config(doc: &mut Doc, raw: RawConfig, env: &BTreeMap<String, String>) -
     let notify = notify::notify_config(doc, raw.notify, env);
     let server = service::server_config(doc, raw.server);
     let investigation = investigation::investigation_config(doc, raw.investigation, env);
+    if let (Some(s), Some(w)) = (&source, &windows) {
+        source::otlp::check_with_windows_and_state(doc, s, w, &state);
+    }
     Some(Config {
         path: doc.file.clone(),
         source: source?,

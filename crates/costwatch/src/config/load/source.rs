@@ -1,6 +1,6 @@
 //! The `source` section.
 
-mod otlp;
+pub(super) mod otlp;
 
 use super::document::Doc;
 use super::fields::{existing_file, http_url, secret};

@@ -244,7 +244,17 @@ fn otlp_settings_are_checked_and_refused_where_not_read() -> TestResult {
         (
             "  kind: otlp\n  retention: 1h\n",
             &[],
-            "source.retention: must be at least session_lookback",
+            "source.retention: must be at least windows.size + windows.settle_lag + source.session_lookback",
+        ),
+        (
+            "  kind: otlp\n  retention: 4000d\n",
+            &[],
+            "source.retention: must be at most 3650d",
+        ),
+        (
+            "  kind: otlp\nstate: {url: 'sqlite::memory:'}\n",
+            &[],
+            "state.url: kind otlp keeps received calls in the state database",
         ),
         (
             "  kind: otlp_files\n  path: .\n  listen: 127.0.0.1:4318\n",

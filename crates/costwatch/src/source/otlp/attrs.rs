@@ -54,7 +54,9 @@ impl<'a> Attrs<'a> {
 /// booleans printed; arrays, maps and bytes have none.
 pub(super) fn text(v: &Value) -> Option<String> {
     match v {
-        Value::StringValue(s) => Some(s.clone()),
+        // PostgreSQL's TEXT cannot hold U+0000: one in a span would make
+        // every retry of its export fail.
+        Value::StringValue(s) => Some(s.replace('\0', "")),
         Value::IntValue(n) => Some(n.to_string()),
         Value::DoubleValue(f) if f.is_finite() => Some(f.to_string()),
         Value::BoolValue(b) => Some(b.to_string()),
@@ -103,10 +105,12 @@ fn whole(key: &str, f: f64) -> Result<u64, String> {
 
 /// The first `max` characters of `text`.
 pub(super) fn bounded(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => text.get(..at).unwrap_or(text).to_owned(),
-        None => text.to_owned(),
-    }
+    let cut = match text.char_indices().nth(max) {
+        Some((at, _)) => text.get(..at).unwrap_or(text),
+        None => text,
+    };
+    // Without U+0000, which PostgreSQL's TEXT cannot hold.
+    cut.replace('\0', "")
 }
 
 /// Untrusted text for a message: at most 64 characters, printable.

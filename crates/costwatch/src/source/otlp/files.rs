@@ -234,7 +234,7 @@ impl Index {
     fn with_conversation(&self, c: &FileCall) -> CallRow {
         let mut row = c.row.clone();
         if let Some(trace) = &c.trace
-            && let Some(id) = self.files.values().find_map(|k| k.conversations.get(trace))
+            && let Some(id) = self.conversations.get(trace)
         {
             row.session_id = Some(id.clone());
         }

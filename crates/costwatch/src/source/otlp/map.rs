@@ -75,6 +75,7 @@ pub fn map_spans(
     accept_until: DateTime<Utc>,
 ) -> Mapped {
     let mut out = Mapped::default();
+    let mut traces_named = std::collections::HashSet::new();
     for rs in &req.resource_spans {
         let resource = Attrs(rs.resource.as_ref().map_or(&[][..], |r| &r.attributes));
         let from_resource = if mapping.resource_labels {
@@ -90,7 +91,7 @@ pub fn map_spans(
         };
         for span in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
             if let Some(found) = conversation_of(span)
-                && !out.conversations.iter().any(|(t, _)| *t == found.0)
+                && traces_named.insert(found.0.clone())
             {
                 out.conversations.push(found);
             }

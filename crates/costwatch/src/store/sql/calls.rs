@@ -5,7 +5,7 @@ use super::*;
 use crate::source::RequestStatus;
 use crate::source::otlp::SpanCall;
 use crate::source::rows::CallRow;
-use crate::store::calls::{CallCursor, CallStats, CallStore};
+use crate::store::calls::{CallCursor, CallStore};
 
 /// What a read selects: the call, its session resolved (the span's own
 /// conversation, the trace's, the fallback).
@@ -13,7 +13,8 @@ const SELECT: &str = "SELECT c.span_id, \
      COALESCE(c.conversation_id, t.conversation_id, c.fallback_session) AS session_id, \
      c.created_ms, c.model, c.failed, c.http_status, c.error_type, c.input_tokens, \
      c.cached_tokens, c.cache_reported, c.cache_write_tokens, c.output_tokens, c.labels \
-     FROM otlp_calls c LEFT JOIN otlp_conversations t ON t.trace_id = c.trace_id";
+     FROM otlp_calls c \
+     LEFT JOIN otlp_conversations t ON t.trace_id = c.trace_id AND t.applies = 1";
 
 /// The columns an insert writes, in bind order.
 const INSERT_COLUMNS: &str = "span_id, trace_id, conversation_id, fallback_session, created_ms, \
@@ -85,13 +86,14 @@ fn insert_sql(rows: usize) -> String {
     sql
 }
 
-fn conversations_sql(rows: usize) -> String {
-    let mut sql =
-        "INSERT INTO otlp_conversations (trace_id, conversation_id, seen_ms) VALUES ".to_owned();
-    placeholders(&mut sql, rows, 3);
-    sql.push_str(" ON CONFLICT (trace_id) DO NOTHING");
-    sql
-}
+/// Stores a trace's conversation, deciding once whether it names the
+/// trace's calls: not when one of them, stored earlier, started long enough
+/// ago that a window may have read it.
+const CONVERSATION_SQL: &str = "INSERT INTO otlp_conversations \
+     (trace_id, conversation_id, applies, seen_ms) \
+     SELECT $1, $2, CASE WHEN EXISTS (SELECT 1 FROM otlp_calls \
+         WHERE trace_id = $1 AND received_ms < $3 AND created_ms < $4) THEN 0 ELSE 1 END, $3 \
+     ON CONFLICT (trace_id) DO NOTHING";
 
 impl CallStore for SqlStore {
     async fn insert_calls(
@@ -99,6 +101,7 @@ impl CallStore for SqlStore {
         calls: &[SpanCall],
         conversations: &[(String, String)],
         now: DateTime<Utc>,
+        settle_lag: std::time::Duration,
     ) -> Result<u64, StoreError> {
         if calls.is_empty() && conversations.is_empty() {
             return Ok(0);
@@ -139,16 +142,17 @@ impl CallStore for SqlStore {
                 .map_err(unavailable)?
                 .rows_affected();
         }
-        for chunk in conversations.chunks(INSERT_CHUNK) {
-            // Only placeholders are formatted in; every value is bound.
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(conversations_sql(chunk.len())));
-            for (trace, conversation) in chunk {
-                q = q
-                    .bind(trace.as_str())
-                    .bind(conversation.as_str())
-                    .bind(ms(now));
-            }
-            q.execute(&mut *tx).await.map_err(unavailable)?;
+        let readable_before =
+            ms(now).saturating_sub(i64::try_from(settle_lag.as_millis()).unwrap_or(i64::MAX));
+        for (trace, conversation) in conversations {
+            sqlx::query(CONVERSATION_SQL)
+                .bind(trace.as_str())
+                .bind(conversation.as_str())
+                .bind(ms(now))
+                .bind(readable_before)
+                .execute(&mut *tx)
+                .await
+                .map_err(unavailable)?;
         }
         tx.commit().await.map_err(unavailable)?;
         Ok(added)
@@ -207,7 +211,8 @@ impl CallStore for SqlStore {
         let sql = format!(
             "{SELECT} WHERE c.created_ms >= $2 AND c.created_ms < $3 \
              AND (c.conversation_id = $1 OR c.fallback_session = $1 \
-                  OR c.trace_id IN (SELECT trace_id FROM otlp_conversations WHERE conversation_id = $1)) \
+                  OR c.trace_id IN (SELECT trace_id FROM otlp_conversations \
+                                    WHERE conversation_id = $1 AND applies = 1)) \
              AND COALESCE(c.conversation_id, t.conversation_id, c.fallback_session) = $1 \
              ORDER BY c.created_ms, c.span_id"
         );
@@ -239,7 +244,9 @@ impl CallStore for SqlStore {
         .map_err(unavailable)?;
         sqlx::query(
             "DELETE FROM otlp_conversations WHERE trace_id IN \
-             (SELECT trace_id FROM otlp_conversations WHERE seen_ms < $1 ORDER BY seen_ms LIMIT $2)",
+             (SELECT t.trace_id FROM otlp_conversations t WHERE t.seen_ms < $1 \
+              AND NOT EXISTS (SELECT 1 FROM otlp_calls c WHERE c.trace_id = t.trace_id) \
+              ORDER BY t.seen_ms LIMIT $2)",
         )
         .bind(ms(before))
         .bind(i64::from(limit))
@@ -247,23 +254,5 @@ impl CallStore for SqlStore {
         .await
         .map_err(unavailable)?;
         Ok(done.rows_affected())
-    }
-
-    async fn call_stats(&self) -> Result<CallStats, StoreError> {
-        let r = sqlx::query(
-            "SELECT COUNT(*) AS n, MIN(created_ms) AS oldest, MAX(created_ms) AS newest \
-             FROM otlp_calls",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(unavailable)?;
-        let n: i64 = r.try_get("n").map_err(corrupt)?;
-        let oldest: Option<i64> = r.try_get("oldest").map_err(corrupt)?;
-        let newest: Option<i64> = r.try_get("newest").map_err(corrupt)?;
-        Ok(CallStats {
-            calls: u64::try_from(n).unwrap_or(0),
-            oldest: oldest.map(from_ms).transpose()?,
-            newest: newest.map(from_ms).transpose()?,
-        })
     }
 }

@@ -92,16 +92,13 @@ pub(super) fn otlp_config(
         1,
     );
     let retention = raw.retention.map_or(DEFAULT_RETENTION, |d| d.0);
-    doc.check(
-        retention >= raw.session_lookback.0,
-        "source.retention",
-        || {
-            format!(
-                "must be at least session_lookback ({}): a window reads calls that far back",
-                humantime::format_duration(raw.session_lookback.0)
-            )
-        },
-    );
+    doc.check(retention <= MAX_RETENTION, "source.retention", || {
+        format!(
+            "must be at most 3650d, got {}",
+            humantime::format_duration(retention)
+        )
+    });
+    let retention = retention.min(MAX_RETENTION);
     Some(OtlpConfig {
         listen,
         token,
@@ -116,6 +113,40 @@ pub(super) fn otlp_config(
         max_requests_per_second,
         retention,
     })
+}
+
+/// Longest `source.retention`: ten years.
+const MAX_RETENTION: Duration = Duration::from_secs(3650 * 24 * 3600);
+
+/// What the receiver needs of the other sections: a retention that keeps
+/// every call a window still reads (a span delayed by an exporter's retry
+/// queue is refused once older than it), and a state database the
+/// receiver and the detection job share (an in-memory SQLite is one per
+/// connection pool: the job would never see what was received).
+pub(in crate::config::load) fn check_with_windows_and_state(
+    doc: &mut Doc,
+    source: &crate::config::SourceConfig,
+    windows: &crate::config::WindowConfig,
+    state: &crate::config::StateConfig,
+) {
+    if source.kind != SourceKind::Otlp {
+        return;
+    }
+    let needed = windows.size + windows.settle_lag + source.rows.session_lookback;
+    let retention = source.otlp.retention;
+    doc.check(retention >= needed, "source.retention", || {
+        format!(
+            "must be at least windows.size + windows.settle_lag + source.session_lookback ({}), \
+             got {}",
+            humantime::format_duration(needed),
+            humantime::format_duration(retention)
+        )
+    });
+    doc.check(!state.url.contains(":memory:"), "state.url", || {
+        "kind otlp keeps received calls in the state database: an in-memory one is not \
+         shared between the receiver and the detection job; use a file or PostgreSQL"
+            .to_owned()
+    });
 }
 
 /// `source.labels` of the OpenTelemetry kinds: label name ->

@@ -136,7 +136,13 @@ pub(super) fn parse(path: &Path, mapping: &SpanMapping) -> Result<Parsed, Source
         if line.trim().is_empty() {
             continue;
         }
-        let req = decode_json_line(&line).map_err(|e| line_error(path, number, &e.to_string()))?;
+        let req = match decode_json_line(&line) {
+            Ok(req) => req,
+            // The last line, without its newline yet, is being written:
+            // the next read finds it whole.
+            Err(_) if !line.ends_with('\n') => continue,
+            Err(e) => return Err(line_error(path, number, &e.to_string())),
+        };
         let mapped = map_spans(
             &req,
             mapping,

@@ -31,7 +31,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use chrono::TimeDelta;
+use chrono::{DateTime, TimeDelta, Utc};
 use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -44,7 +44,10 @@ use tokio::task::JoinHandle;
 pub const TRACES_PATH: &str = "/v1/traces";
 
 /// A gzip body may inflate to this many times `max_request_bytes`.
-pub const MAX_INFLATION: usize = 8;
+pub const MAX_INFLATION: usize = 4;
+
+/// How long a request's body may take to arrive.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How the receiver listens and what it accepts.
 #[derive(Debug, Clone)]
@@ -71,6 +74,11 @@ pub struct ReceiverSettings {
     /// How long storing one request may take before the exporter is told
     /// to retry.
     pub store_timeout: Duration,
+    /// `windows.settle_lag`: a conversation id that arrives for a trace
+    /// none of whose calls a window may have read yet names the trace's
+    /// calls; one that arrives later does not (see
+    /// [`CallStore::insert_calls`]).
+    pub settle_lag: Duration,
 }
 
 struct Shared<S> {
@@ -170,7 +178,11 @@ async fn accept<S: CallStore + Clone + 'static>(
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
+            .and_then(|v| {
+                // The scheme is case-insensitive (RFC 9110, 11.1).
+                let (scheme, token) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(token)
+            })
             .map(|t| digest(t.trim()));
         if given.as_ref() != Some(want) {
             return Err(Refusal::Unauthenticated);
@@ -201,33 +213,49 @@ async fn accept<S: CallStore + Clone + 'static>(
     if declared.is_some_and(|n| n > limit) {
         return Err(Refusal::TooLarge(limit));
     }
-    let bytes = axum::body::to_bytes(body, limit)
+    let bytes = tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, limit))
         .await
+        .map_err(|_| Refusal::Unavailable("the body did not arrive in time".to_owned()))?
         .map_err(|_| Refusal::TooLarge(limit))?;
     let content_encoding = headers
         .get(header::CONTENT_ENCODING)
-        .and_then(|v| v.to_str().ok());
-    let request = decode_request(
-        &bytes,
-        encoding,
-        content_encoding,
-        limit.saturating_mul(MAX_INFLATION),
-    )
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let now = shared.clock.now();
+    let from = TimeDelta::from_std(settings.accept_past)
+        .ok()
+        .and_then(|d| now.checked_sub_signed(d))
+        .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    let until = TimeDelta::from_std(settings.accept_future)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC);
+    let mapping = settings.mapping.clone();
+    // Decoding and mapping a large export is CPU work: off the runtime's
+    // threads, so the tick and the other endpoints keep their time.
+    let mapped = tokio::task::spawn_blocking(move || {
+        decode_request(
+            &bytes,
+            encoding,
+            content_encoding.as_deref(),
+            limit.saturating_mul(MAX_INFLATION),
+        )
+        .map(|request| map_spans(&request, &mapping, from, until))
+    })
+    .await
+    .map_err(|e| Refusal::Unavailable(format!("decoding stopped: {e}")))?
     .map_err(|e| match e {
         super::DecodeError::TooLarge { .. } => Refusal::TooLarge(limit),
         other => Refusal::BadData(other.to_string()),
     })?;
-    drop(bytes);
-    let now = shared.clock.now();
-    let from = now - TimeDelta::from_std(settings.accept_past).unwrap_or(TimeDelta::MAX);
-    let until = now + TimeDelta::from_std(settings.accept_future).unwrap_or(TimeDelta::MAX);
-    let mapped = map_spans(&request, &settings.mapping, from, until);
-    drop(request);
     let stored = tokio::time::timeout(
         settings.store_timeout,
-        shared
-            .store
-            .insert_calls(&mapped.calls, &mapped.conversations, now),
+        shared.store.insert_calls(
+            &mapped.calls,
+            &mapped.conversations,
+            now,
+            settings.settle_lag,
+        ),
     )
     .await
     .map_err(|_| Refusal::Unavailable("the state database did not answer in time".to_owned()))?

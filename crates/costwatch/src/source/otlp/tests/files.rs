@@ -371,3 +371,17 @@ async fn the_official_openai_instrumentations_spans_read_as_the_scenario_made_th
     );
     assert!(rows.iter().all(|r| r.labels.contains_key("service.name")));
 }
+
+#[tokio::test]
+async fn a_last_line_still_being_written_is_left_for_the_next_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let whole = line(vec![chat(1, 1, 10, "gpt-4o", 100, 10)]);
+    let half = &line(vec![chat(1, 2, 20, "gpt-4o", 100, 10)])[..40];
+    std::fs::write(dir.path().join("traces.json"), format!("{whole}\n{half}")).unwrap();
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(ids(&read(&reader, 0, 60).await.unwrap()), ["01"]);
+    // The same half line ended by a newline is damage, not a write in progress.
+    std::fs::write(dir.path().join("traces.json"), format!("{whole}\n{half}\n")).unwrap();
+    let err = read(&reader, 0, 60).await.unwrap_err().to_string();
+    assert!(err.contains("traces.json:2"), "{err}");
+}
