@@ -120,6 +120,7 @@ fn settings() -> ReceiverSettings {
         accept_past: Duration::from_secs(7 * 24 * 3600),
         accept_future: Duration::from_secs(3600),
         store_timeout: Duration::from_secs(10),
+        job: "main".into(),
         settle_lag: Duration::from_secs(120),
     }
 }
@@ -131,14 +132,14 @@ struct Receiver<S> {
     _stop: watch::Sender<bool>,
 }
 
-async fn start<S: CallStore + Clone + 'static>(
+async fn start<S: CallStore + costwatch::store::Store + Clone + 'static>(
     store: S,
     settings: ReceiverSettings,
 ) -> Receiver<S> {
     start_at(store, settings, clock(ts(NOW))).await
 }
 
-async fn start_at<S: CallStore + Clone + 'static>(
+async fn start_at<S: CallStore + costwatch::store::Store + Clone + 'static>(
     store: S,
     settings: ReceiverSettings,
     clock: Arc<dyn costwatch::clock::Clock>,
@@ -687,4 +688,29 @@ async fn a_conversation_id_arriving_after_its_calls_could_be_read_changes_nothin
         .await
         .unwrap();
     assert!(drill.is_empty(), "{drill:?}");
+}
+
+/// A span whose window was already read is stored (a replay may read it)
+/// but never judged live: `/metrics` and the log say so.
+#[tokio::test]
+async fn spans_behind_the_watermark_are_counted_as_late() {
+    use costwatch::store::Store;
+    let dir = TempDir::new().unwrap();
+    let store = sqlite(&dir).await;
+    store
+        .init_watermark("main", minute(30), ts(NOW))
+        .await
+        .unwrap();
+    let r = start(store, settings()).await;
+    let req = export(vec![
+        chat(1, "c", minute(10), 10, 0),
+        chat(2, "c", minute(40), 10, 0),
+    ]);
+    assert_eq!(post_pb(&r.url, &req).await.status(), 200);
+    assert_eq!(stored(&r.store).await.len(), 2);
+    let page = r.metrics.render();
+    assert!(
+        page.contains("costwatch_otlp_spans_total{outcome=\"late\"} 1"),
+        "{page}"
+    );
 }

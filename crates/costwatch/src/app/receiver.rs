@@ -52,6 +52,7 @@ pub(super) async fn start(
         accept_past: o.retention,
         accept_future: ACCEPT_FUTURE,
         store_timeout: STORE_TIMEOUT,
+        job: Schedule::main(&cfg.windows).job,
         settle_lag: cfg.windows.settle_lag,
     };
     let (addr, _task) = receiver::serve(

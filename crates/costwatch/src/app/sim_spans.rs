@@ -80,6 +80,7 @@ pub(super) async fn source(
         accept_past: Duration::from_secs(100 * 365 * 86_400),
         accept_future: Duration::from_secs(100 * 365 * 86_400),
         store_timeout: Duration::from_secs(60),
+        job: "main".to_owned(),
         // Every span is stored before any window is read.
         settle_lag: Duration::from_secs(100 * 365 * 86_400),
     };

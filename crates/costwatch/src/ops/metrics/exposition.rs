@@ -123,7 +123,7 @@ impl Metrics {
         labelled(
             &mut out,
             "costwatch_otlp_spans_total",
-            "OTLP spans of accepted exports, by outcome (stored, duplicate, rejected, other, without_usage).",
+            "OTLP spans of accepted exports, by outcome (stored, duplicate, rejected, other, without_usage, late).",
             "outcome",
             &state.otlp_spans,
         );

@@ -179,6 +179,14 @@ impl Metrics {
         }
     }
 
+    /// Counts stored OTLP calls that started before the detection job's
+    /// watermark: their window was read before they arrived.
+    pub fn otlp_late(&self, n: u64) {
+        let mut state = self.lock();
+        let count = state.otlp_spans.entry("late".to_owned()).or_insert(0);
+        *count = count.saturating_add(n);
+    }
+
     /// Adds `usd` spent on investigation model calls; negative or non-finite
     /// amounts are ignored because a counter never goes down.
     pub fn investigation_spend(&self, usd: f64) {

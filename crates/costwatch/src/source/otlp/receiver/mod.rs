@@ -24,7 +24,7 @@ use super::{Encoding, SpanMapping, decode_request, encode_response, map_spans};
 use crate::clock::Clock;
 use crate::ops::metrics::Metrics;
 use crate::secret::Secret;
-use crate::store::CallStore;
+use crate::store::{CallStore, Store};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::State;
@@ -74,6 +74,9 @@ pub struct ReceiverSettings {
     /// How long storing one request may take before the exporter is told
     /// to retry.
     pub store_timeout: Duration,
+    /// The detection job reading the calls (`main`): a call that starts
+    /// before its watermark arrived after its window was read.
+    pub job: String,
     /// `windows.settle_lag`: a conversation id that arrives for a trace
     /// none of whose calls a window may have read yet names the trace's
     /// calls; one that arrives later does not (see
@@ -108,7 +111,7 @@ pub async fn serve<S>(
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, JoinHandle<()>)>
 where
-    S: CallStore + Clone + 'static,
+    S: CallStore + Store + Clone + 'static,
 {
     let listener = TcpListener::bind(settings.listen).await?;
     let addr = listener.local_addr()?;
@@ -137,13 +140,13 @@ where
     Ok((addr, task))
 }
 
-fn router<S: CallStore + Clone + 'static>(shared: Arc<Shared<S>>) -> Router {
+fn router<S: CallStore + Store + Clone + 'static>(shared: Arc<Shared<S>>) -> Router {
     Router::new()
         .route(TRACES_PATH, post(export::<S>))
         .with_state(shared)
 }
 
-async fn export<S: CallStore + Clone + 'static>(
+async fn export<S: CallStore + Store + Clone + 'static>(
     State(shared): State<Arc<Shared<S>>>,
     headers: HeaderMap,
     body: Body,
@@ -167,7 +170,7 @@ async fn export<S: CallStore + Clone + 'static>(
     }
 }
 
-async fn accept<S: CallStore + Clone + 'static>(
+async fn accept<S: CallStore + Store + Clone + 'static>(
     shared: &Shared<S>,
     headers: &HeaderMap,
     encoding: Option<Encoding>,
@@ -268,6 +271,24 @@ async fn accept<S: CallStore + Clone + 'static>(
         mapped.other_spans,
         mapped.without_usage,
     );
+    if stored > 0
+        && let Ok(Some(mark)) = shared.store.watermark(&settings.job).await
+    {
+        let late = mapped
+            .calls
+            .iter()
+            .filter(|c| c.row.created_at < mark)
+            .count();
+        let late = u64::try_from(late).unwrap_or(u64::MAX).min(stored);
+        if late > 0 {
+            shared.metrics.otlp_late(late);
+            tracing::warn!(
+                late,
+                watermark = %mark,
+                "spans arrived after their window was read: stored but not judged (raise windows.settle_lag)"
+            );
+        }
+    }
     let message = match (&mapped.first_rejection, mapped.without_usage) {
         (Some(reason), _) => format!(
             "{} GenAI span(s) rejected; the first: {reason}",
