@@ -195,9 +195,10 @@ async fn accept<S: CallStore + Store + Clone + 'static>(
         return Err(Refusal::Throttled);
     }
     let Ok(_permit) = shared.in_flight.try_acquire() else {
-        return Err(Refusal::Unavailable(
-            "too many exports in flight (source.max_in_flight)".to_owned(),
-        ));
+        return Err(Refusal::Unavailable(format!(
+            "{} exports are being stored already",
+            settings.max_in_flight
+        )));
     };
     let Some(encoding) = encoding else {
         let given = headers
