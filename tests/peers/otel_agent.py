@@ -30,7 +30,8 @@ What it does:
   (an ephemeral port, in a thread). Each request names its scenario call in an
   ``x-scenario-call: <session index>:<call index>`` header, so the answer
   (model, usage, status) is exactly the scenario's.
-- Runs one process per service, in the order the services first appear: the
+- Runs one process per service, side by side (one after the other, in the
+  order the services first appear, with ``--json-out``): the
   OpenTelemetry resource (``service.name``) belongs to a TracerProvider, and
   the OpenAI instrumentation patches the openai package once per process
   with one provider. A process per service is how such services run in
@@ -420,6 +421,7 @@ def main():
     total = {"spans": 0, "calls": 0, "errors": 0, "services": []}
     status = 0
     with ModelServer(scenario) as server:
+        commands = []
         for service in services_in_order(scenario):
             cmd = [sys.executable, os.path.abspath(__file__), "--scenario", args.scenario,
                    "--service", service, "--base-url", server.base_url]
@@ -428,7 +430,20 @@ def main():
                     cmd += ["--" + flag.replace("_", "-"), getattr(args, flag)]
             if args.gzip:
                 cmd.append("--gzip")
-            child = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+            commands.append((service, cmd))
+        # The services run side by side, as a fleet does; one after the
+        # other when they append to one JSON file, so lines never mix.
+        if args.json_out:
+            outcomes = [(service, subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False))
+                        for service, cmd in commands]
+        else:
+            running = [(service, subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
+                       for service, cmd in commands]
+            outcomes = []
+            for service, proc in running:
+                out, _ = proc.communicate()
+                outcomes.append((service, subprocess.CompletedProcess(proc.args, proc.returncode, out)))
+        for service, child in outcomes:
             try:
                 result = json.loads(child.stdout.strip().splitlines()[-1])
             except (IndexError, ValueError):
