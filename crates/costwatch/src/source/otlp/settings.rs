@@ -32,13 +32,6 @@ impl AttrRef {
             "`{s}` is not an attribute: use span.<key> or resource.<key>"
         ))
     }
-
-    /// The attribute's key, without `span.` or `resource.`.
-    pub fn key(&self) -> &str {
-        match self {
-            AttrRef::Span(k) | AttrRef::Resource(k) => k,
-        }
-    }
 }
 
 impl fmt::Display for AttrRef {
