@@ -15,7 +15,7 @@
 //! The Python side is `tests/peers/otel_agent.py`, in the venv
 //! `.ci/otel-peer.sh` makes (found through `COSTWATCH_OTEL_PYTHON`).
 
-use crate::support::{Running, eventually, manifest_dir, seed_dataset};
+use crate::support::{Running, eventually, manifest_dir, seed_dataset, seed_models_file};
 use chrono::{DurationRound, TimeDelta, Timelike};
 use costwatch::clock::{Clock, SystemClock};
 use costwatch::store::{SqlStore, Store};
@@ -72,25 +72,16 @@ fn scenario() -> serde_json::Value {
     json!({ "sessions": sessions })
 }
 
-/// The seed's prices, in the shape of `GET /models`.
-fn models_file() -> serde_json::Value {
-    let seed = seed_dataset();
-    json!({ "data": seed.models.iter().map(|m| json!({
-        "id": m.id,
-        "input_usd_per_mtok": m.input_usd_per_mtok,
-        "cached_input_usd_per_mtok": m.cached_input_usd_per_mtok,
-        "cache_write_usd_per_mtok": m.cache_write_usd_per_mtok,
-        "output_usd_per_mtok": m.output_usd_per_mtok,
-        "supports_prompt_cache": m.supports_prompt_cache,
-    })).collect::<Vec<_>>() })
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_official_openai_instrumentation_feeds_costwatch_run() {
     let python = otel_python();
     let dir = TempDir::new().unwrap();
     std::fs::write(dir.path().join("scenario.json"), scenario().to_string()).unwrap();
-    std::fs::write(dir.path().join("models.json"), models_file().to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("models.json"),
+        seed_models_file().to_string(),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("otlp_token"), "otlp-test-token\n").unwrap();
 
     // One-minute windows: the agent starts early in a minute, so the whole

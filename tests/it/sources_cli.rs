@@ -217,14 +217,7 @@ fn once_reads_a_folder_of_collector_files() {
     let requests =
         costwatch_sim::otlp::export_requests(&seed, first, last + TimeDelta::seconds(1), 16);
     costwatch_sim::otlp::write_json_lines(&traces, &requests, 2).unwrap();
-    let models = serde_json::json!({ "data": seed.models.iter().map(|m| serde_json::json!({
-        "id": m.id,
-        "input_usd_per_mtok": m.input_usd_per_mtok,
-        "cached_input_usd_per_mtok": m.cached_input_usd_per_mtok,
-        "cache_write_usd_per_mtok": m.cache_write_usd_per_mtok,
-        "output_usd_per_mtok": m.output_usd_per_mtok,
-        "supports_prompt_cache": m.supports_prompt_cache,
-    })).collect::<Vec<_>>() });
+    let models = crate::support::seed_models_file();
     std::fs::write(dir.path().join("models.json"), models.to_string()).unwrap();
     let config = dir.path().join("costwatch.yaml");
     std::fs::write(

@@ -244,3 +244,17 @@ pub fn quarter_hours(start: DateTime<Utc>) -> costwatch::pipeline::Schedule {
         max_backfill: Duration::from_secs(7 * 86_400),
     }
 }
+
+/// The seed's prices in the shape of the reference API's `GET /models`,
+/// for `source.models_file`.
+pub fn seed_models_file() -> serde_json::Value {
+    let seed = seed_dataset();
+    serde_json::json!({ "data": seed.models.iter().map(|m| serde_json::json!({
+        "id": m.id,
+        "input_usd_per_mtok": m.input_usd_per_mtok,
+        "cached_input_usd_per_mtok": m.cached_input_usd_per_mtok,
+        "cache_write_usd_per_mtok": m.cache_write_usd_per_mtok,
+        "output_usd_per_mtok": m.output_usd_per_mtok,
+        "supports_prompt_cache": m.supports_prompt_cache,
+    })).collect::<Vec<_>>() })
+}
