@@ -11,6 +11,7 @@ mod delivery;
 mod dry_run;
 mod economy;
 mod email;
+mod episodes;
 mod evaluation;
 mod faults;
 mod investigation;

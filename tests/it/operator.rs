@@ -349,6 +349,7 @@ async fn incidents_are_listed_with_status_kind_group_and_time_filters() {
         notified: None,
         notified_sessions: 0,
         sequence: 0,
+        reopen_until: None,
     };
     store
         .enqueue(

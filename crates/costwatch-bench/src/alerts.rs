@@ -4,9 +4,10 @@
 //! Findings are grouped exactly as the daemon groups them
 //! ([`costwatch::incidents`]): one incident per `(kind, rule, group)`, a new
 //! episode once the previous one resolved after `resolve_after` without a
-//! finding, and [`incidents::decide`] run after every window (a live daemon
-//! whose ticks each process one window) to count the first alert of each
-//! episode and its re-alerts. Resolution notices are not counted.
+//! finding and `reopen_within` passed since (a finding sooner continues the
+//! episode), and [`incidents::decide`] run after every window (a live
+//! daemon whose ticks each process one window) to count the first alert of
+//! each episode and its re-alerts. Resolution notices are not counted.
 //!
 //! A real incident is a cluster of truly wasteful sessions of one kind in
 //! one feature whose starts are less than `resolve_after` apart: the
@@ -43,6 +44,8 @@ struct Episode {
     incident: Incident,
     kind: Kind,
     has_true: bool,
+    /// Set at its resolution: until when a finding continues it.
+    reopen_until: Option<DateTime<Utc>>,
 }
 
 /// Replays the daemon's incident grouping over `findings` (each carrying the
@@ -72,7 +75,14 @@ pub fn tally(
         for f in by_window.get(&w.start).into_iter().flatten() {
             let fp = incidents::fingerprint(f.kind.as_str(), &f.rule, &f.group);
             match open.get_mut(&fp) {
-                Some(e) if e.incident.firing => {
+                Some(e)
+                    if e.incident.firing
+                        || e.reopen_until.is_some_and(|until| w.start <= until) =>
+                {
+                    if !e.incident.firing {
+                        e.incident.firing = true;
+                        e.incident.reopened = true;
+                    }
                     e.incident.session_count += 1;
                     e.incident.last_finding = w.end;
                     e.incident.impact_usd += f.impact_usd;
@@ -100,9 +110,11 @@ pub fn tally(
                                 notified: None,
                                 notified_sessions: 0,
                                 last_error: None,
+                                reopened: false,
                             },
                             kind: f.kind,
                             has_true: is_true(f),
+                            reopen_until: None,
                         },
                     );
                 }
@@ -117,8 +129,17 @@ pub fn tally(
                     e.incident.notified = Some(w.end);
                     e.incident.notified_sessions = e.incident.session_count;
                     e.incident.sequence += 1;
+                    e.incident.reopened = false;
                 }
-                Some(Decision::Resolve { .. }) => e.incident.firing = false,
+                Some(Decision::Resolve { notify }) => {
+                    e.incident.firing = false;
+                    if notify {
+                        e.incident.notified = Some(w.end);
+                        e.incident.notified_sessions = e.incident.session_count;
+                        e.incident.sequence += 1;
+                    }
+                    e.reopen_until = incidents::reopen_until(w.end, policy);
+                }
                 None => {}
             }
         }
@@ -216,21 +237,40 @@ mod tests {
     fn one_episode_alerts_once_and_a_quiet_gap_opens_another() {
         let ws = windows(t(0), t(24 * 60), Duration::from_secs(900));
         assert_eq!(ws.len(), 96);
-        // Three findings within an hour: one alert. Then quiet for 5 hours
-        // (resolved after 2h), then one more: a second episode and alert.
+        // Three findings within an hour: one alert. Quiet for 5 hours
+        // (resolved after 2h, at 03:00), then one more at 06:00, within
+        // reopen_within (6h) of the resolution: the same episode, no
+        // alert. It resolves at 08:15; one at 15:00 is past 14:15: a
+        // second episode and alert.
         let f = vec![
             finding(Kind::NoCache, "a", "feature=x", 0),
             finding(Kind::NoCache, "b", "feature=x", 15),
             finding(Kind::NoCache, "c", "feature=x", 45),
             finding(Kind::NoCache, "d", "feature=x", 6 * 60),
+            finding(Kind::NoCache, "e", "feature=x", 15 * 60),
         ];
-        let out = tally(&f, &ws, &truth(&["a", "b", "c", "d"]), &default_policy());
+        let ids = ["a", "b", "c", "d", "e"];
+        let out = tally(&f, &ws, &truth(&ids), &default_policy());
         assert_eq!(
             out[&Kind::NoCache],
             AlertTally {
                 alerts: 2,
                 false_alerts: 0,
                 episodes: 2
+            }
+        );
+        // Without reopening, the comeback at 06:00 is an episode of its own.
+        let p = AlertPolicy {
+            reopen_within: Duration::ZERO,
+            ..default_policy()
+        };
+        let out = tally(&f, &ws, &truth(&ids), &p);
+        assert_eq!(
+            out[&Kind::NoCache],
+            AlertTally {
+                alerts: 3,
+                false_alerts: 0,
+                episodes: 3
             }
         );
         assert_eq!(out[&Kind::RetryLoop], AlertTally::default());

@@ -265,6 +265,7 @@ where
             for h in alerting::silences::record_held_back(self.store(), &plan).await? {
                 self.settings.metrics.alert_silenced(&h.kind);
             }
+            self.settings.metrics.set_below_floor(&plan.below_floor);
             report.silenced = plan.silenced;
             report.alerts = plan.alerts;
         }

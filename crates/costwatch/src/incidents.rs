@@ -4,7 +4,12 @@
 //! An incident is the findings of one rule in one peer group. Its fingerprint
 //! is stable. It fires once, is re-alerted only after the cooldown (and only
 //! if it grew) or sooner if it grew by `realert_growth`, and resolves once no
-//! finding came for `resolve_after`. All times are data time: the ends of
+//! finding came for `resolve_after`. A finding within `reopen_within` of
+//! the resolution continues the same episode (its start, counts and
+//! notification state), so an incident that flaps is told of once. An
+//! incident below the floor (`min_impact_usd_per_day`, `min_sessions`) is
+//! recorded and followed like any other but not sent until it rises above
+//! it. All times are data time: the ends of
 //! processed windows. A catch-up after downtime behaves as a live run would,
 //! and a replay gives the same alerts.
 
@@ -31,6 +36,12 @@ pub struct AlertPolicy {
     pub realert_growth: f64,
     /// No finding for this long resolves an incident.
     pub resolve_after: Duration,
+    /// A finding this soon after the resolution continues the episode.
+    pub reopen_within: Duration,
+    /// Incidents worth less a day (at their rate so far) are not sent.
+    pub min_impact_usd_per_day: f64,
+    /// Incidents of fewer sessions are not sent.
+    pub min_sessions: u64,
     /// Whether resolutions are notified.
     pub send_resolved: bool,
     /// Sessions listed per alert.
@@ -48,6 +59,9 @@ impl From<&crate::config::AlertsConfig> for AlertPolicy {
             cooldown: a.cooldown,
             realert_growth: a.realert_growth,
             resolve_after: a.resolve_after,
+            reopen_within: a.reopen_within,
+            min_impact_usd_per_day: a.min_impact_usd_per_day,
+            min_sessions: a.min_sessions,
             send_resolved: a.send_resolved,
             top_sessions: a.top_sessions,
             summary_after_windows: a.summary_after_windows,
@@ -89,6 +103,10 @@ pub struct Incident {
     pub notified_sessions: u64,
     /// Latest failure, for the source incident.
     pub last_error: Option<String>,
+    /// Whether this episode was resolved, then continued by a finding
+    /// within `reopen_within`, and nobody was told it fires again: the last
+    /// word people had of it was its resolution.
+    pub reopened: bool,
 }
 
 /// The stable id of the incident of `rule` (of `kind`) in `group`.
@@ -115,7 +133,23 @@ fn chrono(d: Duration) -> ChronoDuration {
     ChronoDuration::from_std(d).unwrap_or(ChronoDuration::MAX)
 }
 
-/// Decides what an incident needs at data time `now` (pure).
+/// Whether an incident is worth a person's attention: at or above both
+/// floors of the policy. The gateway's own incident always is.
+pub fn meets_floor(i: &Incident, p: &AlertPolicy) -> bool {
+    i.kind == SOURCE_UNHEALTHY
+        || (i.session_count >= p.min_sessions && per_day(i) >= p.min_impact_usd_per_day)
+}
+
+/// Until when (data time) a finding continues the episode of an incident
+/// resolved at `resolved_at` instead of opening a new one; `None` when
+/// episodes are never continued (`reopen_within: 0s`).
+pub fn reopen_until(resolved_at: DateTime<Utc>, p: &AlertPolicy) -> Option<DateTime<Utc>> {
+    (!p.reopen_within.is_zero()).then(|| resolved_at + chrono(p.reopen_within))
+}
+
+/// Decides what an incident needs at data time `now` (pure). An incident
+/// below the floor ([`meets_floor`]) is neither fired nor re-alerted: it
+/// stays on record, and fires once it rises above the floor.
 pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decision> {
     if !i.firing {
         return None;
@@ -124,9 +158,14 @@ pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decis
     // The source incident resolves as soon as a read succeeds (handled by
     // the caller); finding incidents resolve after a quiet period.
     if i.kind != SOURCE_UNHEALTHY && now - quiet_since >= chrono(p.resolve_after) {
+        // A continued episode whose resolution was the last word is not
+        // resolved a second time.
         return Some(Decision::Resolve {
-            notify: p.send_resolved && i.notified.is_some(),
+            notify: p.send_resolved && i.notified.is_some() && !i.reopened,
         });
+    }
+    if !meets_floor(i, p) {
+        return None;
     }
     match i.notified {
         None => Some(Decision::Fire),
@@ -140,7 +179,7 @@ pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decis
 }
 
 /// Cost per day at the incident's rate so far (at least one hour of span).
-fn per_day(i: &Incident) -> f64 {
+pub fn per_day(i: &Incident) -> f64 {
     let span = (i.last_finding - i.started).num_seconds().max(3600) as f64;
     i.impact_usd * 86_400.0 / span
 }
@@ -332,6 +371,9 @@ mod tests {
             cooldown: Duration::from_secs(6 * 3600),
             realert_growth: 2.0,
             resolve_after: Duration::from_secs(2 * 3600),
+            reopen_within: Duration::from_secs(6 * 3600),
+            min_impact_usd_per_day: 0.0,
+            min_sessions: 1,
             send_resolved: true,
             top_sessions: 5,
             summary_after_windows: 4,
@@ -360,6 +402,7 @@ mod tests {
             notified: None,
             notified_sessions: 0,
             last_error: None,
+            reopened: false,
         }
     }
 
@@ -399,6 +442,54 @@ mod tests {
         );
         i.firing = false;
         assert_eq!(decide(&i, t(30), &p), None);
+    }
+
+    #[test]
+    fn an_incident_below_the_floor_is_followed_but_not_told_until_it_rises() {
+        // The false alerts: one session worth about $0.0001.
+        let p = AlertPolicy {
+            min_impact_usd_per_day: 0.05,
+            ..policy()
+        };
+        let mut i = incident();
+        i.session_count = 1;
+        i.impact_usd = 0.0001;
+        assert!(!meets_floor(&i, &p));
+        assert_eq!(decide(&i, t(1), &p), None);
+        // It still resolves when it goes quiet, untold.
+        assert_eq!(
+            decide(&i, t(3), &p),
+            Some(Decision::Resolve { notify: false })
+        );
+        // Grown to $0.01 over one hour ($0.24 a day): told.
+        i.session_count = 4;
+        i.impact_usd = 0.01;
+        assert!(meets_floor(&i, &p));
+        assert_eq!(decide(&i, t(1), &p), Some(Decision::Fire));
+        // The session floor alone holds a one-session incident back.
+        let p = AlertPolicy {
+            min_sessions: 5,
+            ..policy()
+        };
+        assert_eq!(decide(&i, t(1), &p), None);
+        i.session_count = 5;
+        assert_eq!(decide(&i, t(1), &p), Some(Decision::Fire));
+        // The gateway's own incident is never below the floor.
+        let mut source = incident();
+        source.kind = SOURCE_UNHEALTHY.into();
+        source.session_count = 0;
+        assert!(meets_floor(&source, &p));
+    }
+
+    #[test]
+    fn a_resolution_can_be_reopened_for_reopen_within() {
+        let p = policy();
+        assert_eq!(reopen_until(t(3), &p), Some(t(9)));
+        let p = AlertPolicy {
+            reopen_within: Duration::ZERO,
+            ..policy()
+        };
+        assert_eq!(reopen_until(t(3), &p), None);
     }
 
     #[test]

@@ -27,13 +27,14 @@
 
 use crate::incidents::{
     AlertPolicy, Decision, Incident, SOURCE_UNHEALTHY, TickSpan, alert_session, build_alert,
-    decide, summary_alert,
+    decide, meets_floor, reopen_until, summary_alert,
 };
 use crate::notify::{Alert, AlertStatus};
 use crate::silence::Silence;
 use crate::store::silences::{SilenceStore, Silenced};
 use crate::store::{Evaluated, IncidentUpdate, Store, StoreError};
 use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
 
 /// The notifications an evaluation decided on, not yet stored.
 #[derive(Debug, Clone, Default)]
@@ -50,6 +51,9 @@ pub struct Plan {
     pub span: TickSpan,
     /// Notifications held back by a silence (not in `alerts`).
     pub silenced: Vec<Silenced>,
+    /// Open incidents nobody was told of because they are below the floor,
+    /// by kind.
+    pub below_floor: BTreeMap<String, u64>,
 }
 
 impl Plan {
@@ -132,7 +136,12 @@ pub async fn plan<St: Store + SilenceStore>(
     let mut updates = Vec::new();
     let mut source_alerts = Vec::new();
     let mut finding_alerts = Vec::new();
+    let mut below_floor = BTreeMap::new();
     for i in store.open_incidents().await? {
+        let worth_telling = meets_floor(&i, policy);
+        if !worth_telling && i.notified.is_none() {
+            *below_floor.entry(i.kind.clone()).or_insert(0) += 1;
+        }
         let decision = if i.kind == SOURCE_UNHEALTHY {
             match (source_healthy, i.notified) {
                 (true, notified) => Some(Decision::Resolve {
@@ -151,10 +160,12 @@ pub async fn plan<St: Store + SilenceStore>(
         // ended inside a catch-up, or between evaluations a crash delayed)
         // is told now rather than vanishing: in the summary after a
         // catch-up, on its own otherwise. A catch-up's summary also lists
-        // the incidents that ended in it.
+        // the incidents that ended in it. One below the floor ends as it
+        // went: on record, untold.
         let untold = i.notified.is_none();
         let listed = catch_up && i.kind != SOURCE_UNHEALTHY;
-        if decision == (Decision::Resolve { notify: false }) && (untold || listed) {
+        if decision == (Decision::Resolve { notify: false }) && (untold || listed) && worth_telling
+        {
             decision = Decision::Resolve { notify: true };
         }
         let notify = !matches!(decision, Decision::Resolve { notify: false });
@@ -163,6 +174,12 @@ pub async fn plan<St: Store + SilenceStore>(
             now
         } else {
             data_now
+        };
+        // A finding soon after the resolution continues this episode.
+        let reopen = if resolving && i.kind != SOURCE_UNHEALTHY {
+            reopen_until(at, policy)
+        } else {
+            None
         };
         if notify && let Some(s) = matching(&silences, &i, now) {
             // Held back: the incident goes on (or resolves), its
@@ -185,6 +202,7 @@ pub async fn plan<St: Store + SilenceStore>(
                     notified: i.notified,
                     notified_sessions: i.notified_sessions,
                     sequence: i.sequence,
+                    reopen_until: reopen,
                 });
             }
             continue;
@@ -199,6 +217,7 @@ pub async fn plan<St: Store + SilenceStore>(
                 i.notified_sessions
             },
             sequence: if notify { i.sequence + 1 } else { i.sequence },
+            reopen_until: reopen,
         });
         if !notify {
             continue;
@@ -234,6 +253,7 @@ pub async fn plan<St: Store + SilenceStore>(
         data_now,
         span: tick,
         silenced,
+        below_floor,
     })
 }
 

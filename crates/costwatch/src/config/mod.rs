@@ -173,6 +173,15 @@ pub struct AlertsConfig {
     pub realert_growth: f64,
     /// An incident with no new finding for this long is resolved.
     pub resolve_after: Duration,
+    /// A finding within this time after its incident resolved continues
+    /// that episode (same start, counts and notification state) rather
+    /// than opening a new one: a flapping incident is one episode.
+    pub reopen_within: Duration,
+    /// The floor: an incident worth less than this many dollars a day (at
+    /// its rate so far) is recorded but not sent (0 = no floor).
+    pub min_impact_usd_per_day: f64,
+    /// The floor: an incident of fewer sessions is recorded but not sent.
+    pub min_sessions: u64,
     /// Whether a resolved notification is sent.
     pub send_resolved: bool,
     /// Sessions listed in an alert (largest impact first).

@@ -203,6 +203,13 @@ pub(crate) struct RawAlerts {
     pub realert_growth: f64,
     /// Time without findings after which an incident is resolved.
     pub resolve_after: HumanDuration,
+    /// A finding this soon after its incident resolved continues the
+    /// episode instead of opening a new one.
+    pub reopen_within: HumanDuration,
+    /// Incidents worth less than this many dollars a day are recorded, not sent.
+    pub min_impact_usd_per_day: f64,
+    /// Incidents with fewer sessions than this are recorded, not sent.
+    pub min_sessions: u64,
     /// Whether resolved notifications are sent.
     pub send_resolved: bool,
     /// Sessions listed in an alert.
@@ -225,6 +232,9 @@ impl Default for RawAlerts {
             cooldown: HumanDuration::secs(6 * 3600),
             realert_growth: 2.0,
             resolve_after: HumanDuration::secs(2 * 3600),
+            reopen_within: HumanDuration::secs(6 * 3600),
+            min_impact_usd_per_day: 0.0,
+            min_sessions: 1,
             send_resolved: true,
             top_sessions: 5,
             summary_after_windows: 4,

@@ -109,6 +109,9 @@ pub struct IncidentUpdate {
     pub notified_sessions: u64,
     /// Notifications enqueued so far.
     pub sequence: u32,
+    /// When resolving: until when (data time) a new finding continues this
+    /// episode rather than opening a new one.
+    pub reopen_until: Option<DateTime<Utc>>,
 }
 
 /// How far an incident evaluation went: the watermark of `job` it saw.

@@ -10,6 +10,12 @@ use url::Url;
 pub(super) fn alerts_config(doc: &mut Doc, raw: RawAlerts) -> Option<AlertsConfig> {
     doc.at_least_f64("alerts.realert_growth", raw.realert_growth, 1.0);
     doc.positive_duration("alerts.resolve_after", raw.resolve_after.0);
+    doc.at_least_f64(
+        "alerts.min_impact_usd_per_day",
+        raw.min_impact_usd_per_day,
+        0.0,
+    );
+    doc.at_least_u64("alerts.min_sessions", raw.min_sessions, 1);
     doc.between_u64("alerts.top_sessions", raw.top_sessions, 1, 50);
     doc.at_least_u64("alerts.summary_after_windows", raw.summary_after_windows, 1);
     doc.positive_duration("alerts.delivery_deadline", raw.delivery_deadline.0);
@@ -40,6 +46,9 @@ fn alerts(raw: RawAlerts, gateway_ui_url: Option<Url>) -> AlertsConfig {
         cooldown: raw.cooldown.0,
         realert_growth: raw.realert_growth,
         resolve_after: raw.resolve_after.0,
+        reopen_within: raw.reopen_within.0,
+        min_impact_usd_per_day: raw.min_impact_usd_per_day,
+        min_sessions: raw.min_sessions,
         send_resolved: raw.send_resolved,
         top_sessions: to_usize(raw.top_sessions),
         summary_after_windows: to_usize(raw.summary_after_windows),

@@ -89,6 +89,20 @@ impl Metrics {
             "kind",
             &state.alerts_silenced,
         );
+        family(
+            &mut out,
+            "costwatch_incidents_below_floor",
+            "gauge",
+            "Open incidents below alerts.min_impact_usd_per_day or alerts.min_sessions, recorded but not sent, by kind.",
+        );
+        for (kind, n) in &state.below_floor {
+            sample(
+                &mut out,
+                "costwatch_incidents_below_floor",
+                &[("kind", kind)],
+                *n as f64,
+            );
+        }
 
         family(
             &mut out,

@@ -48,6 +48,8 @@ struct State {
     alerts_enqueued: BTreeMap<String, u64>,
     /// Notifications held back by a silence, by incident kind.
     alerts_silenced: BTreeMap<String, u64>,
+    /// Open incidents below the alert floor, untold, by kind (a gauge).
+    below_floor: BTreeMap<String, u64>,
     /// Keyed by channel, then `true` for sent and `false` for failed.
     deliveries: BTreeMap<(String, bool), u64>,
     gateway_errors: BTreeMap<String, u64>,
@@ -129,6 +131,19 @@ impl Metrics {
     /// silence (once per silence, incident episode and status).
     pub fn alert_silenced(&self, kind: &str) {
         bump(&mut self.lock().alerts_silenced, kind);
+    }
+
+    /// Sets how many open incidents of each kind are below the alert floor
+    /// and were not sent (as of the last evaluation).
+    pub fn set_below_floor(&self, by_kind: &BTreeMap<String, u64>) {
+        let mut state = self.lock();
+        // Kinds seen before stay listed, at 0, so the series do not vanish.
+        for v in state.below_floor.values_mut() {
+            *v = 0;
+        }
+        for (kind, n) in by_kind {
+            state.below_floor.insert(kind.clone(), *n);
+        }
     }
 
     /// Counts one delivery attempt on `channel` that was sent (`ok`) or failed.

@@ -133,7 +133,7 @@ fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 2, h, m, s).unwrap()
 }
 
-const FAMILIES: [(&str, &str); 16] = [
+const FAMILIES: [(&str, &str); 17] = [
     ("costwatch_windows_processed_total", "counter"),
     ("costwatch_window_failures_total", "counter"),
     ("costwatch_sessions_read_total", "counter"),
@@ -141,6 +141,7 @@ const FAMILIES: [(&str, &str); 16] = [
     ("costwatch_findings_total", "counter"),
     ("costwatch_alerts_enqueued_total", "counter"),
     ("costwatch_alerts_silenced_total", "counter"),
+    ("costwatch_incidents_below_floor", "gauge"),
     ("costwatch_deliveries_total", "counter"),
     ("costwatch_gateway_errors_total", "counter"),
     ("costwatch_otlp_requests_total", "counter"),
@@ -208,6 +209,8 @@ fn every_call_shows_up_in_its_sample() {
     m.finding("retry_loop");
     m.alert_enqueued("no_cache");
     m.alert_silenced("retry_loop");
+    m.set_below_floor(&[("no_cache".to_owned(), 3)].into());
+    m.set_below_floor(&[("retry_loop".to_owned(), 1)].into());
     m.delivery("email", true);
     m.delivery("email", true);
     m.delivery("email", false);
@@ -237,6 +240,10 @@ fn every_call_shows_up_in_its_sample() {
     );
     let silenced = "costwatch_alerts_silenced_total";
     assert_eq!(v(silenced, &[("kind", "retry_loop")]), Some(1.0));
+    // A gauge: the last evaluation's counts, earlier kinds back at 0.
+    let floor = "costwatch_incidents_below_floor";
+    assert_eq!(v(floor, &[("kind", "retry_loop")]), Some(1.0));
+    assert_eq!(v(floor, &[("kind", "no_cache")]), Some(0.0));
     let d = "costwatch_deliveries_total";
     assert_eq!(v(d, &[("channel", "email"), ("result", "sent")]), Some(2.0));
     assert_eq!(

@@ -6,7 +6,7 @@ use super::*;
 pub(super) async fn open_incidents(store: &SqlStore) -> Result<Vec<Incident>, StoreError> {
     let rows = sqlx::query(
         "SELECT fingerprint, kind, rule, group_key, labels, severity, status, started_ms, last_finding_ms, \
-         session_count, impact_usd, sequence, notified_ms, notified_sessions, last_error \
+         session_count, impact_usd, sequence, notified_ms, notified_sessions, last_error, reopen_until_ms \
          FROM incidents WHERE status = 'firing' ORDER BY started_ms, fingerprint",
     )
     .fetch_all(&store.pool)
@@ -66,7 +66,7 @@ pub(super) async fn source_failed(
 }
 
 /// Adds a new finding to its incident, opening a new episode when the
-/// incident was resolved (or never existed).
+/// incident was resolved before its reopening time (or never existed).
 pub(super) async fn upsert_incident(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     f: &Finding,
@@ -83,33 +83,42 @@ pub(super) async fn upsert_incident(
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    sqlx::query(
+    // A resolved incident whose reopening time is past (or unset) opens a
+    // new episode; one resolved more recently continues its episode, and
+    // keeps its reopening time as the mark that the last word people had
+    // of it was its resolution.
+    let fresh = "(incidents.status = 'resolved' AND (incidents.reopen_until_ms IS NULL \
+                 OR excluded.started_ms > incidents.reopen_until_ms))";
+    let query = format!(
         "INSERT INTO incidents (fingerprint, kind, rule, group_key, labels, severity, status, started_ms, \
          last_finding_ms, session_count, impact_usd, sequence, notified_ms, notified_sessions, updated_ms) \
          VALUES ($1, $2, $3, $4, $5, $6, 'firing', $7, $8, 1, $9, 0, NULL, 0, $10) \
          ON CONFLICT (fingerprint) DO UPDATE SET \
          severity = excluded.severity, \
-         started_ms = CASE WHEN incidents.status = 'resolved' THEN excluded.started_ms ELSE incidents.started_ms END, \
-         session_count = CASE WHEN incidents.status = 'resolved' THEN 1 ELSE incidents.session_count + 1 END, \
-         impact_usd = CASE WHEN incidents.status = 'resolved' THEN excluded.impact_usd \
+         started_ms = CASE WHEN {fresh} THEN excluded.started_ms ELSE incidents.started_ms END, \
+         session_count = CASE WHEN {fresh} THEN 1 ELSE incidents.session_count + 1 END, \
+         impact_usd = CASE WHEN {fresh} THEN excluded.impact_usd \
                       ELSE incidents.impact_usd + excluded.impact_usd END, \
-         notified_ms = CASE WHEN incidents.status = 'resolved' THEN NULL ELSE incidents.notified_ms END, \
-         notified_sessions = CASE WHEN incidents.status = 'resolved' THEN 0 ELSE incidents.notified_sessions END, \
-         last_finding_ms = excluded.last_finding_ms, status = 'firing', updated_ms = excluded.updated_ms",
-    )
-    .bind(fp)
-    .bind(f.kind.as_str())
-    .bind(f.rule.as_str())
-    .bind(f.group.as_str())
-    .bind(json(&labels)?)
-    .bind(f.severity.as_str())
-    .bind(ms(f.window.start))
-    .bind(ms(f.window.end))
-    .bind(f.impact_usd)
-    .bind(now)
-    .execute(&mut **tx)
-    .await
-    .map_err(unavailable)?;
+         notified_ms = CASE WHEN {fresh} THEN NULL ELSE incidents.notified_ms END, \
+         notified_sessions = CASE WHEN {fresh} THEN 0 ELSE incidents.notified_sessions END, \
+         reopen_until_ms = CASE WHEN {fresh} THEN NULL ELSE incidents.reopen_until_ms END, \
+         last_finding_ms = excluded.last_finding_ms, status = 'firing', updated_ms = excluded.updated_ms"
+    );
+    // Built from the constant above only.
+    sqlx::query(sqlx::AssertSqlSafe(query))
+        .bind(fp)
+        .bind(f.kind.as_str())
+        .bind(f.rule.as_str())
+        .bind(f.group.as_str())
+        .bind(json(&labels)?)
+        .bind(f.severity.as_str())
+        .bind(ms(f.window.start))
+        .bind(ms(f.window.end))
+        .bind(f.impact_usd)
+        .bind(now)
+        .execute(&mut **tx)
+        .await
+        .map_err(unavailable)?;
     Ok(())
 }
 
@@ -136,5 +145,9 @@ pub(super) fn incident_from_row(r: &AnyRow) -> Result<Incident, StoreError> {
         notified: notified.map(from_ms).transpose()?,
         notified_sessions: r.try_get::<i64, _>("notified_sessions").map_err(corrupt)? as u64,
         last_error: r.try_get("last_error").map_err(corrupt)?,
+        reopened: r
+            .try_get::<Option<i64>, _>("reopen_until_ms")
+            .map_err(corrupt)?
+            .is_some(),
     })
 }

@@ -11,7 +11,7 @@ const FINDING_COLUMNS: &str = "session_id, kind, rule, severity, group_key, labe
      window_end_ms, cost_usd, impact_usd, evidence, explanation";
 
 pub(super) const INCIDENT_COLUMNS: &str = "fingerprint, kind, rule, group_key, labels, severity, status, started_ms, \
-     last_finding_ms, session_count, impact_usd, sequence, notified_ms, notified_sessions, last_error, updated_ms";
+     last_finding_ms, session_count, impact_usd, sequence, notified_ms, notified_sessions, last_error, updated_ms, reopen_until_ms";
 
 /// A value bound to a placeholder of a query built from fixed fragments.
 enum Arg {

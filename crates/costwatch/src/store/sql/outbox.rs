@@ -30,7 +30,7 @@ pub(super) async fn enqueue(
     for u in updates {
         sqlx::query(
             "UPDATE incidents SET status = $1, notified_ms = $2, notified_sessions = $3, sequence = $4, \
-             updated_ms = $5 WHERE fingerprint = $6",
+             updated_ms = $5, reopen_until_ms = $7 WHERE fingerprint = $6",
         )
         .bind(if u.firing { "firing" } else { "resolved" })
         .bind(u.notified.map(ms))
@@ -38,6 +38,7 @@ pub(super) async fn enqueue(
         .bind(i64::from(u.sequence))
         .bind(ms(now))
         .bind(u.fingerprint.as_str())
+        .bind(u.reopen_until.map(ms))
         .execute(&mut *tx)
         .await
         .map_err(unavailable)?;

@@ -70,6 +70,7 @@ async fn seed_alerts() -> (costwatch_sim::SimServer, Vec<Alert>) {
                 notified: None,
                 notified_sessions: 0,
                 last_error: None,
+                reopened: false,
             };
             let session = AlertSession {
                 session_id: f.session_id.clone(),
