@@ -6,7 +6,7 @@
 #   crates/costwatch-bench/regenerate.sh            # about 15 minutes on 2 cores with a warm build
 #   SKIP_QUALITY=1 SKIP_PERF=1 crates/costwatch-bench/regenerate.sh   # only the window sweep
 #
-# A skipped step reuses its last output, kept under $CARGO_TARGET_DIR/bench-work.
+# SKIP_BUILD=1 measures the release binaries already built. A skipped step reuses its last output, kept under $CARGO_TARGET_DIR/bench-work.
 #
 # Needs: cargo, python3 (with venv), /usr/bin/time (installed with apt-get
 # when missing and run as root). The Python reference's `requests` goes into
@@ -45,8 +45,10 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -c 'import requests' 2>/dev/null || "$VENV/bin/pip" install -q requests
 
-log "building release binaries"
-cargo build --release -q -p costwatch -p costwatch-bench
+if [ -z "${SKIP_BUILD:-}" ]; then
+    log "building release binaries"
+    cargo build --release -q -p costwatch -p costwatch-bench
+fi
 BIN="$CARGO_TARGET_DIR/release"
 
 QUALITY_CMD="costwatch-bench quality --seeds $SEEDS --days 4"
