@@ -7,12 +7,6 @@ use cli::{Cli, Command, Exit};
 use costwatch::printable::printable;
 use std::process::ExitCode;
 
-/// mimalloc gives the pages it no longer uses back to the system, so the
-/// daemon's memory falls again after a big window; glibc's allocator keeps
-/// them in its arenas.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli::init_tracing(cli.log_format, cli.verbose, cli.command.quiet_by_default());
