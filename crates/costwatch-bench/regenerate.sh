@@ -322,10 +322,12 @@ $sweep
 - **A window with too many candidates** is read twice (the second row):
   the result is exact, at the cost of parsing the window twice and judging
   every nominated session in the second read.
-- **Idle RSS** includes about 14 MB of the binary's own mapped code. The
-  \`costwatch\` binary allocates with mimalloc, which gives the pages a big
-  tick freed back to the system; glibc's allocator, used before, kept them
-  in its arenas (33 MB idle after the million-session tick).
+- **Idle RSS** includes about 14 MB of the binary's own mapped code. After
+  the million-session tick it is higher because glibc's allocator keeps the
+  heap the tick freed; \`malloc_trim(0)\` would give most of it back but
+  needs unsafe code, which the workspace forbids. mimalloc as the global
+  allocator was tried and measured worse (38 MB idle after an ordinary
+  window, 41 MB after the big one, 51 MB peak).
 - **The fixed cost per window** is what a window costs whatever its
   sessions: the state database's statements (the watermark's
   compare-and-set, the window's row, one multi-row statement for its
