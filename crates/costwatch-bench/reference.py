@@ -13,12 +13,17 @@ This is the reference costwatch is benchmarked against (bench/regenerate.sh,
 BENCHMARKS.md). Usage:
 
     COSTWATCH_ADMIN_KEY=... python3 bench/reference.py --url http://127.0.0.1:8080/v1 \
-        --start 2026-11-02T12:00:00Z --end 2026-11-02T13:00:00Z [--out flagged.json]
+        --start 2026-11-02T12:00:00Z --end 2026-11-02T13:00:00Z [--out flagged.json] \
+        [--window 900]
+
+With --window SECONDS the range is read window by window, as a script run
+every few minutes by cron would read it.
 """
 
 import argparse
 import json
 import os
+from datetime import datetime, timedelta, timezone
 
 import requests
 
@@ -37,12 +42,30 @@ def get_all(session, url, params=None):
         params["cursor"] = cursor
 
 
+def stamp(t):
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sessions_of(http, base, start, end, window):
+    """Every session of [start, end), read in windows of `window` seconds."""
+    if not window:
+        yield from get_all(http, base + "/sessions", {"start": start, "end": end, "limit": 50})
+        return
+    t = datetime.fromisoformat(start.replace("Z", "+00:00")).astimezone(timezone.utc)
+    stop = datetime.fromisoformat(end.replace("Z", "+00:00")).astimezone(timezone.utc)
+    while t < stop:
+        nxt = min(t + timedelta(seconds=window), stop)
+        yield from get_all(http, base + "/sessions", {"start": stamp(t), "end": stamp(nxt), "limit": 50})
+        t = nxt
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", required=True, help="gateway API base, e.g. http://127.0.0.1:8080/v1")
     ap.add_argument("--start", required=True)
     ap.add_argument("--end", required=True)
     ap.add_argument("--out", help="write the flagged session ids per kind as JSON here")
+    ap.add_argument("--window", type=int, help="read [start, end) in windows of this many seconds")
     args = ap.parse_args()
 
     http = requests.Session()
@@ -55,8 +78,7 @@ def main():
 
     flagged = {"no_cache": [], "oversized_model": [], "retry_loop": []}
     sessions = 0
-    query = {"start": args.start, "end": args.end, "limit": 50}
-    for s in get_all(http, base + "/sessions", query):
+    for s in sessions_of(http, base, args.start, args.end, args.window):
         sessions += 1
         if s["requests"] >= 2 and s.get("cached_tokens", 0) == 0:
             flagged["no_cache"].append(s["session_id"])

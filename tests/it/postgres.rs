@@ -49,6 +49,35 @@ async fn store_contract(store: &SqlStore) {
     ));
     assert_eq!(store.watermark("job").await.unwrap(), Some(t(1)));
 
+    // Baselines are packed, many to a statement, and read back equal;
+    // models seen are recorded at the window's end.
+    let mut baselines = std::collections::HashMap::new();
+    for i in 0..120u32 {
+        let mut b = costwatch::detect::GroupBaseline::new(512);
+        b.log_requests.push(f64::from(i) / 7.0);
+        b.cached_share.push(0.25);
+        b.model_calls
+            .insert(format!("m{}", i % 3), f64::from(i) + 0.1);
+        baselines.insert(format!("feature=f{i}"), b);
+    }
+    let seen: std::collections::BTreeSet<String> = ["m0".into(), "m1".into()].into();
+    store.init_watermark("job-b", t(0), t(0)).await.unwrap();
+    let with_baselines = costwatch::store::WindowCommit {
+        baselines: &baselines,
+        models_seen: &seen,
+        ..commit(t(1))
+    };
+    store
+        .commit_window("job-b", w, with_baselines)
+        .await
+        .unwrap();
+    let groups: Vec<String> = baselines.keys().cloned().collect();
+    assert_eq!(store.load_baselines(&groups).await.unwrap(), baselines);
+    assert_eq!(
+        store.models_in_use(t(1)).await.unwrap(),
+        ["m0".to_owned(), "m1".to_owned()]
+    );
+
     // Evaluations: the next one covers the windows committed since the last
     // one, which is recorded with its alerts and never moves back.
     let span = store.evaluation_span("job").await.unwrap();
@@ -195,9 +224,10 @@ async fn store_contract(store: &SqlStore) {
         .await
         .unwrap();
     let jobs = store.jobs(10).await.unwrap();
-    assert_eq!(jobs.len(), 1);
-    assert_eq!((jobs[0].job.as_str(), jobs[0].watermark), ("job", t(1)));
-    assert_eq!(jobs[0].evaluated, Some(t(1)));
+    assert_eq!(jobs.len(), 2, "job and job-b");
+    let job = jobs.iter().find(|j| j.job == "job").unwrap();
+    assert_eq!(job.watermark, t(1));
+    assert_eq!(job.evaluated, Some(t(1)));
     let windows = store.recent_windows("job", 10).await.unwrap();
     let seen: Vec<_> = windows
         .iter()

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use costwatch_bench::compact::{self, CompactParams, Mix};
 use costwatch_bench::family::{self, Family, FamilyRun, Split};
 use costwatch_bench::heldout::{self, HeldOut};
+use costwatch_bench::perf::sweep::{self, SweepOptions};
 use costwatch_bench::perf::{self, PerfOptions};
 use costwatch_bench::quality;
 use costwatch_bench::quality::Serving;
@@ -38,6 +39,58 @@ enum Cmd {
     /// closes (used by `perf`, so the simulator is not in the measured
     /// process).
     Serve(ServeArgs),
+    /// Whole-process CPU of `costwatch backtest` over many small windows:
+    /// a sweep of window sizes beside the Python reference, the fixed cost
+    /// per window, and a 90-day backtest at 5-minute windows.
+    Sweep(SweepArgs),
+}
+
+#[derive(Debug, Args)]
+struct SweepArgs {
+    /// Days of the scenario served for the sweep.
+    #[arg(long, default_value_t = 2)]
+    days: u32,
+    /// Base sessions per day of the sweep's scenario (the simulator's
+    /// default is 2,400; five times that is a busier gateway).
+    #[arg(long, default_value_t = 12_000)]
+    per_day: u32,
+    /// Window sizes of the sweep.
+    #[arg(long, value_delimiter = ',', default_value = "5m,15m,1h,6h", value_parser = humantime::parse_duration)]
+    windows: Vec<Duration>,
+    /// Days of the long backtest; 0 skips it.
+    #[arg(long, default_value_t = 90)]
+    long_days: u32,
+    /// Base sessions per day of the long backtest.
+    #[arg(long, default_value_t = 10_000)]
+    long_per_day: u32,
+    /// Window size of the long backtest.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    long_window: Duration,
+    /// Dataset seed.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Runs of each measured program (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// The costwatch binary (default: beside this one).
+    #[arg(long)]
+    costwatch: Option<PathBuf>,
+    /// Python interpreter with `requests` for crates/costwatch-bench/reference.py; leave out
+    /// to skip the reference.
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// The Python reference script.
+    #[arg(long, default_value = "crates/costwatch-bench/reference.py")]
+    reference: PathBuf,
+    /// Rules to use.
+    #[arg(long, default_value = "rules")]
+    rules: PathBuf,
+    /// Where configs, outputs and reports go.
+    #[arg(long, default_value = "target/bench")]
+    workdir: PathBuf,
+    /// Print Markdown tables.
+    #[arg(long)]
+    markdown: bool,
 }
 
 #[derive(Debug, Args)]
@@ -128,6 +181,13 @@ struct ServeArgs {
     /// `scenario` (the scenario's shares, about 10%).
     #[arg(long, default_value = "lean", value_parser = parse_mix)]
     mix: Mix,
+    /// Serve this many days of the simulator's scenario (its features,
+    /// incidents and daily curve) instead of one window of `--sessions`.
+    #[arg(long)]
+    scenario_days: Option<u32>,
+    /// Base sessions per day of `--scenario-days`.
+    #[arg(long, default_value_t = 2_400)]
+    per_day: u32,
 }
 
 fn parse_mix(s: &str) -> Result<Mix, String> {
@@ -183,6 +243,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Quality(a) => quality_cmd(a).await,
         Cmd::Perf(a) => perf_cmd(a).await,
         Cmd::Serve(a) => serve_cmd(a).await,
+        Cmd::Sweep(a) => sweep_cmd(a).await,
     }
 }
 
@@ -325,12 +386,44 @@ async fn perf_cmd(a: PerfArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+async fn sweep_cmd(a: SweepArgs) -> anyhow::Result<()> {
+    let me = std::env::current_exe().context("cannot find this binary")?;
+    let dir = me
+        .parent()
+        .ok_or_else(|| anyhow!("this binary has no folder"))?;
+    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let opts = SweepOptions {
+        days: a.days,
+        per_day: a.per_day,
+        windows: a.windows,
+        long_days: a.long_days,
+        long_per_day: a.long_per_day,
+        long_window: a.long_window,
+        seed: a.seed,
+        runs: a.runs.max(1),
+        costwatch: a.costwatch.unwrap_or_else(|| dir.join("costwatch")),
+        bench: me.clone(),
+        python: a.python,
+        reference: abs(a.reference),
+        rules: abs(a.rules),
+        workdir: abs(a.workdir),
+    };
+    let report = sweep::run(&opts, |m| eprintln!("sweep: {m}"))?;
+    print!("{}", sweep::render_report(&report, a.markdown));
+    Ok(())
+}
+
 async fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
     let started = Instant::now();
-    let dataset = compact::generate(&CompactParams {
-        mix: a.mix,
-        ..CompactParams::new(a.sessions, a.seed)
-    });
+    let dataset = match a.scenario_days {
+        Some(days) => {
+            costwatch_sim::scenario::generate(&sweep::scenario_params(a.seed, days, a.per_day))
+        }
+        None => compact::generate(&CompactParams {
+            mix: a.mix,
+            ..CompactParams::new(a.sessions, a.seed)
+        }),
+    };
     let secs = started.elapsed().as_secs_f64();
     if let Some(path) = &a.truth {
         let text = serde_json::to_string(&dataset.truth.by_kind)?;

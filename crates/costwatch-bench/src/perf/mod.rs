@@ -104,16 +104,24 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 
 /// Starts `costwatch-bench serve` and waits for its announcement.
 pub fn serve(opts: &PerfOptions, mix: Mix, truth: &Path) -> Result<Served, BenchError> {
-    let mut child = Command::new(&opts.bench)
+    let args = [
+        "--sessions".to_owned(),
+        opts.sessions.to_string(),
+        "--seed".to_owned(),
+        opts.seed.to_string(),
+        "--mix".to_owned(),
+        mix.as_str().to_owned(),
+        "--truth".to_owned(),
+        truth.display().to_string(),
+    ];
+    serve_with(&opts.bench, &args)
+}
+
+/// Starts `bench serve ARGS` and waits for its announcement.
+pub fn serve_with(bench: &Path, args: &[String]) -> Result<Served, BenchError> {
+    let mut child = Command::new(bench)
         .arg("serve")
-        .arg("--sessions")
-        .arg(opts.sessions.to_string())
-        .arg("--seed")
-        .arg(opts.seed.to_string())
-        .arg("--mix")
-        .arg(mix.as_str())
-        .arg("--truth")
-        .arg(truth)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -621,6 +629,7 @@ fn first_tick_done(port: u16) -> bool {
 }
 
 mod report;
+pub mod sweep;
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;

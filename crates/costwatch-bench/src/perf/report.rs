@@ -108,9 +108,9 @@ pub fn targets(r: &PerfReport) -> Vec<Target> {
     let py = Medians::of(&r.python);
     let per_session = cw.cpu_us_per_session(r.sessions);
     let mut out = vec![Target {
-        what: "<= 3 us CPU per session in backtest".to_owned(),
+        what: "<= 2 us CPU per session in backtest".to_owned(),
         result: format!("{per_session:.2} us"),
-        met: !r.costwatch.is_empty() && per_session <= 3.0,
+        met: !r.costwatch.is_empty() && per_session <= 2.0,
     }];
     if !r.python.is_empty() {
         let ratio = py.cpu_secs / cw.cpu_secs.max(1e-9);

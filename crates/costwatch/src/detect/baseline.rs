@@ -4,6 +4,8 @@
 //! size is fixed however much traffic flows, and the median/MAD computed from
 //! it are not moved by the few outliers they are meant to expose.
 
+mod packed;
+
 use serde::{Deserialize, Serialize};
 use statrs::statistics::{Data, Median};
 use std::collections::{BTreeMap, VecDeque};

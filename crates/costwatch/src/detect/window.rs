@@ -251,7 +251,6 @@ impl<'d> WindowAnalysis<'d> {
     fn verdicts(&mut self, mut history: HashMap<String, GroupBaseline>) -> Verdicts<'d> {
         let cap = self.det.baseline_samples;
         let mut baselines = HashMap::new();
-        let mut stats: HashMap<String, GroupStats> = HashMap::new();
         for (group, fresh) in std::mem::take(&mut self.fresh) {
             let mut b = history
                 .remove(&group)
@@ -259,7 +258,6 @@ impl<'d> WindowAnalysis<'d> {
             b.resize(cap);
             b.decay_models();
             merge(&mut b, fresh);
-            stats.insert(group.clone(), b.stats());
             baselines.insert(group, b);
         }
         Verdicts {
@@ -267,7 +265,7 @@ impl<'d> WindowAnalysis<'d> {
             window: self.window,
             catalogue: std::mem::take(&mut self.catalogue),
             baselines,
-            stats,
+            stats: HashMap::new(),
             empty: GroupBaseline::new(1).stats(),
             findings: Vec::new(),
             drilldowns: Vec::new(),
@@ -334,6 +332,8 @@ struct Verdicts<'d> {
     window: Window,
     catalogue: Catalogue,
     baselines: HashMap<String, GroupBaseline>,
+    /// The statistics of the groups judged so far: computed (medians of
+    /// the rings) only for a group with a nominated session.
     stats: HashMap<String, GroupStats>,
     empty: GroupStats,
     findings: Vec<Finding>,
@@ -343,6 +343,11 @@ struct Verdicts<'d> {
 impl Verdicts<'_> {
     /// Judges one nominated session of `group`.
     fn check(&mut self, s: SessionRecord, group: &str, n: Nomination) {
+        if !self.stats.contains_key(group)
+            && let Some(b) = self.baselines.get(group)
+        {
+            self.stats.insert(group.to_owned(), b.stats());
+        }
         let st = self.stats.get(group).unwrap_or(&self.empty);
         let mut no_cache_rows = None;
         if let Some(rule) = self.det.no_cache_rule(&s).filter(|_| n.no_cache) {

@@ -47,7 +47,16 @@ pub struct HttpClient {
 impl HttpClient {
     /// Builds the client.
     pub fn new(settings: ClientSettings) -> Result<HttpClient, HttpError> {
-        let mut builder = reqwest::Client::builder().user_agent(USER_AGENT);
+        // The system's root certificates are read on the first HTTPS
+        // connection of the process, not for every client built.
+        let tls = super::tls::client_config(super::tls::shared_roots()).map_err(|e| {
+            HttpError::Setup {
+                detail: format!("TLS: {e}"),
+            }
+        })?;
+        let mut builder = reqwest::Client::builder()
+            .user_agent(USER_AGENT)
+            .tls_backend_preconfigured(tls);
         if let Some(t) = settings.timeout {
             builder = builder.timeout(t);
         }

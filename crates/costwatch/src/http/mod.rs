@@ -25,6 +25,7 @@ mod body;
 mod client;
 mod error;
 mod retry;
+mod tls;
 
 #[cfg(test)]
 mod tests;

@@ -17,6 +17,9 @@ mod leases;
 mod outbox;
 mod silences;
 mod status;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests;
 mod windows;
 
 use super::{

@@ -48,7 +48,7 @@ pub(super) async fn load_baselines(
     for chunk in groups.chunks(200) {
         let placeholders: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
-            "SELECT group_key, state FROM baselines WHERE group_key IN ({})",
+            "SELECT group_key, state, packed FROM baselines WHERE group_key IN ({})",
             placeholders.join(", ")
         );
         // Only numbered placeholders are formatted in; the values are bound.
@@ -57,18 +57,93 @@ pub(super) async fn load_baselines(
             q = q.bind(g.as_str());
         }
         for row in q.fetch_all(&store.pool).await.map_err(unavailable)? {
-            let key: String = row
-                .try_get("group_key")
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let state: String = row
-                .try_get("state")
-                .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let b: GroupBaseline = serde_json::from_str(&state)
-                .map_err(|e| StoreError::Corrupt(format!("baseline of {key}: {e}")))?;
+            let c = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+            let key: String = row.try_get("group_key").map_err(c)?;
+            let packed: Option<Vec<u8>> = row.try_get("packed").map_err(c)?;
+            let b = match packed {
+                Some(bytes) if !bytes.is_empty() => GroupBaseline::from_bytes(&bytes),
+                // Written before 0012: JSON in `state`.
+                _ => {
+                    let state: String = row.try_get("state").map_err(c)?;
+                    serde_json::from_str(&state).map_err(|e| e.to_string())
+                }
+            }
+            .map_err(|e| StoreError::Corrupt(format!("baseline of {key}: {e}")))?;
             out.insert(key, b);
         }
     }
     Ok(out)
+}
+
+/// Rows per multi-row statement: far under SQLite's and PostgreSQL's
+/// limits on bound values.
+const ROWS_PER_STATEMENT: usize = 100;
+
+/// `($1, $2, $3), ($4, $5, $6), ...`: `rows` tuples of `width` numbered
+/// placeholders.
+fn value_tuples(rows: usize, width: usize) -> String {
+    let mut out = String::with_capacity(rows * width * 5);
+    for r in 0..rows {
+        if r > 0 {
+            out.push_str(", ");
+        }
+        out.push('(');
+        for c in 0..width {
+            if c > 0 {
+                out.push_str(", ");
+            }
+            out.push_str(&format!("${}", r * width + c + 1));
+        }
+        out.push(')');
+    }
+    out
+}
+
+/// Writes the baselines in `(group, baseline)` pairs, packed, a hundred
+/// rows per statement.
+async fn upsert_baselines(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    baselines: &[(&String, &GroupBaseline)],
+    now: i64,
+) -> Result<(), StoreError> {
+    for chunk in baselines.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO baselines (group_key, state, packed, updated_ms) VALUES {} \
+             ON CONFLICT (group_key) DO UPDATE SET state = excluded.state, packed = excluded.packed, \
+             updated_ms = excluded.updated_ms",
+            value_tuples(chunk.len(), 4)
+        );
+        // Only numbered placeholders are formatted in; the values are bound.
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (group, b) in chunk {
+            q = q.bind(group.as_str()).bind("").bind(b.to_bytes()).bind(now);
+        }
+        q.execute(&mut **tx).await.map_err(unavailable)?;
+    }
+    Ok(())
+}
+
+/// Records when the models were last seen carrying traffic, a hundred rows
+/// per statement.
+async fn upsert_models_seen(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    models: &[&String],
+    seen: i64,
+) -> Result<(), StoreError> {
+    for chunk in models.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO models_seen (model, last_seen_ms) VALUES {} \
+             ON CONFLICT (model) DO UPDATE SET last_seen_ms = excluded.last_seen_ms",
+            value_tuples(chunk.len(), 2)
+        );
+        // Only numbered placeholders are formatted in; the values are bound.
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for m in chunk {
+            q = q.bind(m.as_str()).bind(seen);
+        }
+        q.execute(&mut **tx).await.map_err(unavailable)?;
+    }
+    Ok(())
 }
 
 pub(super) async fn models_in_use(
@@ -146,29 +221,12 @@ pub(super) async fn commit_window(
     for f in &new {
         upsert_incident(&mut tx, f, now).await?;
     }
-    for (group, b) in c.baselines {
-        sqlx::query(
-            "INSERT INTO baselines (group_key, state, updated_ms) VALUES ($1, $2, $3) \
-             ON CONFLICT (group_key) DO UPDATE SET state = excluded.state, updated_ms = excluded.updated_ms",
-        )
-        .bind(group.as_str())
-        .bind(json(b)?)
-        .bind(now)
-        .execute(&mut *tx)
-        .await
-        .map_err(unavailable)?;
-    }
-    for m in c.models_seen {
-        sqlx::query(
-            "INSERT INTO models_seen (model, last_seen_ms) VALUES ($1, $2) \
-             ON CONFLICT (model) DO UPDATE SET last_seen_ms = excluded.last_seen_ms",
-        )
-        .bind(m.as_str())
-        .bind(ms(window.end))
-        .execute(&mut *tx)
-        .await
-        .map_err(unavailable)?;
-    }
+    let mut baselines: Vec<(&String, &GroupBaseline)> = c.baselines.iter().collect();
+    // In key order, so concurrent writers lock rows in the same order.
+    baselines.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    upsert_baselines(&mut tx, &baselines, now).await?;
+    let models: Vec<&String> = c.models_seen.iter().collect();
+    upsert_models_seen(&mut tx, &models, ms(window.end)).await?;
     sqlx::query(
         "INSERT INTO windows (job, start_ms, end_ms, status, sessions, pages, findings, attempts, last_error, updated_ms) \
          VALUES ($1, $2, $3, 'done', $4, $5, $6, 1, NULL, $7) \

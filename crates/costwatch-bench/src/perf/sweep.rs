@@ -1,0 +1,538 @@
+//! Many small windows: what a window costs beside what a session costs.
+//!
+//! The simulator serves days of its scenario (the features, incidents and
+//! daily curve of the quality report, at a chosen volume) from its own
+//! process. `costwatch backtest` replays the same range with each window
+//! size of the sweep, and `crates/costwatch-bench/reference.py --window`
+//! reads it the same way; both run under `/usr/bin/time -v`. At equal
+//! sessions, the least-squares slope of costwatch's CPU over the number of
+//! windows is its fixed cost per window. A long backtest (90 days at
+//! 5-minute windows by default) is measured on its own.
+
+use super::{Served, config_yaml, serve_with};
+use crate::BenchError;
+use crate::measure::{self, TimeReport};
+use crate::quality::{Target, median, render, targets_table};
+use chrono::{DateTime, Utc};
+use costwatch_sim::scenario::ScenarioParams;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What to measure and with which programs.
+#[derive(Debug, Clone)]
+pub struct SweepOptions {
+    /// Days of the sweep's scenario.
+    pub days: u32,
+    /// Base sessions per day of the sweep's scenario.
+    pub per_day: u32,
+    /// Window sizes of the sweep.
+    pub windows: Vec<Duration>,
+    /// Days of the long backtest (0 skips it).
+    pub long_days: u32,
+    /// Base sessions per day of the long backtest.
+    pub long_per_day: u32,
+    /// Window size of the long backtest.
+    pub long_window: Duration,
+    /// Scenario seed.
+    pub seed: u64,
+    /// Runs of each measured command.
+    pub runs: usize,
+    /// The `costwatch` binary.
+    pub costwatch: PathBuf,
+    /// The `costwatch-bench` binary (for `serve`).
+    pub bench: PathBuf,
+    /// The Python interpreter with `requests`; `None` skips the reference.
+    pub python: Option<PathBuf>,
+    /// `crates/costwatch-bench/reference.py`.
+    pub reference: PathBuf,
+    /// The rules directory.
+    pub rules: PathBuf,
+    /// Where configs, outputs and reports go.
+    pub workdir: PathBuf,
+}
+
+/// The scenario served: `days` from the simulator's usual start, at
+/// `per_day` base sessions a day.
+pub fn scenario_params(seed: u64, days: u32, per_day: u32) -> ScenarioParams {
+    ScenarioParams {
+        seed,
+        days,
+        sessions_per_day: per_day,
+        ..ScenarioParams::default()
+    }
+}
+
+/// One window size of the sweep.
+#[derive(Debug, Clone)]
+pub struct SweepPoint {
+    /// The window size.
+    pub window: Duration,
+    /// Windows in the range.
+    pub windows: usize,
+    /// `costwatch backtest` runs.
+    pub costwatch: Vec<TimeReport>,
+    /// Findings the first costwatch run printed.
+    pub findings: usize,
+    /// `reference.py --window` runs.
+    pub python: Vec<TimeReport>,
+}
+
+impl SweepPoint {
+    /// Median CPU seconds of costwatch.
+    pub fn costwatch_cpu(&self) -> f64 {
+        median_cpu(&self.costwatch)
+    }
+
+    /// Median CPU seconds of the Python reference (0 when not run).
+    pub fn python_cpu(&self) -> f64 {
+        median_cpu(&self.python)
+    }
+}
+
+fn median_cpu(runs: &[TimeReport]) -> f64 {
+    median(&runs.iter().map(TimeReport::cpu_secs).collect::<Vec<_>>())
+}
+
+fn median_rss_mib(runs: &[TimeReport]) -> f64 {
+    median(
+        &runs
+            .iter()
+            .map(|r| r.max_rss_kib as f64 / 1024.0)
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// The long backtest.
+#[derive(Debug, Clone)]
+pub struct LongRun {
+    /// Days replayed.
+    pub days: u32,
+    /// Window size.
+    pub window: Duration,
+    /// Windows replayed.
+    pub windows: usize,
+    /// Sessions served.
+    pub sessions: usize,
+    /// `costwatch backtest` runs.
+    pub runs: Vec<TimeReport>,
+}
+
+/// Everything the sweep measured.
+#[derive(Debug, Clone)]
+pub struct SweepReport {
+    /// Days of the sweep's range.
+    pub days: u32,
+    /// Sessions served in it.
+    pub sessions: usize,
+    /// Calls behind them.
+    pub requests: usize,
+    /// One entry per window size.
+    pub points: Vec<SweepPoint>,
+    /// The long backtest, if run.
+    pub long: Option<LongRun>,
+}
+
+impl SweepReport {
+    /// The least-squares slope of costwatch's median CPU seconds over the
+    /// number of windows, and the intercept; `None` under two sizes.
+    pub fn slope(&self) -> Option<(f64, f64)> {
+        let pts: Vec<(f64, f64)> = self
+            .points
+            .iter()
+            .map(|p| (p.windows as f64, p.costwatch_cpu()))
+            .collect();
+        least_squares(&pts)
+    }
+}
+
+/// Slope and intercept of the least-squares line through `pts`.
+pub fn least_squares(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
+    let n = pts.len() as f64;
+    if pts.len() < 2 {
+        return None;
+    }
+    let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    Some((slope, my - slope * mx))
+}
+
+fn rfc(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn serve_scenario(opts: &SweepOptions, days: u32, per_day: u32) -> Result<Served, BenchError> {
+    let args = [
+        "--scenario-days".to_owned(),
+        days.to_string(),
+        "--per-day".to_owned(),
+        per_day.to_string(),
+        "--seed".to_owned(),
+        opts.seed.to_string(),
+    ];
+    serve_with(&opts.bench, &args)
+}
+
+fn range(opts: &SweepOptions, days: u32) -> (DateTime<Utc>, DateTime<Utc>) {
+    let from = scenario_params(opts.seed, days, 1).start;
+    (from, from + chrono::Duration::days(i64::from(days)))
+}
+
+fn windows_in(from: DateTime<Utc>, to: DateTime<Utc>, window: Duration) -> usize {
+    let secs = (to - from).num_seconds().max(0) as u64;
+    secs.div_ceil(window.as_secs().max(1)) as usize
+}
+
+/// Runs `costwatch backtest` over `[from, to)` with `window`, `runs` times.
+fn backtests(
+    opts: &SweepOptions,
+    served: &Served,
+    name: &str,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    window: Duration,
+    progress: &mut impl FnMut(&str),
+) -> Result<(Vec<TimeReport>, usize), BenchError> {
+    let dir = opts.workdir.join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::setup("work directory", e))?;
+    let config = dir.join("costwatch.yaml");
+    let size = humantime::format_duration(window).to_string();
+    let yaml = config_yaml(&served.url, &opts.rules, &dir.join("unused.db"), "")
+        .replace("size: 1h", &format!("size: {size}"));
+    std::fs::write(&config, yaml).map_err(|e| BenchError::setup("config", e))?;
+    let args: Vec<String> = vec![
+        "backtest".into(),
+        "--config".into(),
+        config.display().to_string(),
+        "--from".into(),
+        rfc(from),
+        "--to".into(),
+        rfc(to),
+        "--format".into(),
+        "jsonl".into(),
+    ];
+    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
+    let mut runs = Vec::new();
+    let mut findings = 0;
+    for i in 0..opts.runs {
+        let out = dir.join(format!("findings-{i}.jsonl"));
+        let r = measure::timed(
+            &opts.costwatch,
+            &args,
+            &env,
+            &out,
+            &dir.join(format!("stderr-{i}")),
+        )?;
+        progress(&format!(
+            "costwatch backtest ({name}) run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
+            i + 1,
+            r.cpu_secs(),
+            r.wall_secs,
+            r.max_rss_kib as f64 / 1024.0
+        ));
+        if i == 0 {
+            let text =
+                std::fs::read_to_string(&out).map_err(|e| BenchError::setup("findings", e))?;
+            findings = super::read_jsonl_findings(&text).len();
+        }
+        runs.push(r);
+    }
+    Ok((runs, findings))
+}
+
+/// Runs `reference.py --window` over `[from, to)`, `runs` times.
+fn references(
+    opts: &SweepOptions,
+    python: &Path,
+    served: &Served,
+    name: &str,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    window: Duration,
+    progress: &mut impl FnMut(&str),
+) -> Result<Vec<TimeReport>, BenchError> {
+    let dir = opts.workdir.join(name);
+    std::fs::create_dir_all(&dir).map_err(|e| BenchError::setup("work directory", e))?;
+    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
+    let mut runs = Vec::new();
+    for i in 0..opts.runs {
+        let args: Vec<String> = vec![
+            opts.reference.display().to_string(),
+            "--url".into(),
+            served.url.clone(),
+            "--start".into(),
+            rfc(from),
+            "--end".into(),
+            rfc(to),
+            "--window".into(),
+            window.as_secs().to_string(),
+        ];
+        let r = measure::timed(
+            python,
+            &args,
+            &env,
+            &dir.join(format!("stdout-{i}")),
+            &dir.join(format!("stderr-{i}")),
+        )?;
+        progress(&format!(
+            "reference.py ({name}) run {}: {:.2} s CPU, {:.2} s wall",
+            i + 1,
+            r.cpu_secs(),
+            r.wall_secs
+        ));
+        runs.push(r);
+    }
+    Ok(runs)
+}
+
+/// Runs the sweep and the long backtest; `progress` hears what is going on.
+pub fn run(opts: &SweepOptions, mut progress: impl FnMut(&str)) -> Result<SweepReport, BenchError> {
+    std::fs::create_dir_all(&opts.workdir).map_err(|e| BenchError::setup("work directory", e))?;
+    progress(&format!(
+        "generating {} days of the scenario at {} base sessions a day",
+        opts.days, opts.per_day
+    ));
+    let served = serve_scenario(opts, opts.days, opts.per_day)?;
+    progress(&format!(
+        "simulator at {} ({} sessions, {} calls, generated in {:.1} s)",
+        served.url, served.sessions, served.requests, served.generate_secs
+    ));
+    let span = range(opts, opts.days);
+    let mut report = SweepReport {
+        days: opts.days,
+        sessions: served.sessions,
+        requests: served.requests,
+        points: Vec::new(),
+        long: None,
+    };
+    for &window in &opts.windows {
+        let label = humantime::format_duration(window).to_string();
+        let (costwatch, findings) = backtests(
+            opts,
+            &served,
+            &format!("sweep-{label}"),
+            span,
+            window,
+            &mut progress,
+        )?;
+        let python = match &opts.python {
+            Some(py) => references(
+                opts,
+                py,
+                &served,
+                &format!("sweep-py-{label}"),
+                span,
+                window,
+                &mut progress,
+            )?,
+            None => Vec::new(),
+        };
+        report.points.push(SweepPoint {
+            window,
+            windows: windows_in(span.0, span.1, window),
+            costwatch,
+            findings,
+            python,
+        });
+    }
+    drop(served);
+    if opts.long_days > 0 {
+        progress(&format!(
+            "generating {} days of the scenario at {} base sessions a day",
+            opts.long_days, opts.long_per_day
+        ));
+        let served = serve_scenario(opts, opts.long_days, opts.long_per_day)?;
+        progress(&format!(
+            "simulator at {} ({} sessions, generated in {:.1} s)",
+            served.url, served.sessions, served.generate_secs
+        ));
+        let span = range(opts, opts.long_days);
+        let (runs, _) = backtests(opts, &served, "long", span, opts.long_window, &mut progress)?;
+        report.long = Some(LongRun {
+            days: opts.long_days,
+            window: opts.long_window,
+            windows: windows_in(span.0, span.1, opts.long_window),
+            sessions: served.sessions,
+            runs,
+        });
+    }
+    Ok(report)
+}
+
+fn fmt_window(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// The sweep's tables and targets.
+pub fn render_report(r: &SweepReport, markdown: bool) -> String {
+    let mut out = format!(
+        "{} days, {} sessions ({} calls), read with each window size\n\n",
+        r.days, r.sessions, r.requests
+    );
+    let rows: Vec<Vec<String>> = r
+        .points
+        .iter()
+        .map(|p| {
+            let cw = p.costwatch_cpu();
+            let py = p.python_cpu();
+            let per_window = |cpu: f64| cpu * 1e3 / p.windows.max(1) as f64;
+            vec![
+                fmt_window(p.window),
+                p.windows.to_string(),
+                format!("{cw:.3}"),
+                format!("{:.3}", per_window(cw)),
+                format!("{:.1}", median_rss_mib(&p.costwatch)),
+                p.findings.to_string(),
+                if p.python.is_empty() {
+                    "-".to_owned()
+                } else {
+                    format!("{py:.3}")
+                },
+                if p.python.is_empty() {
+                    "-".to_owned()
+                } else {
+                    format!("{:.1}x", py / cw.max(1e-9))
+                },
+            ]
+        })
+        .collect();
+    out.push_str(&render(
+        &[
+            "window",
+            "windows",
+            "costwatch CPU s",
+            "CPU ms/window",
+            "peak RSS MiB",
+            "findings",
+            "reference.py CPU s",
+            "ratio python / costwatch",
+        ],
+        &rows,
+        markdown,
+    ));
+    out.push('\n');
+    if let Some((slope, intercept)) = r.slope() {
+        out.push_str(&format!(
+            "Fixed cost per window (least-squares slope of costwatch's CPU over the window count, {} sessions each time): {:.3} ms; the rest (intercept): {:.3} s.\n\n",
+            r.sessions,
+            slope * 1e3,
+            intercept
+        ));
+    }
+    if let Some(l) = &r.long {
+        let rows = vec![vec![
+            format!(
+                "{} days, {} windows, {} sessions",
+                l.days,
+                fmt_window(l.window),
+                l.sessions
+            ),
+            l.windows.to_string(),
+            l.runs.len().to_string(),
+            format!("{:.2}", median_cpu(&l.runs)),
+            format!(
+                "{:.2}",
+                median(&l.runs.iter().map(|t| t.wall_secs).collect::<Vec<_>>())
+            ),
+            format!("{:.1}", median_rss_mib(&l.runs)),
+        ]];
+        out.push_str(&render(
+            &[
+                "long backtest",
+                "windows",
+                "runs",
+                "CPU s",
+                "wall s",
+                "peak RSS MiB",
+            ],
+            &rows,
+            markdown,
+        ));
+        out.push('\n');
+    }
+    out.push_str(&targets_table(&targets(r), markdown));
+    out
+}
+
+/// The targets for many small windows.
+pub fn targets(r: &SweepReport) -> Vec<Target> {
+    let mut out = Vec::new();
+    for (window, want) in [
+        (Duration::from_secs(900), 8.0),
+        (Duration::from_secs(3600), 10.0),
+    ] {
+        if let Some(p) = r
+            .points
+            .iter()
+            .find(|p| p.window == window && !p.python.is_empty())
+        {
+            let ratio = p.python_cpu() / p.costwatch_cpu().max(1e-9);
+            out.push(Target {
+                what: format!(
+                    ">= {want:.0}x less CPU than reference.py with {} windows",
+                    fmt_window(window)
+                ),
+                result: format!(
+                    "{ratio:.1}x ({:.2} vs {:.2} s)",
+                    p.python_cpu(),
+                    p.costwatch_cpu()
+                ),
+                met: ratio >= want,
+            });
+        }
+    }
+    if let Some((slope, _)) = r.slope() {
+        out.push(Target {
+            what: "fixed cost per window <= 0.2 ms CPU".to_owned(),
+            result: format!("{:.3} ms", slope * 1e3),
+            met: slope * 1e3 <= 0.2,
+        });
+    }
+    if let Some(l) = &r.long {
+        let cpu = median_cpu(&l.runs);
+        out.push(Target {
+            what: format!(
+                "backtest over {} days at {} windows in <= 15 s CPU",
+                l.days,
+                fmt_window(l.window)
+            ),
+            result: format!("{cpu:.2} s"),
+            met: cpu <= 15.0,
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slope_of_a_line_is_its_cost_per_window() {
+        let pts = [
+            (8.0, 1.0 + 8.0 * 0.002),
+            (192.0, 1.0 + 192.0 * 0.002),
+            (576.0, 1.0 + 576.0 * 0.002),
+        ];
+        let (slope, intercept) = least_squares(&pts).unwrap();
+        assert!((slope - 0.002).abs() < 1e-12);
+        assert!((intercept - 1.0).abs() < 1e-9);
+        assert!(least_squares(&pts[..1]).is_none());
+        assert!(least_squares(&[(3.0, 1.0), (3.0, 2.0)]).is_none());
+    }
+
+    #[test]
+    fn windows_are_counted_over_the_range() {
+        let (from, to) = (
+            ScenarioParams::default().start,
+            ScenarioParams::default().start + chrono::Duration::days(2),
+        );
+        assert_eq!(windows_in(from, to, Duration::from_secs(300)), 576);
+        assert_eq!(windows_in(from, to, Duration::from_secs(900)), 192);
+        assert_eq!(windows_in(from, to, Duration::from_secs(6 * 3600)), 8);
+    }
+}

@@ -1,0 +1,119 @@
+//! The window commit's baselines and models on SQLite: packed rows, rows
+//! written as JSON before migration 0012, and more rows than one statement
+//! holds.
+
+use super::SqlStore;
+use crate::detect::GroupBaseline;
+use crate::source::Window;
+use crate::store::{Store, WindowCommit};
+use chrono::{Duration, TimeZone, Utc};
+use std::collections::{BTreeSet, HashMap};
+
+fn baseline(seed: u32) -> GroupBaseline {
+    let mut b = GroupBaseline::new(512);
+    for i in 0..(seed % 7 + 3) {
+        b.log_requests.push(f64::from(i * seed).ln_1p() / 3.0);
+        b.cached_share.push(f64::from(i) / 9.0);
+    }
+    b.tiny_call_price.push(f64::from(seed) * 1e-7);
+    b.model_calls
+        .insert(format!("model-{}", seed % 3), f64::from(seed) / 7.0);
+    b
+}
+
+#[tokio::test]
+async fn baselines_and_models_read_back_as_committed() {
+    let store = SqlStore::open("sqlite::memory:").await.unwrap();
+    let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
+    let w = Window {
+        start: t0,
+        end: t0 + Duration::minutes(5),
+    };
+    store.init_watermark("job", t0, t0).await.unwrap();
+    // More groups and models than one multi-row statement takes.
+    let baselines: HashMap<String, GroupBaseline> = (0..250)
+        .map(|i| (format!("feature=f{i:03}"), baseline(i)))
+        .collect();
+    let models: BTreeSet<String> = (0..130).map(|i| format!("m{i:03}")).collect();
+    let commit = WindowCommit {
+        findings: &[],
+        baselines: &baselines,
+        models_seen: &models,
+        sessions: 250,
+        pages: 5,
+        now: w.end,
+    };
+    store.commit_window("job", w, commit).await.unwrap();
+
+    let mut groups: Vec<String> = baselines.keys().cloned().collect();
+    groups.push("feature=never-seen".into());
+    let read = store.load_baselines(&groups).await.unwrap();
+    assert_eq!(read, baselines);
+    let in_use = store.models_in_use(t0).await.unwrap();
+    assert_eq!(in_use, models.iter().cloned().collect::<Vec<_>>());
+    assert!(
+        store
+            .models_in_use(w.end + Duration::seconds(1))
+            .await
+            .unwrap()
+            .is_empty(),
+        "last seen at the window's end"
+    );
+}
+
+#[tokio::test]
+async fn a_baseline_written_as_json_before_0012_is_still_read_then_packed() {
+    let store = SqlStore::open("sqlite::memory:").await.unwrap();
+    let old = baseline(5);
+    sqlx::query("INSERT INTO baselines (group_key, state, updated_ms) VALUES ($1, $2, 0)")
+        .bind("feature=old")
+        .bind(serde_json::to_string(&old).unwrap())
+        .execute(&store.pool)
+        .await
+        .unwrap();
+    let read = store.load_baselines(&["feature=old".into()]).await.unwrap();
+    assert_eq!(read.get("feature=old"), Some(&old));
+
+    let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
+    store.init_watermark("job", t0, t0).await.unwrap();
+    let mut newer = old.clone();
+    newer.log_requests.push(2.0);
+    let baselines = HashMap::from([("feature=old".to_owned(), newer.clone())]);
+    let models = BTreeSet::new();
+    let w = Window {
+        start: t0,
+        end: t0 + Duration::minutes(5),
+    };
+    let commit = WindowCommit {
+        findings: &[],
+        baselines: &baselines,
+        models_seen: &models,
+        sessions: 1,
+        pages: 1,
+        now: w.end,
+    };
+    store.commit_window("job", w, commit).await.unwrap();
+    let row = sqlx::query("SELECT state, packed FROM baselines WHERE group_key = 'feature=old'")
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
+    use sqlx::Row;
+    assert_eq!(row.get::<String, _>("state"), "");
+    assert_eq!(row.get::<Vec<u8>, _>("packed"), newer.to_bytes());
+    let read = store.load_baselines(&["feature=old".into()]).await.unwrap();
+    assert_eq!(read.get("feature=old"), Some(&newer));
+}
+
+#[tokio::test]
+async fn unreadable_packed_bytes_are_reported_as_corrupt() {
+    let store = SqlStore::open("sqlite::memory:").await.unwrap();
+    sqlx::query(
+        "INSERT INTO baselines (group_key, state, packed, updated_ms) VALUES ('g', '', $1, 0)",
+    )
+    .bind(vec![1u8, 2, 3])
+    .execute(&store.pool)
+    .await
+    .unwrap();
+    let err = store.load_baselines(&["g".into()]).await.unwrap_err();
+    assert!(err.to_string().contains("baseline of g"), "{err}");
+}
