@@ -147,8 +147,9 @@ struct Rates {
     /// plus 1%, within [`CALIBRATION_MARGIN`] and
     /// [`MAX_CALIBRATION_MARGIN`].
     margin: f64,
-    /// The largest relative error of the latest predictions, either way.
-    error: Option<f64>,
+    /// The largest relative error of the latest predictions, either way:
+    /// of runs' first calls (bounded from other runs), and of later calls.
+    error: [Option<f64>; 2],
 }
 
 fn slot(kind: CallKind) -> usize {
@@ -242,10 +243,12 @@ impl Calibration {
             .unwrap_or(0)
     }
 
-    /// The measure the bound uses now: the one whose latest predictions
-    /// erred least, `None` until both have predicted.
-    pub fn measure(&self) -> Option<Measure> {
-        let [u, b] = self.rates.map(|r| r.and_then(|r| r.error));
+    /// The measure the bound uses now for a run's first call (`first`) or
+    /// a later one: the one whose latest predictions of such calls erred
+    /// least, `None` until both have predicted one.
+    pub fn measure(&self, first: bool) -> Option<Measure> {
+        let i = usize::from(!first);
+        let [u, b] = self.rates.map(|r| r.and_then(|r| r.error[i]));
         match (u, b) {
             (Some(u), Some(b)) if b < u => Some(Measure::Bytes),
             (Some(_), Some(_)) => Some(Measure::Units),
@@ -254,14 +257,19 @@ impl Calibration {
     }
 
     /// The bound's estimate for a call of `kind` in `run` with raw count
-    /// `raw`, margin included.
+    /// `raw`, margin included: in the measure whose predictions of such
+    /// calls (a run's first, bounded from other runs whose text may
+    /// tokenize at another rate; or a later one, bounded from its run)
+    /// erred least, or the larger of both measures' bounds until each has
+    /// predicted one.
     pub fn bound(&self, kind: CallKind, raw: RawCount, run: &str) -> u64 {
         let with_margin = |m: Measure| {
             let r = self.rates[m as usize]?;
             let b = self.bare_bound(m, kind, raw, run)?;
             Some((b * (1.0 + r.margin)).ceil() as u64)
         };
-        let chosen = match self.measure() {
+        let first = !self.samples.iter().any(|s| s.run == run);
+        let chosen = match self.measure(first) {
             Some(m) => with_margin(m),
             None => MEASURES.iter().filter_map(|m| with_margin(*m)).max(),
         };
@@ -368,7 +376,7 @@ fn derive(samples: &VecDeque<Sample>, m: Measure) -> Option<Rates> {
         results: results.unwrap_or(hi),
         gap: [0.0, 0.0],
         margin: CALIBRATION_MARGIN,
-        error: None,
+        error: [None, None],
     };
     // What a run's first call of a kind, after calls of the other, counted
     // beyond the bound from those calls.
@@ -385,19 +393,26 @@ fn derive(samples: &VecDeque<Sample>, m: Measure) -> Option<Rates> {
         }
     }
     rates.gap = [gap[0].unwrap_or(0.0), gap[1].unwrap_or(0.0)];
-    let errors: Vec<f64> = samples
+    let errors: Vec<(bool, f64)> = samples
         .iter()
-        .filter(|s| s.predicted(m) > 0)
-        .map(|s| s.reported as f64 / s.predicted(m) as f64 - 1.0)
+        .enumerate()
+        .filter(|(_, s)| s.predicted(m) > 0)
+        .map(|(i, s)| {
+            let first = !samples.iter().take(i).any(|e| e.run == s.run);
+            (first, s.reported as f64 / s.predicted(m) as f64 - 1.0)
+        })
         .collect();
-    let spread = errors.iter().copied().fold(0.0, f64::max);
+    let spread = errors.iter().map(|(_, e)| *e).fold(0.0, f64::max);
     rates.margin = (spread + 0.01).clamp(CALIBRATION_MARGIN, MAX_CALIBRATION_MARGIN);
-    rates.error = errors
-        .iter()
-        .rev()
-        .take(TRACK_RECORD)
-        .map(|e| e.abs())
-        .reduce(f64::max);
+    rates.error = [true, false].map(|first| {
+        errors
+            .iter()
+            .rev()
+            .filter(|(f, _)| *f == first)
+            .take(TRACK_RECORD)
+            .map(|(_, e)| e.abs())
+            .reduce(f64::max)
+    });
     Some(rates)
 }
 
