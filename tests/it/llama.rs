@@ -192,8 +192,7 @@ fn caps() -> Caps {
 /// the simulator's MCP tools: two by a first process, the third by a
 /// restarted one that loads what the first learned from the state
 /// database. No protocol error, every cap held, usage counted from the
-/// server's own report, and no estimate below it after the deployment's
-/// first call (the bound's prior is far above it).
+/// server's own report, and no estimate below it after a run's first call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
     let llama = LlamaServer::start().await;
@@ -273,11 +272,13 @@ async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
             (*estimate as f64 / *count as f64 - 1.0) * 100.0
         );
     }
-    // Usage is the server's own count; after the deployment's first call,
-    // no estimate is below it.
-    for (i, (what, estimate, count)) in table.iter().enumerate() {
+    // Usage is the server's own count. Within a run, after its first call,
+    // no estimate is below it (a run's first call can be: another digest
+    // may tokenize more densely than any seen; BENCHMARKS.md says by how
+    // much).
+    for (what, estimate, count) in &table {
         assert!(
-            i == 0 || estimate >= count,
+            what.ends_with("first") || estimate >= count,
             "{what}: estimate {estimate} below the count {count}"
         );
     }
