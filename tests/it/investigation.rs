@@ -333,3 +333,88 @@ async fn a_model_that_never_stops_is_capped_and_the_alert_still_goes_out_with_th
     let per_run = model.requests().len() as f64 / 3.0;
     assert!(per_run <= 3.0, "{per_run}");
 }
+
+/// What the model's prompt estimator learned is kept in the state
+/// database: after a restart (a new store and model client on the same
+/// file), the first call of a run on another incident is estimated within
+/// 10% above the model's count, where a process on an empty state starts
+/// from the bound's prior, far above it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_calibration_survives_a_restart() {
+    use costwatch::domain::Kind;
+    use costwatch::investigate::CalibrationStore;
+    let sim = start_sim(seed_dataset()).await;
+    let model = ScriptedModelServer::start(Script::Investigator)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(&dir);
+    // The first process investigates the retry loop only.
+    let mut first = escalation(&sim, &model);
+    first.policy.kinds = vec![Kind::RetryLoop];
+    let recorder = Arc::new(Recorder::default());
+    let d = daemon(&sim, &url, Some(first), recorder.clone()).await;
+    assert_eq!(d.tick().await.unwrap().investigations, 1);
+    drop(d);
+    let store = SqlStore::open(&url).await.unwrap();
+    let stored = store
+        .load_calibration("gpt-6-luna", "pieces-v1")
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 2, "one sample per model call: {stored:?}");
+
+    // The restarted process investigates the two others.
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(ts("2026-10-11T12:10:00Z")));
+    let alerts = recorder.received.lock().unwrap().clone();
+    let mut others: Vec<_> = alerts
+        .iter()
+        .filter(|a| a.investigation.is_none())
+        .cloned()
+        .collect();
+    assert_eq!(others.len(), 2);
+    let restarted = escalation(&sim, &model);
+    let (ran, _) = restarted.enrich(&store, &mut others, &clock).await.unwrap();
+    assert_eq!(ran, 2);
+    for a in &others {
+        let inv = a.investigation.as_ref().unwrap();
+        for r in &inv.transcript {
+            let (estimate, count) = (
+                r.request.estimated_prompt_tokens,
+                r.usage.unwrap().prompt_tokens,
+            );
+            println!(
+                "restart {} round {}: {estimate} vs {count}",
+                a.kind.as_str(),
+                r.index
+            );
+            assert!(estimate >= count, "{estimate} < {count}");
+            assert!(estimate * 10 <= count * 11, "{estimate} vs {count}");
+        }
+    }
+    assert_eq!(
+        store
+            .load_calibration("gpt-6-luna", "pieces-v1")
+            .await
+            .unwrap()
+            .len(),
+        6,
+        "the restarted process wrote what it learned beside what it loaded"
+    );
+
+    // The same incident on an empty state: the prior, far above the count.
+    let empty = tempfile::tempdir().unwrap();
+    let fresh = SqlStore::open(&sqlite_url(&empty)).await.unwrap();
+    let mut again = vec![others[0].clone()];
+    again[0].investigation = None;
+    escalation(&sim, &model)
+        .enrich(&fresh, &mut again, &clock)
+        .await
+        .unwrap();
+    let r = &again[0].investigation.as_ref().unwrap().transcript[0];
+    let count = r.usage.unwrap().prompt_tokens;
+    assert!(
+        r.request.estimated_prompt_tokens * 10 > count * 11,
+        "uncalibrated: {} vs {count}",
+        r.request.estimated_prompt_tokens
+    );
+}

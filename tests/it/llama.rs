@@ -129,24 +129,16 @@ impl LlamaServer {
     }
 }
 
-/// Two of the seed window's incidents, investigated by a real model over
-/// the simulator's MCP tools: no protocol error, every cap held, usage
-/// counted from the server's own report, and no estimate below it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
-    let llama = LlamaServer::start().await;
-    let sim = start_sim(seed_dataset()).await;
-    let caps = Caps {
-        max_rounds: 3,
-        max_tool_calls: 3,
-        max_input_tokens: 9_000,
-        max_output_tokens: 400,
-        max_usd_per_run: 0.01,
-        max_usd_per_day: 1.0,
-        max_tool_result_bytes: 2_000,
-        wall_timeout: Duration::from_secs(240),
-    };
-    let escalation = Escalation {
+/// The escalation of the test: the simulator's MCP tools, the model
+/// server, small caps (a run on this CPU takes half a minute to several
+/// minutes when other builds share it) and the bound (no published
+/// tokenizer for SmolLM2).
+fn escalation(
+    sim: &costwatch_sim::server::SimServer,
+    llama: &LlamaServer,
+    kinds: Vec<Kind>,
+) -> Escalation {
+    Escalation {
         tools: McpClient::new(
             url::Url::parse(&sim.mcp_url()).unwrap(),
             &Secret::new(sim.admin_key()),
@@ -159,13 +151,13 @@ async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
             &Secret::new("unused-by-this-server"),
             "smollm2-135m-instruct",
             costwatch::source::HttpLimits {
-                timeout: Duration::from_secs(240),
+                timeout: Duration::from_secs(600),
                 max_retries: 0,
                 ..limits()
             },
         )
         .unwrap(),
-        caps: caps.clone(),
+        caps: caps(),
         prices: Prices {
             input_usd_per_mtok: 0.10,
             cached_input_usd_per_mtok: 0.01,
@@ -176,26 +168,58 @@ async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
             temperature: Some(0.0),
             ..RunOptions::default()
         },
-        // Two of the seed's three incidents: a run on this CPU takes about
-        // half a minute, and the second starts calibrated by the first.
         policy: costwatch::config::EscalateConfig {
-            kinds: vec![Kind::RetryLoop, Kind::NoCache],
+            kinds,
             ..costwatch::config::EscalateConfig::default()
         },
-    };
+    }
+}
+
+fn caps() -> Caps {
+    Caps {
+        max_rounds: 3,
+        max_tool_calls: 3,
+        max_input_tokens: 9_000,
+        max_output_tokens: 400,
+        max_usd_per_run: 0.01,
+        max_usd_per_day: 1.0,
+        max_tool_result_bytes: 2_000,
+        wall_timeout: Duration::from_secs(900),
+    }
+}
+
+/// The seed window's three incidents, investigated by a real model over
+/// the simulator's MCP tools: two by a first process, the third by a
+/// restarted one that loads what the first learned from the state
+/// database. No protocol error, every cap held, usage counted from the
+/// server's own report, and no estimate below it after a run's first call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
+    let llama = LlamaServer::start().await;
+    let sim = start_sim(seed_dataset()).await;
+    let caps = caps();
     let dir = tempfile::tempdir().unwrap();
     let recorder = Arc::new(Recorder::default());
-    let daemon = daemon(&sim, &sqlite_url(&dir), Some(escalation), recorder.clone()).await;
+    let first = escalation(&sim, &llama, vec![Kind::RetryLoop, Kind::NoCache]);
+    let daemon = daemon(&sim, &sqlite_url(&dir), Some(first), recorder.clone()).await;
     assert_eq!(daemon.tick().await.unwrap().investigations, 2);
-
-    let alerts = recorder.received.lock().unwrap().clone();
+    drop(daemon);
+    let mut alerts = recorder.received.lock().unwrap().clone();
     assert_eq!(alerts.len(), 3);
+    // The restart: a new store and model client on the same state.
+    let store = costwatch::store::SqlStore::open(&sqlite_url(&dir))
+        .await
+        .unwrap();
+    let clock: Arc<dyn costwatch::clock::Clock> =
+        Arc::new(costwatch::clock::FakeClock::new(ts("2026-10-11T12:10:00Z")));
+    let restarted = escalation(&sim, &llama, vec![Kind::OversizedModel]);
+    let (ran, _) = restarted.enrich(&store, &mut alerts, &clock).await.unwrap();
+    assert_eq!(ran, 1);
+
     let mut calls = 0;
+    let mut table = Vec::new();
     for a in &alerts {
-        let Some(inv) = a.investigation.as_ref() else {
-            assert_eq!(a.kind.as_str(), "oversized_model");
-            continue;
-        };
+        let inv = a.investigation.as_ref().unwrap();
         let text = costwatch::notify::render::transcript_text(inv);
         println!("llama {}:\n{text}", a.kind.as_str());
         // The protocol held: no model error, no missing tools.
@@ -212,23 +236,25 @@ async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
         assert!(inv.output_tokens <= caps.max_output_tokens, "{text}");
         assert!(inv.rounds <= caps.max_rounds && inv.tool_calls <= caps.max_tool_calls);
         assert!(inv.cost_usd <= caps.max_usd_per_run);
-        // Usage is the server's own count. Once a run's first call was
-        // counted, no estimate in that run is below the count (a run's
-        // first call can be: another digest may tokenize more densely).
-        for (i, r) in inv.transcript.iter().enumerate() {
+        for r in &inv.transcript {
             let u = r.usage.expect("every call answered with usage");
             // Only the prompt count: llama-cpp-python's chatml-function-calling
             // handler generates tool arguments and follow-up messages with
             // `max_tokens=None` (llama_chat_format.py), so a call may report
             // more completion tokens than it asked for.
             assert!(u.prompt_tokens > 0, "{text}");
-            assert!(
-                i == 0 || r.request.estimated_prompt_tokens >= u.prompt_tokens,
-                "round {}: estimate {} below the count {}",
-                r.index,
-                r.request.estimated_prompt_tokens,
-                u.prompt_tokens
-            );
+            let what = if calls == 0 {
+                "deployment's first"
+            } else if a.kind == costwatch::notify::AlertKind::OversizedModel && r.index == 1 {
+                "restarted process's first"
+            } else if r.request.tool_choice == costwatch::investigate::model::ToolChoice::None {
+                "answer"
+            } else if r.index == 1 {
+                "a run's first"
+            } else {
+                "later"
+            };
+            table.push((what, r.request.estimated_prompt_tokens, u.prompt_tokens));
             assert!(r.error_type.is_none(), "{text}");
             calls += 1;
         }
@@ -240,7 +266,23 @@ async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
                 .sum::<u64>()
         );
     }
+    for (what, estimate, count) in &table {
+        println!(
+            "llama estimate {what}: {estimate} vs {count} ({:+.1}%)",
+            (*estimate as f64 / *count as f64 - 1.0) * 100.0
+        );
+    }
+    // Usage is the server's own count. Within a run, after its first call,
+    // no estimate is below it (a run's first call can be: another digest
+    // may tokenize more densely than any seen; BENCHMARKS.md says by how
+    // much).
+    for (what, estimate, count) in &table {
+        assert!(
+            what.ends_with("first") || estimate >= count,
+            "{what}: estimate {estimate} below the count {count}"
+        );
+    }
     // At least one run got as far as a tool call and a second model call,
     // with the call and its result in the history.
-    assert!(calls > 2, "{calls} model calls in 2 runs");
+    assert!(calls > 3, "{calls} model calls in 3 runs");
 }

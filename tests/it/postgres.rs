@@ -21,6 +21,7 @@ use std::time::Duration;
 
 /// The store's contract, run against one backend.
 async fn store_contract(store: &SqlStore) {
+    calibration_contract(store).await;
     let t = |h: i64| Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap() + ChronoDuration::hours(h);
     let w = Window {
         start: t(0),
@@ -268,6 +269,67 @@ async fn store_contract(store: &SqlStore) {
     assert_eq!(active[0].reason, "sooner", "the one ending first");
     assert_eq!(store.active_silences(t(4), 10).await.unwrap().len(), 1);
     assert!(store.active_silences(t(1), 10).await.unwrap().is_empty());
+}
+
+/// What prompt estimators learned: one row per model and method, replaced
+/// whole, bounded when read.
+async fn calibration_contract(store: &SqlStore) {
+    use costwatch::investigate::CalibrationStore;
+    use costwatch::investigate::model::ToolChoice;
+    use costwatch::investigate::tokens::{CALIBRATION_WINDOW, Sample};
+    let sample = |i: i64| Sample {
+        run: format!("inv-{i}"),
+        kind: if i % 2 == 0 {
+            ToolChoice::Auto
+        } else {
+            ToolChoice::None
+        },
+        raw: 1_000 + i as u64,
+        results: 10,
+        bytes: 4_000,
+        result_bytes: 40,
+        reported: 900,
+        predicted: 910,
+        predicted_by_bytes: 0,
+        at_ms: i,
+    };
+    assert!(
+        store
+            .load_calibration("m", "pieces-v1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let two = vec![sample(1), sample(2)];
+    store
+        .save_calibration("m", "pieces-v1", &two, 5)
+        .await
+        .unwrap();
+    assert_eq!(store.load_calibration("m", "pieces-v1").await.unwrap(), two);
+    assert!(
+        store
+            .load_calibration("m", "o200k_base")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .load_calibration("other", "pieces-v1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Replaced whole, and never more than the window is kept.
+    let many: Vec<Sample> = (0..CALIBRATION_WINDOW as i64 + 3).map(sample).collect();
+    store
+        .save_calibration("m", "pieces-v1", &many, 6)
+        .await
+        .unwrap();
+    let kept = store.load_calibration("m", "pieces-v1").await.unwrap();
+    assert_eq!(kept.len(), CALIBRATION_WINDOW);
+    assert_eq!(kept.last(), many.last());
+    assert_eq!(kept.first().map(|s| s.at_ms), Some(3));
 }
 
 fn keys_of(deliveries: &[costwatch::store::Delivery]) -> Vec<String> {

@@ -12,7 +12,7 @@ use crate::alerting::{self, DeliveryReport};
 use crate::clock::Clock;
 use crate::escalate::Escalation;
 use crate::incidents::AlertPolicy;
-use crate::investigate::BudgetLedger;
+use crate::investigate::{BudgetLedger, CalibrationStore};
 use crate::notify::Alert;
 use crate::notify::outbox::{Channel, RetryPolicy};
 use crate::ops::metrics::Metrics;
@@ -108,7 +108,7 @@ pub struct Daemon<S, St> {
 impl<S, St> Daemon<S, St>
 where
     S: Source + Clone + 'static,
-    St: Store + SilenceStore + BudgetLedger + Clone + 'static,
+    St: Store + SilenceStore + BudgetLedger + CalibrationStore + Clone + 'static,
 {
     /// A daemon over `pipeline`.
     pub fn new(pipeline: Pipeline<S, St>, settings: DaemonSettings, clock: Arc<dyn Clock>) -> Self {

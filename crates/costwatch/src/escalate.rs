@@ -7,7 +7,10 @@
 //! investigation is stored under the key of the notification it explains,
 //! so a crash between investigating and enqueueing reuses it at the next
 //! tick instead of paying again. The daily budget lives in the state
-//! database, shared by every replica.
+//! database, shared by every replica, and so does what the model's prompt
+//! estimator learned (`token_calibration`): it is merged in before each
+//! investigation and written after one that taught it something, so a
+//! restarted process or another replica starts calibrated.
 
 use crate::clock::Clock;
 use crate::config::EscalateConfig;
@@ -16,7 +19,7 @@ use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
 use crate::investigate::run::{RunOptions, investigate};
 use crate::investigate::transcript::step_log_jsonl;
-use crate::investigate::{BudgetLedger, InvestigationReport};
+use crate::investigate::{BudgetLedger, CalibrationStore, InvestigationReport};
 use crate::notify::{Alert, AlertStatus};
 use crate::store::{Store, StoreError, StoredInvestigation};
 use chrono::Duration as ChronoDuration;
@@ -56,7 +59,7 @@ impl Escalation {
     /// Investigates the alerts the policy wants (within the hourly limit),
     /// attaching each investigation to its alert. Returns how many ran and
     /// what they cost.
-    pub async fn enrich<St: Store + BudgetLedger>(
+    pub async fn enrich<St: Store + BudgetLedger + CalibrationStore>(
         &self,
         store: &St,
         alerts: &mut [Alert],
@@ -78,6 +81,7 @@ impl Escalation {
                 tracing::info!(fingerprint = %alert.fingerprint, "investigation skipped: escalate.max_per_hour reached");
                 continue;
             }
+            self.load_calibration(store).await;
             let inv = investigate(
                 alert,
                 &self.tools,
@@ -89,6 +93,7 @@ impl Escalation {
                 &self.options,
             )
             .await;
+            self.save_calibration(store, clock.as_ref()).await;
             let report = InvestigationReport::of(&inv);
             let steps = step_log_jsonl(&inv);
             for line in steps.lines() {
@@ -116,5 +121,47 @@ impl Escalation {
             alert.investigation = Some(report);
         }
         Ok((ran, spent))
+    }
+}
+
+impl Escalation {
+    /// Merges what the state database holds of the model's calibration
+    /// into its estimator. A failure only leaves the estimator as it was.
+    async fn load_calibration<St: CalibrationStore>(&self, store: &St) {
+        let estimator = self.model.estimator();
+        match store
+            .load_calibration(self.model.model(), estimator.method())
+            .await
+        {
+            Ok(samples) => estimator.merge(samples),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "the token calibration could not be read; estimates go on from what this process learned"
+            ),
+        }
+    }
+
+    /// Writes the estimator's calibration when a run taught it something,
+    /// merged with what other replicas stored since it was read.
+    async fn save_calibration<St: CalibrationStore>(&self, store: &St, clock: &dyn Clock) {
+        let estimator = self.model.estimator();
+        if !estimator.unsaved() {
+            return;
+        }
+        let (model, method) = (self.model.model(), estimator.method());
+        if let Ok(stored) = store.load_calibration(model, method).await {
+            estimator.merge(stored);
+        }
+        let samples = estimator.samples();
+        match store
+            .save_calibration(model, method, &samples, clock.now().timestamp_millis())
+            .await
+        {
+            Ok(()) => estimator.saved(),
+            Err(e) => tracing::warn!(
+                error = %e,
+                "the token calibration could not be written; it is kept in memory and written after the next run"
+            ),
+        }
     }
 }

@@ -98,7 +98,7 @@ pub enum TokenizerChoice {
     O200kBase,
     /// OpenAI's `cl100k_base`.
     Cl100kBase,
-    /// No tokenizer: the calibrated bound on body bytes.
+    /// No tokenizer: the bound learned from reported usage.
     None,
 }
 

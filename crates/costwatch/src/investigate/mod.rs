@@ -70,8 +70,9 @@ pub trait ToolProvider: Send + Sync {
     ) -> impl Future<Output = Result<ToolOutput, InvestigateError>> + Send;
 }
 
-/// Why the budget ledger could not be read or written. The message is the
-/// store's own, so a stop detail reads `the budget ledger cannot be read: <why>`.
+/// Why the budget ledger (or the token calibration) could not be read or
+/// written. The message is the store's own, so a stop detail reads `the
+/// budget ledger cannot be read: <why>`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum LedgerError {
     /// The ledger could not be reached or answered with an error.
@@ -103,4 +104,26 @@ pub trait BudgetLedger: Send + Sync {
 
     /// What `day` has spent and reserved so far.
     fn spent(&self, day: NaiveDate) -> impl Future<Output = Result<f64, LedgerError>> + Send;
+}
+
+/// What prompt-token estimators learned, kept where every process and
+/// replica sees it (`token_calibration`), per model and counting method.
+pub trait CalibrationStore: Send + Sync {
+    /// The samples stored for `model` counted by `method`, oldest first
+    /// (none when nothing was stored).
+    fn load_calibration(
+        &self,
+        model: &str,
+        method: &str,
+    ) -> impl Future<Output = Result<Vec<tokens::Sample>, LedgerError>> + Send;
+
+    /// Replaces the samples stored for `model` and `method` by `samples`
+    /// (at most [`tokens::CALIBRATION_WINDOW`]), at `now_ms`.
+    fn save_calibration(
+        &self,
+        model: &str,
+        method: &str,
+        samples: &[tokens::Sample],
+        now_ms: i64,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
 }

@@ -9,6 +9,7 @@ use crate::investigate::budget::{CallPlan, MIN_USEFUL_MAX_TOKENS, output_share};
 use crate::investigate::model::{
     ChatMessage, ChatRequest, Completion, FunctionTool, ToolCall, ToolChoice,
 };
+use crate::investigate::tokens::RawCount;
 use crate::investigate::{BudgetLedger, ToolProvider};
 use chrono::NaiveDate;
 use tokio::time::{Instant, timeout_at};
@@ -22,7 +23,7 @@ struct PlannedCall {
     /// The day whose budget holds the reservation.
     day: NaiveDate,
     /// The estimator's raw count of the prompt, to learn from the answer.
-    raw_prompt: u64,
+    raw_prompt: RawCount,
     /// Why this round must answer, if it must.
     last: Option<Stop>,
     /// The round's record so far.
@@ -63,6 +64,7 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             raw_prompt,
             completion.usage.prompt_tokens,
             &self.inv.run_id,
+            self.clock.now().timestamp_millis(),
         );
         self.answer(completion, &plan, day, last, round).await
     }
@@ -76,13 +78,13 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
     ) -> Result<PlannedCall, Stop> {
         let per_call = self.opts.max_tokens_per_call.max(1);
         let mut request = self.request(function_tools, ToolChoice::Auto, per_call);
-        // Estimated with the largest max_tokens: the body sent is never longer.
+        // The body's size, for the transcript (the request must encode).
         let body_bytes = request
             .body()
             .map_err(|e| (StopReason::ModelError(e.to_string()), None))?
             .len();
         let estimator = self.model.estimator();
-        let raw_prompt = estimator.raw(&request, body_bytes);
+        let raw_prompt = estimator.raw(&request);
         // Planned as a call that may use tools; re-estimated below if the
         // caps make it the answer.
         let prompt = estimator.estimate(ToolChoice::Auto, raw_prompt, &self.inv.run_id);
@@ -305,9 +307,8 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         let function_tools: Vec<FunctionTool> =
             self.offered.iter().map(FunctionTool::from_spec).collect();
         let request = self.request(&function_tools, ToolChoice::None, MIN_USEFUL_MAX_TOKENS);
-        let body_bytes = request.body().map(|b| b.len()).unwrap_or(0);
         let estimator = self.model.estimator();
-        let raw = estimator.raw(&request, body_bytes);
+        let raw = estimator.raw(&request);
         let prompt = estimator.estimate(ToolChoice::None, raw, &self.inv.run_id)
             + estimator.bytes_bound(self.caps().max_tool_result_bytes)
             + TOOL_MESSAGE_TOKENS;

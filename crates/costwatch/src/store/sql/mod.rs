@@ -3,12 +3,14 @@
 //! This file opens the pool and holds the row conversions; the statements
 //! live with their job: [`windows`] (watermarks, windows, findings,
 //! baselines), [`incidents`], [`outbox`] (alert delivery), [`leases`],
-//! [`investigations`] and [`budget`] (the day's investigation budget);
+//! [`investigations`], [`budget`] (the day's investigation budget) and
+//! [`calibration`] (what prompt-token estimators learned);
 //! [`silences`], the calls received over OTLP ([`calls`]), the
 //! operator's read-only [`inspect`] queries and the status page's
 //! [`status`] queries implement traits of their own.
 
 mod budget;
+mod calibration;
 mod calls;
 mod incidents;
 mod inspect;

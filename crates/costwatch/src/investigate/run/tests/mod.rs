@@ -2,6 +2,7 @@
 //! model: the fixtures, the invariants every run keeps, and the rounds.
 
 mod budget;
+mod estimates;
 mod planning;
 mod records;
 mod seed;
