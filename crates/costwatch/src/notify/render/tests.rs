@@ -64,6 +64,7 @@ pub(crate) fn sample_alert() -> Alert {
         starts_at: t(10),
         ends_at: None,
         valid_until: None,
+        chart: None,
         investigation: Some(sample_report(
             "The agent rebuilds its prompt every turn.",
             0.0375,
