@@ -54,6 +54,7 @@ assets=(
   /usr/share/zsh/vendor-completions/_costwatch
   /usr/share/fish/vendor_completions.d/costwatch.fish
   /usr/share/doc/costwatch/copyright
+  /usr/share/doc/costwatch/LICENSE-DejaVu.txt
 )
 for path in "${assets[@]}"; do
   grep -qx "$path" "$tmp/contents" || fail "the package has no $path"

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 use tempfile::TempDir;
 
 /// A firing no-cache alert with two sessions, dated 2026-03-04 11:00 UTC.
-fn sample_alert() -> Alert {
+pub(crate) fn sample_alert() -> Alert {
     let t = |h| chrono::TimeZone::with_ymd_and_hms(&chrono::Utc, 2026, 3, 4, h, 0, 0).unwrap();
     let mut alert = costwatch::notify::sample_alert(t(11));
     alert.fingerprint = "fp-0123456789abcdef".into();
@@ -60,7 +60,7 @@ fn sample_alert() -> Alert {
 // ---- the real SMTP peer (aiosmtpd) -------------------------------------
 
 /// Where the Python with aiosmtpd lives; fails the test when it is missing.
-fn peers_python() -> PathBuf {
+pub(crate) fn peers_python() -> PathBuf {
     if let Some(p) = std::env::var_os("COSTWATCH_PEERS_PYTHON") {
         let p = PathBuf::from(p);
         assert!(
@@ -87,9 +87,9 @@ fn peers_python() -> PathBuf {
 }
 
 /// A running aiosmtpd, killed on drop.
-struct SmtpPeer {
+pub(crate) struct SmtpPeer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     maildir: PathBuf,
     log: PathBuf,
     _dir: TempDir,
@@ -105,7 +105,7 @@ impl Drop for SmtpPeer {
 impl SmtpPeer {
     /// Starts `python -m aiosmtpd` with `handler` on a free loopback
     /// port and waits until it accepts connections.
-    async fn start(handler: &str, extra: &[String], env: &[(&str, &str)]) -> SmtpPeer {
+    pub(crate) async fn start(handler: &str, extra: &[String], env: &[(&str, &str)]) -> SmtpPeer {
         let dir = tempfile::tempdir().unwrap();
         let maildir = dir.path().join("maildir");
         let log = dir.path().join("aiosmtpd.log");
@@ -163,7 +163,7 @@ impl SmtpPeer {
     }
 
     /// The messages stored so far, oldest first.
-    fn messages(&self) -> Vec<String> {
+    pub(crate) fn messages(&self) -> Vec<String> {
         let new = self.maildir.join("new");
         let Ok(entries) = std::fs::read_dir(&new) else {
             return Vec::new();
@@ -182,7 +182,7 @@ impl SmtpPeer {
     }
 }
 
-fn settings(port: u16, security: SmtpSecurity) -> EmailSettings {
+pub(crate) fn settings(port: u16, security: SmtpSecurity) -> EmailSettings {
     EmailSettings {
         host: "127.0.0.1".into(),
         port,

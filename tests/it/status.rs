@@ -166,7 +166,7 @@ async fn the_status_page_shows_what_the_state_holds_with_gateway_text_escaped() 
 /// The browser, from `COSTWATCH_CHROMIUM` (`.ci/chromium.sh` installs it
 /// and prints the path). Outside CI the test is skipped without it; under
 /// `CI=true` a missing browser fails.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("COSTWATCH_CHROMIUM") {
         return Some(PathBuf::from(path));
     }
@@ -183,7 +183,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Runs headless chromium with `args` on `url`, its own profile in
 /// `profile`; returns its stdout. Fails the test after 90 seconds.
-fn headless(browser: &Path, profile: &Path, args: &[&str], url: &str) -> String {
+pub(crate) fn headless(browser: &Path, profile: &Path, args: &[&str], url: &str) -> String {
     let stdout = profile.join("stdout");
     let mut child = Command::new(browser)
         .args([
@@ -223,7 +223,7 @@ fn headless(browser: &Path, profile: &Path, args: &[&str], url: &str) -> String 
 }
 
 /// Width, height and RGB pixels of a PNG.
-fn decode(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
+pub(crate) fn decode(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
     let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
     let mut decoder = png::Decoder::new(file);
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);

@@ -213,7 +213,8 @@ pub fn channels(cfg: &Config) -> Result<Vec<Arc<dyn Channel>>, AppError> {
     }
     for w in &cfg.notify.webhooks {
         let n = WebhookNotifier::new(w.clone())
-            .map_err(|err| AppError::setup(format!("notify.webhooks {}", w.name), err))?;
+            .map_err(|err| AppError::setup(format!("notify.webhooks {}", w.name), err))?
+            .with_public_url(cfg.server.public_url.clone());
         out.push(Arc::new(n));
     }
     Ok(out)

@@ -258,6 +258,7 @@ pub fn build_alert(
         starts_at: i.started,
         ends_at: (status == AlertStatus::Resolved).then_some(now),
         valid_until: None,
+        chart: None,
         investigation: None,
         created_at,
     }
@@ -333,6 +334,7 @@ pub fn summary_alert(
         starts_at: span.start,
         ends_at: None,
         valid_until: None,
+        chart: None,
         investigation: None,
         created_at,
     }

@@ -29,6 +29,7 @@ use crate::incidents::{
     AlertPolicy, Decision, Incident, SOURCE_UNHEALTHY, TickSpan, alert_session, build_alert,
     decide, meets_floor, reopen_until, summary_alert,
 };
+use crate::notify::chart::ChartSpec;
 use crate::notify::{Alert, AlertStatus};
 use crate::silence::Silence;
 use crate::store::silences::{SilenceStore, Silenced};
@@ -232,7 +233,8 @@ pub async fn plan<St: Store + SilenceStore>(
                 .map(|f| alert_session(f, policy.gateway_ui_url.as_deref()))
                 .collect()
         };
-        let alert = build_alert(&i, decision, sessions, at, now);
+        let mut alert = build_alert(&i, decision, sessions, at, now);
+        alert.chart = chart_of(store, &alert).await?;
         if i.kind == SOURCE_UNHEALTHY {
             source_alerts.push(alert);
         } else {
@@ -255,6 +257,23 @@ pub async fn plan<St: Store + SilenceStore>(
         silenced,
         below_floor,
     })
+}
+
+/// The chart of a finding alert: its sessions against the group's stored
+/// baseline, captured now so the alert renders the same at every send.
+async fn chart_of<St: Store>(store: &St, alert: &Alert) -> Result<Option<ChartSpec>, StoreError> {
+    let Some(kind) = alert.kind.waste() else {
+        return Ok(None);
+    };
+    if alert.sessions.is_empty() {
+        return Ok(None);
+    }
+    let baselines = store
+        .load_baselines(std::slice::from_ref(&alert.group))
+        .await?;
+    Ok(baselines
+        .get(&alert.group)
+        .and_then(|b| ChartSpec::capture(kind, &alert.group, b, &alert.sessions)))
 }
 
 /// The first silence active at `now` that matches `i` (the oldest).

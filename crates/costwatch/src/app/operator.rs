@@ -39,6 +39,7 @@ pub fn channel_specs(cfg: &Config) -> Vec<ChannelSpec> {
         .iter()
         .map(ChannelSpec::from)
         .chain(cfg.notify.webhooks.iter().map(ChannelSpec::from))
+        .map(|c| c.with_public_url(cfg.server.public_url.as_ref()))
         .collect()
 }
 

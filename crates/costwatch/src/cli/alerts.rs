@@ -172,6 +172,7 @@ fn rendered(out: &mut String, r: &Rendered) {
             subject,
             text,
             attachment,
+            chart,
         } => {
             let _ = writeln!(
                 out,
@@ -194,6 +195,13 @@ fn rendered(out: &mut String, r: &Rendered) {
                     .map(|a| format!(" and the attachment {a}"))
                     .unwrap_or_default()
             );
+            if let Some(c) = chart {
+                let _ = writeln!(
+                    out,
+                    "(the HTML part shows a chart inline: {}, {}x{}, {} bytes)",
+                    c.content_type, c.width, c.height, c.bytes
+                );
+            }
         }
         Rendered::Webhook {
             channel,

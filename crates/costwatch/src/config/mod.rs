@@ -280,6 +280,9 @@ pub struct WebhookConfig {
 pub struct ServerConfig {
     /// Address for `/metrics` and `/healthz`; `None` disables it.
     pub listen: Option<std::net::SocketAddr>,
+    /// Where that endpoint is reached from outside, ending in `/`; alert
+    /// charts are linked from it (`incidents/{fingerprint}/chart.png`).
+    pub public_url: Option<url::Url>,
 }
 
 /// Where session data comes from.

@@ -339,12 +339,17 @@ pub(crate) struct RawServer {
     /// Socket address for `/metrics`, `/healthz` and the status page at
     /// `/`; `null` disables the endpoint.
     pub listen: Option<String>,
+    /// The URL at which people and Slack reach that endpoint from outside
+    /// (a reverse proxy's, say); alert charts are linked from it. Unset,
+    /// Slack messages carry no chart.
+    pub public_url: Option<String>,
 }
 
 impl Default for RawServer {
     fn default() -> Self {
         RawServer {
             listen: Some("127.0.0.1:9464".to_owned()),
+            public_url: None,
         }
     }
 }

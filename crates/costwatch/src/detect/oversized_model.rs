@@ -179,6 +179,9 @@ pub fn judge(
             "usual_model": usual,
             "cost_on_usual_model_usd": usd(on_usual),
             "group_tiny_premium_share": ratio(stats.premium_tiny_share),
+            // The figure the group's `tiny_call_price` ring keeps, for the
+            // alert's chart of this session against its peers.
+            "tiny_call_price": ratio(tiny_call_price(s, cat, rule)),
             "peers": stats.premium_peers,
         }),
         explanation: format!(

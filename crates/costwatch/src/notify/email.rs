@@ -1,12 +1,15 @@
 //! The email channel: one multipart/alternative message (plain text and
-//! HTML) per alert, sent over SMTP with lettre.
+//! HTML) per alert, sent over SMTP with lettre. An alert with a chart has
+//! its HTML part in a multipart/related with the chart's PNG inline
+//! (`Content-Disposition: inline`, a `Content-ID` the HTML's
+//! `<img src="cid:…">` names).
 //!
 //! Every message carries a `Message-ID` derived from the alert's idempotency
 //! key, so a notification delivered twice (a retry after a lost reply) is
 //! recognisable as the same message, and the headers
 //! `X-Costwatch-Fingerprint` and `X-Costwatch-Idempotency-Key` for filters.
 
-use super::render::{email_html, email_subject, email_text};
+use super::render::{email_html_with_chart, email_subject, email_text};
 use super::{Alert, Notifier, NotifyError};
 use crate::secret::Secret;
 use lettre::message::header::{ContentType, HeaderName, HeaderValue};
@@ -197,8 +200,20 @@ impl EmailNotifier {
         })
     }
 
-    /// The message sent for `alert`.
+    /// The message sent for `alert`, its chart drawn here.
     pub fn message(&self, alert: &Alert) -> Result<Message, NotifyError> {
+        let png = alert.chart.as_ref().and_then(chart_png);
+        self.message_with_chart(alert, png)
+    }
+
+    /// The message sent for `alert`, with `png` (its chart, already drawn)
+    /// inline in the HTML part: `multipart/related` holds the HTML and the
+    /// image, whose `Content-ID` the HTML's `<img src="cid:…">` names.
+    pub fn message_with_chart(
+        &self,
+        alert: &Alert,
+        png: Option<Vec<u8>>,
+    ) -> Result<Message, NotifyError> {
         let key = alert.idempotency_key();
         let mut builder = Message::builder()
             .from(self.from.clone())
@@ -214,17 +229,32 @@ impl EmailNotifier {
         for to in &self.to {
             builder = builder.to(to.clone());
         }
-        let body = MultiPart::alternative()
-            .singlepart(
-                SinglePart::builder()
-                    .header(ContentType::TEXT_PLAIN)
-                    .body(email_text(alert)),
-            )
-            .singlepart(
-                SinglePart::builder()
-                    .header(ContentType::TEXT_HTML)
-                    .body(email_html(alert)),
-            );
+        let text = SinglePart::builder()
+            .header(ContentType::TEXT_PLAIN)
+            .body(email_text(alert));
+        let html = |cid: Option<&str>| {
+            SinglePart::builder()
+                .header(ContentType::TEXT_HTML)
+                .body(email_html_with_chart(alert, cid))
+        };
+        let body = match png {
+            Some(png) => {
+                let cid = chart_cid(&key, &self.id_domain);
+                let image = lettre::message::Attachment::new_inline(cid.clone()).body(
+                    png,
+                    ContentType::parse("image/png")
+                        .map_err(|e| NotifyError::Rejected(format!("email: image type: {e}")))?,
+                );
+                MultiPart::alternative().singlepart(text).multipart(
+                    MultiPart::related()
+                        .singlepart(html(Some(&cid)))
+                        .singlepart(image),
+                )
+            }
+            None => MultiPart::alternative()
+                .singlepart(text)
+                .singlepart(html(None)),
+        };
         // With an investigation, its transcript travels as a text
         // attachment (the one copy this channel carries) so a person can
         // check every tool call the summary rests on.
@@ -274,7 +304,15 @@ impl Notifier for EmailNotifier {
     }
 
     async fn send(&self, alert: &Alert) -> Result<(), NotifyError> {
-        let message = self.message(alert)?;
+        // Drawing takes milliseconds of CPU: off the runtime's workers.
+        let png = match alert.chart.clone() {
+            Some(spec) => tokio::task::spawn_blocking(move || chart_png(&spec))
+                .await
+                .ok()
+                .flatten(),
+            None => None,
+        };
+        let message = self.message_with_chart(alert, png)?;
         match tokio::time::timeout(self.timeout, self.transport.send(message)).await {
             Ok(Ok(_response)) => Ok(()),
             Ok(Err(err)) => Err(self.classify(&err)),
@@ -285,6 +323,24 @@ impl Notifier for EmailNotifier {
             ))),
         }
     }
+}
+
+/// The alert's chart as a PNG; a chart that cannot be drawn is logged and
+/// left out (the text part still says what it would have shown).
+fn chart_png(spec: &crate::notify::chart::ChartSpec) -> Option<Vec<u8>> {
+    match crate::notify::chart::render_png(spec) {
+        Ok(png) => Some(png),
+        Err(error) => {
+            tracing::warn!(%error, "The alert's chart could not be drawn; the email goes without it.");
+            None
+        }
+    }
+}
+
+/// The `Content-ID` of the chart in the notification with idempotency key
+/// `key` (without angle brackets).
+pub fn chart_cid(key: &str, domain: &str) -> String {
+    format!("chart.{}@{}", short_hash(key), domain)
 }
 
 /// The `Message-ID` of the notification with idempotency key `key`: the same

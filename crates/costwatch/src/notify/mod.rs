@@ -1,6 +1,7 @@
 //! Alerts and where they go: the alert model, its renderings, the email and
 //! webhook channels, and the outbox that delivers them durably.
 
+pub mod chart;
 pub mod email;
 pub mod outbox;
 pub mod preview;
@@ -133,6 +134,11 @@ pub struct Alert {
     pub valid_until: Option<DateTime<Utc>>,
     /// Filled by the investigation: summary, transcript, cost.
     pub investigation: Option<InvestigationReport>,
+    /// The chart of the flagged sessions against their group, captured
+    /// when the alert was built; absent from alerts of other kinds, of
+    /// groups without a baseline yet, and from alerts stored before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<chart::ChartSpec>,
     /// When this notification was made.
     pub created_at: DateTime<Utc>,
 }
@@ -218,6 +224,7 @@ pub fn sample_alert(now: DateTime<Utc>) -> Alert {
         ends_at: None,
         valid_until: None,
         investigation: None,
+        chart: None,
         created_at: now,
     }
 }
@@ -234,6 +241,8 @@ mod tests {
     #[test]
     fn an_alert_stored_before_the_typed_investigation_still_reads() {
         let alert: Alert = serde_json::from_str(STORED).unwrap();
+        // Stored before alerts carried a chart: none, and none written.
+        assert_eq!(alert.chart, None);
         let inv = alert.investigation.as_ref().unwrap();
         assert_eq!(inv.stop_reason, StopCode::Answered);
         assert_eq!(inv.summary, "Session s-1 retried search 12 times.");

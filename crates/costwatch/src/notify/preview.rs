@@ -4,11 +4,13 @@
 //! `costwatch alerts --render`.
 
 use super::Alert;
-use super::render::{WebhookShape, email_subject, email_text, webhook_body};
+use super::chart::{CHART_HEIGHT, CHART_WIDTH, ChartSpec, render_png};
+use super::render::{WebhookShape, email_subject, email_text, webhook_body_linked};
 use super::webhook::{IDEMPOTENCY_HEADER, SIGNATURE_HEADER};
 use crate::config::{EmailConfig, WebhookConfig};
 use serde::Serialize;
 use std::time::Duration;
+use url::Url;
 
 /// A configured channel, as far as its rendering goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +32,8 @@ pub enum ChannelSpec {
         repost_interval: Option<Duration>,
         /// Whether requests carry a signature.
         signed: bool,
+        /// `server.public_url`, which a Slack body links the chart from.
+        public_url: Option<Url>,
     },
 }
 
@@ -50,11 +54,33 @@ impl From<&WebhookConfig> for ChannelSpec {
             // As `WebhookNotifier::repost_interval`: only Alertmanager forgets.
             repost_interval: (c.shape == WebhookShape::Alertmanager).then_some(c.repost_interval),
             signed: c.secret.is_some(),
+            public_url: None,
         }
     }
 }
 
 impl ChannelSpec {
+    /// Links alert charts from `url` (`server.public_url`), as the channel
+    /// does.
+    pub fn with_public_url(self, url: Option<&Url>) -> ChannelSpec {
+        match self {
+            ChannelSpec::Webhook {
+                name,
+                shape,
+                repost_interval,
+                signed,
+                ..
+            } => ChannelSpec::Webhook {
+                name,
+                shape,
+                repost_interval,
+                signed,
+                public_url: url.cloned(),
+            },
+            email => email,
+        }
+    }
+
     /// The channel's name, as in the outbox: `email` or the webhook's name.
     pub fn name(&self) -> &str {
         match self {
@@ -93,6 +119,8 @@ pub enum Rendered {
         /// The attachment's name, when the alert carries an investigation
         /// transcript.
         attachment: Option<String>,
+        /// The chart shown inline in the HTML part, when the alert has one.
+        chart: Option<ChartPreview>,
     },
     /// A webhook `POST`.
     Webhook {
@@ -106,6 +134,33 @@ pub enum Rendered {
         /// The JSON body (sent compact, as one line).
         body: serde_json::Value,
     },
+}
+
+/// The chart an email would carry inline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChartPreview {
+    /// Its media type, `image/png`.
+    pub content_type: String,
+    /// Its width and height in pixels.
+    pub width: u32,
+    /// Its height in pixels.
+    pub height: u32,
+    /// The PNG's size in bytes (0 when it could not be drawn).
+    pub bytes: usize,
+    /// What it shows (the text part's line, the image's alt text).
+    pub shows: String,
+}
+
+impl ChartPreview {
+    fn of(spec: &ChartSpec) -> ChartPreview {
+        ChartPreview {
+            content_type: "image/png".to_owned(),
+            width: CHART_WIDTH,
+            height: CHART_HEIGHT,
+            bytes: render_png(spec).map(|p| p.len()).unwrap_or(0),
+            shows: spec.describe(),
+        }
+    }
 }
 
 /// What `spec` would receive for `alert`. A firing alert to a channel that
@@ -125,11 +180,13 @@ pub fn render(alert: &Alert, spec: &ChannelSpec) -> Rendered {
                 .investigation
                 .as_ref()
                 .map(|_| "investigation-transcript.txt".to_owned()),
+            chart: alert.chart.as_ref().map(ChartPreview::of),
         },
         ChannelSpec::Webhook {
             name,
             shape,
             signed,
+            public_url,
             ..
         } => {
             let mut headers = vec![
@@ -146,7 +203,7 @@ pub fn render(alert: &Alert, spec: &ChannelSpec) -> Rendered {
                 channel: name.clone(),
                 shape: shape_name(*shape).to_owned(),
                 headers,
-                body: webhook_body(alert, *shape),
+                body: webhook_body_linked(alert, *shape, public_url.as_ref()),
             }
         }
     }
@@ -164,6 +221,7 @@ pub fn shape_name(shape: WebhookShape) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::notify::render::webhook_body;
     use crate::notify::sample_alert;
     use chrono::TimeZone;
 
@@ -180,11 +238,13 @@ mod tests {
                 subject,
                 text,
                 attachment,
+                chart,
                 ..
             } => {
                 assert_eq!(subject, email_subject(&alert));
                 assert_eq!(text, email_text(&alert));
                 assert_eq!(attachment, None);
+                assert_eq!(chart, None);
             }
             other => panic!("{other:?}"),
         }
@@ -193,6 +253,7 @@ mod tests {
             shape: WebhookShape::Alertmanager,
             repost_interval: Some(Duration::from_secs(60)),
             signed: true,
+            public_url: None,
         };
         match render(&alert, &hook) {
             Rendered::Webhook { headers, body, .. } => {

@@ -10,7 +10,7 @@
 //! Webhook URLs often carry a token in their path or query, so error
 //! messages name only the scheme, host and port.
 
-use super::render::{WebhookShape, signature, webhook_body};
+use super::render::{WebhookShape, signature, webhook_body_linked};
 use super::{Alert, Notifier, NotifyError};
 use crate::http::{ClientSettings, HttpClient, HttpError, RetryPolicy, Target, TransientStatuses};
 use crate::secret::Secret;
@@ -65,6 +65,8 @@ pub struct WebhookNotifier {
     secret: Option<Secret>,
     client: HttpClient,
     repost_interval: std::time::Duration,
+    /// `server.public_url`, which a Slack body links the chart from.
+    public_url: Option<Url>,
 }
 
 impl std::fmt::Debug for WebhookNotifier {
@@ -108,7 +110,15 @@ impl WebhookNotifier {
             secret: settings.secret,
             client,
             repost_interval: settings.repost_interval,
+            public_url: None,
         })
+    }
+
+    /// Links alert charts from `public_url` (`server.public_url`): a Slack
+    /// body then shows the chart of an alert that has one.
+    pub fn with_public_url(mut self, public_url: Option<Url>) -> WebhookNotifier {
+        self.public_url = public_url;
+        self
     }
 
     /// The prefix of every error message: `webhook NAME: POST scheme://host/…`.
@@ -148,7 +158,12 @@ impl Notifier for WebhookNotifier {
     }
 
     async fn send(&self, alert: &Alert) -> Result<(), NotifyError> {
-        let body = serde_json::to_vec(&webhook_body(alert, self.shape)).map_err(|e| {
+        let body = serde_json::to_vec(&webhook_body_linked(
+            alert,
+            self.shape,
+            self.public_url.as_ref(),
+        ))
+        .map_err(|e| {
             NotifyError::Rejected(format!(
                 "{}: body could not be encoded: {e}",
                 self.context()
@@ -211,7 +226,7 @@ fn header_value(text: &str) -> HeaderValue {
 mod tests {
     use super::*;
     use crate::notify::render::tests::sample_alert;
-    use crate::notify::render::verify_signature;
+    use crate::notify::render::{verify_signature, webhook_body};
     use axum::Router;
     use axum::body::Bytes;
     use axum::extract::State;

@@ -1,6 +1,7 @@
 //! The operations endpoint: `GET /metrics` for Prometheus, `GET /healthz`
 //! for load balancers and people, and `GET /` for the status page (when
-//! the daemon serves one).
+//! the daemon serves one), with `GET /incidents/{fingerprint}/chart.png`,
+//! the chart of an incident's newest notification.
 //!
 //! It serves only these read-only routes, so it needs no authentication;
 //! bind it to loopback or a management network. The status page shows
@@ -9,7 +10,7 @@
 
 use super::metrics::{CONTENT_TYPE, Metrics};
 use super::status::{StatusPage, html};
-use axum::extract::{Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -111,7 +112,9 @@ fn router(shared: Shared) -> Router {
         .route("/metrics", get(metrics))
         .route("/healthz", get(healthz));
     if shared.status.is_some() {
-        router = router.route("/", get(status));
+        router = router
+            .route("/", get(status))
+            .route("/incidents/{fingerprint}/chart.png", get(chart));
     }
     router.with_state(shared)
 }
@@ -166,6 +169,38 @@ async fn status(State(shared): State<Shared>, Query(q): Query<StatusQuery>) -> R
     headers.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
+    );
+    response
+}
+
+/// The chart of an incident's newest notification, drawn from the alert
+/// stored in the outbox (so Slack can show it: see `server.public_url`).
+async fn chart(State(shared): State<Shared>, Path(fingerprint): Path<String>) -> Response {
+    let Some(page) = &shared.status else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let mut response = match page.chart(&fingerprint).await {
+        Ok(Some(png)) => {
+            let mut r = png.into_response();
+            r.headers_mut()
+                .insert(header::CONTENT_TYPE, HeaderValue::from_static("image/png"));
+            r
+        }
+        Ok(None) => (StatusCode::NOT_FOUND, "no chart for this incident\n").into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "chart not served");
+            (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
+        }
+    };
+    let headers = response.headers_mut();
+    // A newer notification of the incident may carry a new chart.
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=300"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
     );
     response
 }

@@ -5,6 +5,7 @@
 
 use super::inspect::IncidentRow;
 use super::{StoreError, WindowRow};
+use crate::notify::Alert;
 use crate::silence::Silence;
 use chrono::{DateTime, Utc};
 use std::future::Future;
@@ -70,6 +71,13 @@ pub trait StatusStore: Send + Sync {
         now: DateTime<Utc>,
         limit: usize,
     ) -> impl Future<Output = Result<Vec<Silence>, StoreError>> + Send;
+
+    /// The newest notification of the incident `fingerprint` (the alert
+    /// of its newest outbox row, whatever the channel).
+    fn latest_alert(
+        &self,
+        fingerprint: &str,
+    ) -> impl Future<Output = Result<Option<Alert>, StoreError>> + Send;
 
     /// Who holds the lease `name`, whether or not it ran out.
     fn lease(

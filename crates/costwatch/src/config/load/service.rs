@@ -2,6 +2,7 @@
 //! and `server`.
 
 use super::document::Doc;
+use super::fields::http_url;
 use super::to_usize;
 use crate::config::locate::item;
 use crate::config::raw::{RawDetection, RawServer, RawState};
@@ -83,7 +84,35 @@ pub(super) fn server_config(doc: &mut Doc, raw: RawServer) -> Option<ServerConfi
             }
         },
     };
-    Some(ServerConfig { listen })
+    let public_url = match raw.public_url.as_deref() {
+        None => None,
+        Some(raw_url) => {
+            let url = http_url(doc, "server.public_url", raw_url)?;
+            let plain = url.query().is_none()
+                && url.fragment().is_none()
+                && url.username().is_empty()
+                && url.password().is_none();
+            let ok = doc.check(plain, "server.public_url", || {
+                "must be a plain http(s) url without credentials, query or fragment, such as `https://costwatch.example.com/`".to_owned()
+            }) && doc.check(listen.is_some(), "server.public_url", || {
+                "needs server.listen: the charts it links to are served there".to_owned()
+            });
+            if !ok {
+                return None;
+            }
+            Some(with_trailing_slash(url))
+        }
+    };
+    Some(ServerConfig { listen, public_url })
+}
+
+/// `url` with its path ending in `/`, so paths join below it.
+fn with_trailing_slash(mut url: url::Url) -> url::Url {
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    url
 }
 
 /// A SQLite URL with a relative path made relative to `folder` (the

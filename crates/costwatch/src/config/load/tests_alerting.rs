@@ -420,3 +420,40 @@ fn bad_env_overrides_of_the_alerting_sections_name_the_variable() -> TestResult 
     );
     Ok(())
 }
+
+#[test]
+fn server_public_url_is_a_plain_http_url_with_a_trailing_slash() -> Result<(), Box<dyn Error>> {
+    let text = "server:\n  public_url: https://cw.example.com/ops\n";
+    let (_dir, path) = config_in_tempdir(text, &[])?;
+    let config = load_with_env(&path, &BTreeMap::new())?;
+    assert_eq!(
+        config.server.public_url.as_ref().map(Url::as_str),
+        Some("https://cw.example.com/ops/")
+    );
+    let (_dir, path) = config_in_tempdir("server: {}\n", &[])?;
+    assert_eq!(
+        load_with_env(&path, &BTreeMap::new())?.server.public_url,
+        None
+    );
+    for (text, problem) in [
+        (
+            "server:\n  public_url: ftp://cw.example.com/\n",
+            "costwatch.yaml:4:15: server.public_url: must be an http or https url, got scheme `ftp`",
+        ),
+        (
+            "server:\n  public_url: https://u:p@cw.example.com/?t=1\n",
+            "costwatch.yaml:4:15: server.public_url: must be a plain http(s) url without credentials, query or fragment, such as `https://costwatch.example.com/`",
+        ),
+        (
+            "server:\n  listen: null\n  public_url: https://cw.example.com/\n",
+            "costwatch.yaml:5:15: server.public_url: needs server.listen: the charts it links to are served there",
+        ),
+    ] {
+        let (dir, path) = config_in_tempdir(text, &[])?;
+        let err = load_with_env(&path, &BTreeMap::new())
+            .err()
+            .ok_or("loaded a bad public_url")?;
+        assert_eq!(shown(&err, dir.path()), [problem]);
+    }
+    Ok(())
+}

@@ -1,6 +1,7 @@
 //! The email subject and its plain-text and HTML bodies.
 
 use super::{Investigation, facts, is_http_url, pretty, usd};
+use crate::notify::chart::{CHART_HEIGHT, CHART_WIDTH};
 use crate::notify::{Alert, AlertSession};
 use crate::printable::printable;
 use std::fmt::Write as _;
@@ -22,6 +23,10 @@ pub fn email_text(alert: &Alert) -> String {
     }
     for (name, value) in facts(alert) {
         let _ = writeln!(out, "{:<13} {}", format!("{name}:"), value);
+    }
+    if let Some(chart) = &alert.chart {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", printable(&chart.describe()));
     }
 
     if let Some(inv) = Investigation::of(alert) {
@@ -72,6 +77,13 @@ pub fn email_text(alert: &Alert) -> String {
 
 /// The HTML email body; every value from the alert is escaped.
 pub fn email_html(alert: &Alert) -> String {
+    email_html_with_chart(alert, None)
+}
+
+/// The HTML email body showing the chart from the message part whose
+/// `Content-ID` is `chart_cid` (without angle brackets), when there is one;
+/// the image's alt text says what it shows.
+pub fn email_html_with_chart(alert: &Alert, chart_cid: Option<&str>) -> String {
     let mut out = String::new();
     out.push_str("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">");
     let _ = write!(out, "<title>{}</title>", escape_html(&alert.title));
@@ -91,6 +103,17 @@ pub fn email_html(alert: &Alert) -> String {
         );
     }
     out.push_str("</table>\n");
+
+    if let (Some(chart), Some(cid)) = (&alert.chart, chart_cid) {
+        let _ = writeln!(
+            out,
+            "<p><img src=\"cid:{}\" width=\"{}\" height=\"{}\" alt=\"{}\" style=\"max-width: 100%; height: auto\"></p>",
+            escape_html(cid),
+            CHART_WIDTH,
+            CHART_HEIGHT,
+            escape_html(&chart.describe())
+        );
+    }
 
     if let Some(inv) = Investigation::of(alert) {
         match inv.cost_usd {

@@ -35,6 +35,7 @@
 //! | `starts_at` | RFC 3339 string | when the incident started |
 //! | `ends_at` | RFC 3339 string or null | when it was resolved |
 //! | `investigation` | object or null | the investigation's result ([`InvestigationReport`](crate::domain::investigation::InvestigationReport)): `summary`, `cost_usd`, `stop_reason`, `stop_detail`, `model`, `run_id`, token and call totals, `tools_offered` and `transcript` (the rounds; each tool result shortened to 1,000 bytes, whole rows, with `clipped_from` giving the bytes the model saw; the whole record is in the state database, `costwatch investigation show RUN_ID`). `transcript_text` is no longer sent: it repeated `transcript` as text |
+//! | `chart` | object, absent when none | the chart of the flagged sessions against their group, as data ([`ChartSpec`](crate::notify::chart::ChartSpec)): `metric` (`"cached_share"` \| `"calls_per_session"` \| `"tiny_call_price"`), `group`, `peers` (sessions counted), `lo` and `hi` (the axis, in the metric's units), `bins` (the group's sessions per bin, 40 bins evenly spaced on the axis' scale: logarithmic for calls per session), `median`, `band` (`[low, high]`, one robust standard deviation either side), `flagged` (`[{"session_id", "value"}]`). Only finding alerts of groups with a baseline carry it |
 //! | `created_at` | RFC 3339 string | when this notification was made |
 //!
 //! Every webhook request also carries the headers `X-Costwatch-Idempotency-Key`
@@ -51,7 +52,7 @@ mod slack;
 pub(crate) mod tests;
 mod transcript;
 
-pub use email::{email_html, email_subject, email_text, escape_html};
+pub use email::{email_html, email_html_with_chart, email_subject, email_text, escape_html};
 pub use signature::{signature, verify_signature};
 pub use transcript::transcript_text;
 
@@ -60,6 +61,7 @@ use crate::printable::is_unsafe;
 use chrono::SecondsFormat;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
+use url::Url;
 
 pub use crate::config::WebhookShape;
 
@@ -106,11 +108,42 @@ pub fn title_for(
 ///   and [`Alert::valid_until`] when firing (the delivery pass sets it);
 ///   `generatorURL` is the top session's link when it is an http(s) URL.
 pub fn webhook_body(alert: &Alert, shape: WebhookShape) -> Value {
+    webhook_body_linked(alert, shape, None)
+}
+
+/// [`webhook_body`], with `public_url` (`server.public_url`) to link the
+/// alert's chart from: a Slack body then ends its text with an `image`
+/// block showing [`chart_url`] when the alert has a chart. The other
+/// shapes are the same either way.
+pub fn webhook_body_linked(alert: &Alert, shape: WebhookShape, public_url: Option<&Url>) -> Value {
     match shape {
         WebhookShape::Generic => generic_body(alert),
-        WebhookShape::Slack => slack::slack_body(alert),
+        WebhookShape::Slack => {
+            let chart = alert
+                .chart
+                .as_ref()
+                .zip(public_url)
+                .and_then(|(_, base)| chart_url(base, &alert.fingerprint));
+            slack::slack_body(alert, chart.as_ref())
+        }
         WebhookShape::Alertmanager => alertmanager::alertmanager_body(alert),
     }
+}
+
+/// Where the operations endpoint serves the chart of the incident
+/// `fingerprint`, below `public_url`: `incidents/{fingerprint}/chart.png`.
+pub fn chart_url(public_url: &Url, fingerprint: &str) -> Option<Url> {
+    // Fingerprints are hex; anything else is not linked.
+    if fingerprint.is_empty()
+        || !fingerprint
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        return None;
+    }
+    public_url
+        .join(&format!("incidents/{fingerprint}/chart.png"))
+        .ok()
 }
 
 fn generic_body(alert: &Alert) -> Value {

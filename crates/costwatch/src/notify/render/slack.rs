@@ -6,13 +6,18 @@ use super::{
 use crate::notify::Alert;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
+use url::Url;
 
 /// Slack's limits: header text, section text and the number of blocks.
 pub(super) const SLACK_HEADER_MAX: usize = 150;
 pub(super) const SLACK_TEXT_MAX: usize = 3000;
 const SLACK_SESSIONS_MAX: usize = 10;
+/// Slack's limit on an image block's alt text.
+const SLACK_ALT_MAX: usize = 2000;
 
-pub(super) fn slack_body(alert: &Alert) -> Value {
+/// The Slack body; `chart` is the URL of the alert's chart image, shown
+/// in an `image` block before the context line.
+pub(super) fn slack_body(alert: &Alert, chart: Option<&Url>) -> Value {
     let mut blocks = vec![json!({
         "type": "header",
         "text": {"type": "plain_text", "text": truncate(&one_line(&alert.title), SLACK_HEADER_MAX), "emoji": false},
@@ -72,6 +77,14 @@ pub(super) fn slack_body(alert: &Alert) -> Value {
         blocks.push(json!({
             "type": "section",
             "text": {"type": "mrkdwn", "text": truncate(&text, SLACK_TEXT_MAX)},
+        }));
+    }
+
+    if let (Some(url), Some(spec)) = (chart, &alert.chart) {
+        blocks.push(json!({
+            "type": "image",
+            "image_url": url.as_str(),
+            "alt_text": truncate(&one_line(&spec.describe()), SLACK_ALT_MAX),
         }));
     }
 

@@ -64,6 +64,7 @@ pub(crate) fn sample_alert() -> Alert {
         starts_at: t(10),
         ends_at: None,
         valid_until: None,
+        chart: None,
         investigation: Some(sample_report(
             "The agent rebuilds its prompt every turn.",
             0.0375,
@@ -369,4 +370,79 @@ fn verify_signature_accepts_only_the_right_secret_and_body() {
     assert!(!verify_signature("s3cret", b"{\"a\":2}", &sig));
     assert!(!verify_signature("s3cret", b"{\"a\":1}", &sig[7..]));
     assert!(!verify_signature("s3cret", b"{\"a\":1}", "sha256=zz"));
+}
+
+/// The sample alert with a chart of its two sessions.
+fn alert_with_chart() -> Alert {
+    let mut alert = sample_alert();
+    let mut b = crate::detect::GroupBaseline::new(64);
+    for i in 0..40 {
+        b.cached_share.push(0.5 + f64::from(i % 5) / 10.0);
+    }
+    for s in &mut alert.sessions {
+        s.evidence = serde_json::json!({"cached_share": 0.0});
+    }
+    alert.chart = crate::notify::chart::ChartSpec::capture(
+        crate::domain::Kind::NoCache,
+        &alert.group,
+        &b,
+        &alert.sessions,
+    );
+    assert!(alert.chart.is_some());
+    alert
+}
+
+#[test]
+fn slack_shows_the_chart_only_with_a_public_url() {
+    let alert = alert_with_chart();
+    let image = |body: &serde_json::Value| {
+        body["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "image")
+            .cloned()
+    };
+    // Without server.public_url: no image block, the body as before.
+    let plain = webhook_body(&alert, WebhookShape::Slack);
+    assert_eq!(image(&plain), None);
+    assert_eq!(
+        webhook_body_linked(&alert, WebhookShape::Slack, None),
+        plain
+    );
+    let base = url::Url::parse("https://costwatch.example.com/ops/").unwrap();
+    let linked = webhook_body_linked(&alert, WebhookShape::Slack, Some(&base));
+    let block = image(&linked).expect("an image block");
+    assert_eq!(
+        block["image_url"],
+        "https://costwatch.example.com/ops/incidents/fp-0123456789abcdef/chart.png"
+    );
+    assert!(
+        block["alt_text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Chart: cache-read share per session in feature=support-agent")
+    );
+    // Just before the context line.
+    let blocks = linked["blocks"].as_array().unwrap();
+    assert_eq!(blocks[blocks.len() - 2]["type"], "image");
+    // An alert without a chart gets no block even with the URL.
+    let none = webhook_body_linked(&sample_alert(), WebhookShape::Slack, Some(&base));
+    assert_eq!(image(&none), None);
+    // The generic body carries the spec as data.
+    let generic = webhook_body_linked(&alert, WebhookShape::Generic, Some(&base));
+    assert_eq!(generic["chart"]["metric"], "cached_share");
+    assert_eq!(generic["chart"]["flagged"][0]["value"], 0.0);
+}
+
+#[test]
+fn the_email_says_what_the_chart_shows_and_the_html_references_it() {
+    let alert = alert_with_chart();
+    let line = alert.chart.as_ref().unwrap().describe();
+    assert!(email_text(&alert).contains(&format!("\n{line}\n")));
+    let html = email_html_with_chart(&alert, Some("chart.1@example.com"));
+    assert!(html.contains("<img src=\"cid:chart.1@example.com\" width=\"600\" height=\"260\" alt=\"Chart: cache-read share"), "{html}");
+    // Without an image part, no reference to one.
+    assert!(!email_html(&alert).contains("<img"));
+    assert!(!email_text(&sample_alert()).contains("Chart:"));
 }

@@ -20,6 +20,7 @@ mod tests;
 pub use data::{Parts, ReplicaView, Status};
 
 use crate::clock::Clock;
+use crate::store::StatusStore;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 use tokio::sync::Semaphore;
@@ -36,6 +37,12 @@ pub enum StatusError {
     /// The state database did not answer in time.
     #[error("the state database did not answer within {}s", READ_TIMEOUT.as_secs())]
     Timeout,
+    /// The state database could not be read.
+    #[error("the state database could not be read: {0}")]
+    Store(crate::store::StoreError),
+    /// The chart could not be drawn.
+    #[error("the chart could not be drawn: {0}")]
+    Chart(String),
 }
 
 /// What the endpoint reads a page from. Cheap to clone; a reload swaps
@@ -64,6 +71,34 @@ impl StatusPage {
     pub fn replace(&self, parts: Parts) {
         let mut current = self.parts.write().unwrap_or_else(PoisonError::into_inner);
         *current = Arc::new(parts);
+    }
+
+    /// The chart of the newest notification of the incident `fingerprint`,
+    /// drawn now as a PNG; `None` when there is no such notification or it
+    /// has no chart. Waits its turn with the pages, under the same timeout.
+    pub async fn chart(&self, fingerprint: &str) -> Result<Option<Vec<u8>>, StatusError> {
+        let parts = self
+            .parts
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let read = async {
+            let _turn = self.one_at_a_time.acquire().await.ok();
+            parts.store.latest_alert(fingerprint).await
+        };
+        let alert = tokio::time::timeout(READ_TIMEOUT, read)
+            .await
+            .map_err(|_| StatusError::Timeout)?
+            .map_err(StatusError::Store)?;
+        let Some(spec) = alert.and_then(|a| a.chart) else {
+            return Ok(None);
+        };
+        // Drawing takes milliseconds of CPU: off the runtime's workers.
+        tokio::task::spawn_blocking(move || crate::notify::chart::render_png(&spec))
+            .await
+            .map_err(|e| StatusError::Chart(e.to_string()))?
+            .map(Some)
+            .map_err(|e| StatusError::Chart(e.to_string()))
     }
 
     /// Reads the page now. A section whose query fails carries its error;

@@ -3,6 +3,7 @@
 use super::inspect::{INCIDENT_COLUMNS, incident_row};
 use super::silences::{COLUMNS as SILENCE_COLUMNS, silence_from_row};
 use super::*;
+use crate::notify::Alert;
 use crate::silence::Silence;
 use crate::store::inspect::IncidentRow;
 use crate::store::status::{JobRow, LeaseRow, StatusStore, WindowState};
@@ -115,6 +116,17 @@ impl StatusStore for SqlStore {
             .await
             .map_err(unavailable)?;
         rows.iter().map(silence_from_row).collect()
+    }
+
+    async fn latest_alert(&self, fingerprint: &str) -> Result<Option<Alert>, StoreError> {
+        // `outbox_sequence` (fingerprint, channel, id) bounds the rows read.
+        sqlx::query("SELECT alert FROM outbox WHERE fingerprint = $1 ORDER BY id DESC LIMIT 1")
+            .bind(fingerprint)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .map(|r| alert_from(&r.try_get::<String, _>("alert").map_err(corrupt)?))
+            .transpose()
     }
 
     async fn lease(&self, name: &str) -> Result<Option<LeaseRow>, StoreError> {
