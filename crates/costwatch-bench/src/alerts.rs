@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 /// The alerting defaults of `config/costwatch.example.yaml` (cooldown 6h,
-/// re-alert on 2x growth, resolve after 2h quiet).
+/// re-alert on 2x growth, resolve after 2h quiet, no reopening, no floor).
 pub fn default_policy() -> AlertPolicy {
     AlertPolicy::from(&costwatch::config::AlertsConfig::default())
 }
@@ -250,7 +250,11 @@ mod tests {
             finding(Kind::NoCache, "e", "feature=x", 15 * 60),
         ];
         let ids = ["a", "b", "c", "d", "e"];
-        let out = tally(&f, &ws, &truth(&ids), &default_policy());
+        let six_hours = AlertPolicy {
+            reopen_within: Duration::from_secs(6 * 3600),
+            ..default_policy()
+        };
+        let out = tally(&f, &ws, &truth(&ids), &six_hours);
         assert_eq!(
             out[&Kind::NoCache],
             AlertTally {
@@ -259,12 +263,9 @@ mod tests {
                 episodes: 2
             }
         );
-        // Without reopening, the comeback at 06:00 is an episode of its own.
-        let p = AlertPolicy {
-            reopen_within: Duration::ZERO,
-            ..default_policy()
-        };
-        let out = tally(&f, &ws, &truth(&ids), &p);
+        // Without reopening (the default), the comeback at 06:00 is an
+        // episode of its own.
+        let out = tally(&f, &ws, &truth(&ids), &default_policy());
         assert_eq!(
             out[&Kind::NoCache],
             AlertTally {

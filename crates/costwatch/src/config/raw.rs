@@ -232,7 +232,7 @@ impl Default for RawAlerts {
             cooldown: HumanDuration::secs(6 * 3600),
             realert_growth: 2.0,
             resolve_after: HumanDuration::secs(2 * 3600),
-            reopen_within: HumanDuration::secs(6 * 3600),
+            reopen_within: HumanDuration::secs(0),
             min_impact_usd_per_day: 0.0,
             min_sessions: 1,
             send_resolved: true,
