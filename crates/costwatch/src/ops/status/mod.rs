@@ -77,18 +77,9 @@ impl StatusPage {
     /// drawn now as a PNG; `None` when there is no such notification or it
     /// has no chart. Waits its turn with the pages, under the same timeout.
     pub async fn chart(&self, fingerprint: &str) -> Result<Option<Vec<u8>>, StatusError> {
-        let parts = self
-            .parts
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let read = async {
-            let _turn = self.one_at_a_time.acquire().await.ok();
-            parts.store.latest_alert(fingerprint).await
-        };
-        let alert = tokio::time::timeout(READ_TIMEOUT, read)
-            .await
-            .map_err(|_| StatusError::Timeout)?
+        let alert = self
+            .in_turn(|parts| async move { parts.store.latest_alert(fingerprint).await })
+            .await?
             .map_err(StatusError::Store)?;
         let Some(spec) = alert.and_then(|a| a.chart) else {
             return Ok(None);
@@ -104,18 +95,34 @@ impl StatusPage {
     /// Reads the page now. A section whose query fails carries its error;
     /// only a state database that does not answer in time fails the whole.
     pub async fn read(&self) -> Result<Status, StatusError> {
+        self.in_turn(|parts| {
+            // Taken once the page's turn has come.
+            let (now, replica) = (self.clock.now(), (self.replica)());
+            async move { data::read(&parts, now, replica).await }
+        })
+        .await
+    }
+
+    /// Calls `read` with the current parts once no other read of this page
+    /// runs, and awaits it, giving up after [`READ_TIMEOUT`] (the wait
+    /// included).
+    async fn in_turn<T, F, Fut>(&self, read: F) -> Result<T, StatusError>
+    where
+        F: FnOnce(Arc<Parts>) -> Fut,
+        Fut: std::future::Future<Output = T>,
+    {
         let parts = self
             .parts
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let read = async {
+        let turn = async {
             // The semaphore is never closed; a closed one would only mean
             // no waiting.
             let _turn = self.one_at_a_time.acquire().await.ok();
-            data::read(&parts, self.clock.now(), (self.replica)()).await
+            read(parts).await
         };
-        tokio::time::timeout(READ_TIMEOUT, read)
+        tokio::time::timeout(READ_TIMEOUT, turn)
             .await
             .map_err(|_| StatusError::Timeout)
     }
