@@ -239,6 +239,42 @@ pub struct PerfReport {
     pub idle: Result<Vec<IdleReport>, String>,
 }
 
+/// Runs the Python reference `script` over `[from, to)` of `served` once
+/// (run `i`, its output kept in `dir`), with `extra` arguments.
+fn reference_run(
+    python: &Path,
+    script: &Path,
+    served: &Served,
+    (from, to): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
+    extra: &[String],
+    dir: &Path,
+    i: usize,
+) -> Result<TimeReport, BenchError> {
+    let mut args: Vec<String> = vec![
+        script.display().to_string(),
+        "--url".into(),
+        served.url.clone(),
+        "--start".into(),
+        rfc(from),
+        "--end".into(),
+        rfc(to),
+    ];
+    args.extend_from_slice(extra);
+    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
+    measure::timed(
+        python,
+        &args,
+        &env,
+        &dir.join(format!("stdout-{i}")),
+        &dir.join(format!("stderr-{i}")),
+    )
+}
+
+/// A time as the reference script and the backtest take it.
+fn rfc(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
 fn run_dir(workdir: &Path, name: &str) -> Result<PathBuf, BenchError> {
     let dir = workdir.join(name);
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::setup("work directory", e))?;
@@ -304,8 +340,6 @@ fn backtests(
     progress: &mut impl FnMut(&str),
 ) -> Result<(Vec<TimeReport>, Vec<ClassScore>), BenchError> {
     let (from, to) = CompactParams::new(opts.sessions, opts.seed).window();
-    let rfc =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
     let dir = run_dir(&opts.workdir, name)?;
     let config = dir.join("costwatch.yaml");
@@ -374,9 +408,6 @@ pub async fn run(
     ));
     let truth: Flagged = read_json(&truth_path)?;
     let (from, to) = CompactParams::new(opts.sessions, opts.seed).window();
-    let rfc =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
     let mut report = PerfReport {
         sessions: served.sessions,
         requests: served.requests,
@@ -398,23 +429,15 @@ pub async fn run(
         let dir = run_dir(&opts.workdir, "python")?;
         for i in 0..opts.runs {
             let out = dir.join(format!("flagged-{i}.json"));
-            let args: Vec<String> = vec![
-                opts.reference.display().to_string(),
-                "--url".into(),
-                served.url.clone(),
-                "--start".into(),
-                rfc(from),
-                "--end".into(),
-                rfc(to),
-                "--out".into(),
-                out.display().to_string(),
-            ];
-            let r = measure::timed(
+            let extra = ["--out".to_owned(), out.display().to_string()];
+            let r = reference_run(
                 python,
-                &args,
-                &env,
-                &dir.join(format!("stdout-{i}")),
-                &dir.join(format!("stderr-{i}")),
+                &opts.reference,
+                &served,
+                (from, to),
+                &extra,
+                &dir,
+                i,
             )?;
             progress(&format!(
                 "python reference run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",

@@ -9,7 +9,7 @@
 //! windows is its fixed cost per window. A long backtest (90 days at
 //! 5-minute windows by default) is measured on its own.
 
-use super::{Served, config_yaml, serve_with};
+use super::{Served, config_yaml, rfc, serve_with};
 use crate::BenchError;
 use crate::measure::{self, TimeReport};
 use crate::quality::{Target, median, render, targets_table};
@@ -162,10 +162,6 @@ pub fn least_squares(pts: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, my - slope * mx))
 }
 
-fn rfc(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
-
 fn serve_scenario(opts: &SweepOptions, days: u32, per_day: u32) -> Result<Served, BenchError> {
     let args = [
         "--scenario-days".to_owned(),
@@ -254,29 +250,11 @@ fn references(
     window: Duration,
     progress: &mut impl FnMut(&str),
 ) -> Result<Vec<TimeReport>, BenchError> {
-    let dir = opts.workdir.join(name);
-    std::fs::create_dir_all(&dir).map_err(|e| BenchError::setup("work directory", e))?;
-    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
+    let dir = super::run_dir(&opts.workdir, name)?;
+    let extra = ["--window".to_owned(), window.as_secs().to_string()];
     let mut runs = Vec::new();
     for i in 0..opts.runs {
-        let args: Vec<String> = vec![
-            opts.reference.display().to_string(),
-            "--url".into(),
-            served.url.clone(),
-            "--start".into(),
-            rfc(from),
-            "--end".into(),
-            rfc(to),
-            "--window".into(),
-            window.as_secs().to_string(),
-        ];
-        let r = measure::timed(
-            python,
-            &args,
-            &env,
-            &dir.join(format!("stdout-{i}")),
-            &dir.join(format!("stderr-{i}")),
-        )?;
+        let r = super::reference_run(python, &opts.reference, served, (from, to), &extra, &dir, i)?;
         progress(&format!(
             "reference.py ({name}) run {}: {:.2} s CPU, {:.2} s wall",
             i + 1,
