@@ -72,6 +72,16 @@ struct SweepArgs {
     /// Runs of each measured program (medians are reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    #[command(flatten)]
+    programs: ProgramArgs,
+    /// Print Markdown tables.
+    #[arg(long)]
+    markdown: bool,
+}
+
+/// The programs the performance commands measure, and where they work.
+#[derive(Debug, Args)]
+struct ProgramArgs {
     /// The costwatch binary (default: beside this one).
     #[arg(long)]
     costwatch: Option<PathBuf>,
@@ -88,9 +98,34 @@ struct SweepArgs {
     /// Where configs, outputs and reports go.
     #[arg(long, default_value = "target/bench")]
     workdir: PathBuf,
-    /// Print Markdown tables.
-    #[arg(long)]
-    markdown: bool,
+}
+
+/// [`ProgramArgs`] with every path made absolute and the defaults filled in.
+struct Programs {
+    costwatch: PathBuf,
+    bench: PathBuf,
+    python: Option<PathBuf>,
+    reference: PathBuf,
+    rules: PathBuf,
+    workdir: PathBuf,
+}
+
+impl ProgramArgs {
+    fn resolve(self) -> anyhow::Result<Programs> {
+        let me = std::env::current_exe().context("cannot find this binary")?;
+        let dir = me
+            .parent()
+            .ok_or_else(|| anyhow!("this binary has no folder"))?;
+        let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+        Ok(Programs {
+            costwatch: self.costwatch.unwrap_or_else(|| dir.join("costwatch")),
+            bench: me.clone(),
+            python: self.python,
+            reference: abs(self.reference),
+            rules: abs(self.rules),
+            workdir: abs(self.workdir),
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -135,19 +170,8 @@ struct PerfArgs {
     /// Runs of each measured program (medians are reported).
     #[arg(long, default_value_t = 3)]
     runs: usize,
-    /// The costwatch binary (default: beside this one).
-    #[arg(long)]
-    costwatch: Option<PathBuf>,
-    /// Python interpreter with `requests` for crates/costwatch-bench/reference.py; leave out
-    /// to skip the reference.
-    #[arg(long)]
-    python: Option<PathBuf>,
-    /// The Python reference script.
-    #[arg(long, default_value = "crates/costwatch-bench/reference.py")]
-    reference: PathBuf,
-    /// Rules to use.
-    #[arg(long, default_value = "rules")]
-    rules: PathBuf,
+    #[command(flatten)]
+    programs: ProgramArgs,
     /// Seconds the idle daemon is sampled; 0 skips it.
     #[arg(long, default_value_t = 60)]
     idle_secs: u64,
@@ -155,9 +179,6 @@ struct PerfArgs {
     /// candidates than `detection.max_candidates`); 0 skips them.
     #[arg(long, default_value_t = 3)]
     scenario_runs: usize,
-    /// Where configs, outputs and reports go.
-    #[arg(long, default_value = "target/bench")]
-    workdir: PathBuf,
     /// Print Markdown tables.
     #[arg(long)]
     markdown: bool,
@@ -341,23 +362,19 @@ async fn held_out_cmd(a: &QualityArgs) -> anyhow::Result<()> {
 }
 
 async fn perf_cmd(a: PerfArgs) -> anyhow::Result<()> {
-    let me = std::env::current_exe().context("cannot find this binary")?;
-    let dir = me
-        .parent()
-        .ok_or_else(|| anyhow!("this binary has no folder"))?;
-    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let p = a.programs.resolve()?;
     let opts = PerfOptions {
         sessions: a.sessions,
         seed: a.seed,
         runs: a.runs.max(1),
-        costwatch: a.costwatch.unwrap_or_else(|| dir.join("costwatch")),
-        bench: me.clone(),
-        python: a.python,
-        reference: abs(a.reference),
-        rules: abs(a.rules),
+        costwatch: p.costwatch,
+        bench: p.bench,
+        python: p.python,
+        reference: p.reference,
+        rules: p.rules,
         idle: Duration::from_secs(a.idle_secs),
         scenario_runs: a.scenario_runs,
-        workdir: abs(a.workdir),
+        workdir: p.workdir,
     };
     let report = perf::run(&opts, |m| eprintln!("perf: {m}")).await?;
     println!(
@@ -387,11 +404,7 @@ async fn perf_cmd(a: PerfArgs) -> anyhow::Result<()> {
 }
 
 async fn sweep_cmd(a: SweepArgs) -> anyhow::Result<()> {
-    let me = std::env::current_exe().context("cannot find this binary")?;
-    let dir = me
-        .parent()
-        .ok_or_else(|| anyhow!("this binary has no folder"))?;
-    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let p = a.programs.resolve()?;
     let opts = SweepOptions {
         days: a.days,
         per_day: a.per_day,
@@ -401,12 +414,12 @@ async fn sweep_cmd(a: SweepArgs) -> anyhow::Result<()> {
         long_window: a.long_window,
         seed: a.seed,
         runs: a.runs.max(1),
-        costwatch: a.costwatch.unwrap_or_else(|| dir.join("costwatch")),
-        bench: me.clone(),
-        python: a.python,
-        reference: abs(a.reference),
-        rules: abs(a.rules),
-        workdir: abs(a.workdir),
+        costwatch: p.costwatch,
+        bench: p.bench,
+        python: p.python,
+        reference: p.reference,
+        rules: p.rules,
+        workdir: p.workdir,
     };
     let report = sweep::run(&opts, |m| eprintln!("sweep: {m}"))?;
     print!("{}", sweep::render_report(&report, a.markdown));
