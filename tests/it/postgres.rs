@@ -288,6 +288,8 @@ async fn calibration_contract(store: &SqlStore) {
         results: 10,
         bytes: 4_000,
         result_bytes: 40,
+        tools: 300,
+        tool_bytes: 1_200,
         reported: 900,
         predicted: 910,
         predicted_by_bytes: 0,

@@ -426,6 +426,10 @@ pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
     )
     .map_err(|e| AppError::setup("investigation.llm_url", e))?
     .with_tokenizer(inv.tokenizer);
+    let model = match &inv.tokenize_url {
+        Some(url) => model.with_tokenize_url(url.clone(), inv.template_escapes_html),
+        None => model,
+    };
     Ok(Some(Escalation {
         tools,
         model,

@@ -80,6 +80,12 @@ pub struct InvestigationConfig {
     pub tools: Vec<String>,
     /// How prompts are counted before a call (`investigate::tokens`).
     pub tokenizer: TokenizerChoice,
+    /// The tokenize endpoint asked with `tokenizer: server`; `None` with
+    /// any other.
+    pub tokenize_url: Option<Url>,
+    /// Whether the server's chat template HTML-escapes message text, so
+    /// the tokenize endpoint is asked for the escaped text.
+    pub template_escapes_html: bool,
     /// The model's prices; `None` takes them from the gateway's catalogue.
     pub prices: Option<Prices>,
     /// Which incidents are escalated.
@@ -100,6 +106,10 @@ pub enum TokenizerChoice {
     Cl100kBase,
     /// No tokenizer: the bound learned from reported usage.
     None,
+    /// The model server's tokenizer, asked through its tokenize endpoint
+    /// (`investigation.tokenize_url`), with the bound's learning of what
+    /// the chat template adds.
+    Server,
 }
 
 /// Which incidents are escalated to an investigation.

@@ -636,6 +636,13 @@ pub(crate) struct RawInvestigation {
     pub tools: Vec<String>,
     /// How prompts are counted before a call.
     pub tokenizer: TokenizerChoice,
+    /// The model server's tokenize endpoint, for `tokenizer: server`
+    /// (default: llama-cpp-python's, below the `llm_url`'s origin).
+    pub tokenize_url: Option<String>,
+    /// With `tokenizer: server`: whether the server's chat template
+    /// HTML-escapes message text (llama-cpp-python's
+    /// `chatml-function-calling` does), so it is counted escaped.
+    pub template_escapes_html: bool,
     /// The model's prices per million tokens; without them the gateway's
     /// catalogue is used.
     pub prices: Option<RawPrices>,
@@ -659,6 +666,8 @@ impl Default for RawInvestigation {
                 "list_sessions".into(),
             ],
             tokenizer: TokenizerChoice::Auto,
+            tokenize_url: None,
+            template_escapes_html: false,
             prices: None,
             escalate: RawEscalate::default(),
             caps: RawCaps::default(),

@@ -17,7 +17,10 @@
 
 pub use crate::domain::investigation::{ToolChoice, Usage};
 
-use super::tokens::{PromptEstimator, Tokenizer, TokenizerChoice};
+use super::tokens::{
+    PromptEstimator, RawCount, ServerCounter, Tokenizer, TokenizerChoice, count_pieces,
+    default_tokenize_url,
+};
 use super::{InvestigateError, ToolSpec};
 use crate::clock::{Sleeper, TokioSleeper};
 use crate::http::{ClientSettings, HttpClient, HttpError, Resend, RetryPolicy, Target};
@@ -252,6 +255,8 @@ pub struct ModelClient {
     retry: RetryPolicy,
     sleeper: Arc<dyn Sleeper>,
     estimator: Arc<PromptEstimator>,
+    /// The server's tokenize endpoint, with `tokenizer: server`.
+    counter: Option<Arc<ServerCounter>>,
 }
 
 impl std::fmt::Debug for ModelClient {
@@ -300,17 +305,62 @@ impl ModelClient {
             .with_resend(Resend::OnlyUnprocessed),
             sleeper: Arc::new(TokioSleeper),
             estimator: Arc::new(PromptEstimator::new(None)),
+            counter: None,
         })
     }
 
     /// Counts prompts with `choice`'s tokenizer for this model (the
     /// calibrated bound without one); see `investigate::tokens`.
+    /// With [`TokenizerChoice::Server`], asks the server's tokenize
+    /// endpoint at its default path ([`default_tokenize_url`]).
     pub fn with_tokenizer(mut self, choice: TokenizerChoice) -> ModelClient {
+        self.counter = None;
         self.estimator = Arc::new(PromptEstimator::new(Tokenizer::for_model(
             choice,
             &self.model,
         )));
+        if choice == TokenizerChoice::Server
+            && let Some(url) = default_tokenize_url(&self.url)
+        {
+            self = self.with_tokenize_url(url, false);
+        }
         self
+    }
+
+    /// Counts prompts with the server's tokenize endpoint at `url` (see
+    /// `investigate::tokens::server`), message text HTML-escaped when the
+    /// server's chat template `escapes_html`. The inference key goes
+    /// along only to the model's own origin.
+    pub fn with_tokenize_url(mut self, url: Url, escapes_html: bool) -> ModelClient {
+        let auth = (url.origin() == self.url.origin()).then(|| self.auth.clone());
+        self.counter = Some(Arc::new(
+            ServerCounter::new(self.http.clone(), url, auth).escaping_html(escapes_html),
+        ));
+        self.estimator = Arc::new(PromptEstimator::server());
+        self
+    }
+
+    /// The raw count of `request` for the estimator: by the server's
+    /// tokenize endpoint when one is set (pieces marked as a fallback,
+    /// estimated at the prior, when it fails), else as the estimator
+    /// counts.
+    pub async fn raw_count(&self, request: &ChatRequest) -> RawCount {
+        let Some(counter) = &self.counter else {
+            return self.estimator.raw(request);
+        };
+        match counter.count_request(request).await {
+            Ok(raw) => raw,
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    "the model server did not count the prompt: this call is estimated at the prior"
+                );
+                RawCount {
+                    fallback: true,
+                    ..count_pieces(request)
+                }
+            }
+        }
     }
 
     /// The prompt estimator of this model, shared by every run.

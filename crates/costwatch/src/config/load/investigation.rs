@@ -4,7 +4,7 @@ use super::document::Doc;
 use super::fields::{http_url, secret};
 use super::to_usize;
 use crate::config::raw::{RawCaps, RawEscalate, RawInvestigation, RawPrices};
-use crate::config::{Caps, EscalateConfig, InvestigationConfig, Prices};
+use crate::config::{Caps, EscalateConfig, InvestigationConfig, Prices, TokenizerChoice};
 use std::collections::BTreeMap;
 
 /// The variable holding the inference key.
@@ -17,6 +17,26 @@ pub(super) fn investigation_config(
 ) -> Option<InvestigationConfig> {
     let mcp_url = http_url(doc, "investigation.mcp_url", &raw.mcp_url);
     let llm_url = http_url(doc, "investigation.llm_url", &raw.llm_url);
+    let tokenize_url = match (raw.tokenizer, raw.tokenize_url.as_deref()) {
+        (TokenizerChoice::Server, Some(u)) => http_url(doc, "investigation.tokenize_url", u),
+        (TokenizerChoice::Server, None) => llm_url
+            .as_ref()
+            .and_then(crate::investigate::tokens::default_tokenize_url),
+        (_, Some(_)) => {
+            doc.check(false, "investigation.tokenize_url", || {
+                "is only read with `tokenizer: server`".to_owned()
+            });
+            None
+        }
+        (_, None) => None,
+    };
+    if raw.template_escapes_html {
+        doc.check(
+            raw.tokenizer == TokenizerChoice::Server,
+            "investigation.template_escapes_html",
+            || "is only read with `tokenizer: server`".to_owned(),
+        );
+    }
     doc.check(!raw.model.trim().is_empty(), "investigation.model", || {
         "must not be empty".to_owned()
     });
@@ -67,6 +87,8 @@ pub(super) fn investigation_config(
         inference_key,
         tools: raw.tools,
         tokenizer: raw.tokenizer,
+        tokenize_url,
+        template_escapes_html: raw.template_escapes_html,
         prices: raw.prices.map(Prices::from),
         escalate: raw.escalate.into(),
         caps: raw.caps.into(),

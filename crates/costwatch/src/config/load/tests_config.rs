@@ -530,3 +530,54 @@ fn yaml_errors_have_positions_and_plain_messages() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn the_server_tokenizer_asks_the_model_servers_endpoint() -> TestResult {
+    use crate::config::TokenizerChoice;
+    // By default, llama-cpp-python's endpoint below the model's origin.
+    let text = "investigation:\n  llm_url: http://127.0.0.1:9000/v1\n  tokenizer: server\n";
+    let (_dir, path) = config_in_tempdir(text, &[])?;
+    let inv = load_with_env(&path, &BTreeMap::new())?.investigation;
+    assert_eq!(inv.tokenizer, TokenizerChoice::Server);
+    assert_eq!(
+        inv.tokenize_url.as_ref().map(|u| u.as_str()),
+        Some("http://127.0.0.1:9000/extras/tokenize/count")
+    );
+    assert!(!inv.template_escapes_html);
+    // Or the one given, with the escaping of the template.
+    let text = "investigation:\n  tokenizer: server\n  \
+        tokenize_url: http://10.0.0.7:8000/extras/tokenize\n  template_escapes_html: true\n";
+    let (_dir, path) = config_in_tempdir(text, &[])?;
+    let inv = load_with_env(&path, &BTreeMap::new())?.investigation;
+    assert_eq!(
+        inv.tokenize_url.as_ref().map(|u| u.as_str()),
+        Some("http://10.0.0.7:8000/extras/tokenize")
+    );
+    assert!(inv.template_escapes_html);
+    // Without `tokenizer: server` neither key is read: said, not ignored.
+    let text = "investigation:\n  tokenize_url: http://10.0.0.7:8000/tokenize\n  \
+        template_escapes_html: true\n";
+    let (dir, path) = config_in_tempdir(text, &[])?;
+    let err = load_with_env(&path, &BTreeMap::new())
+        .err()
+        .ok_or("loaded a tokenize_url without the server tokenizer")?;
+    assert_eq!(
+        shown(&err, dir.path()),
+        [
+            "costwatch.yaml:4:17: investigation.tokenize_url: is only read with `tokenizer: server`",
+            "costwatch.yaml:5:26: investigation.template_escapes_html: is only read with `tokenizer: server`",
+        ]
+    );
+    let text = "investigation:\n  tokenizer: server\n  tokenize_url: ftp://x/count\n";
+    let (dir, path) = config_in_tempdir(text, &[])?;
+    let err = load_with_env(&path, &BTreeMap::new())
+        .err()
+        .ok_or("loaded an ftp tokenize_url")?;
+    let shown = shown(&err, dir.path());
+    assert!(
+        shown.len() == 1
+            && shown[0].starts_with("costwatch.yaml:5:17: investigation.tokenize_url:"),
+        "{shown:?}"
+    );
+    Ok(())
+}

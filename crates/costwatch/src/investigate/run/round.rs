@@ -83,8 +83,8 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
             .body()
             .map_err(|e| (StopReason::ModelError(e.to_string()), None))?
             .len();
+        let raw_prompt = self.model.raw_count(&request).await;
         let estimator = self.model.estimator();
-        let raw_prompt = estimator.raw(&request);
         // Planned as a call that may use tools; re-estimated below if the
         // caps make it the answer.
         let prompt = estimator.estimate(ToolChoice::Auto, raw_prompt, &self.inv.run_id);
@@ -307,8 +307,8 @@ impl<T: ToolProvider, L: BudgetLedger> Runner<'_, T, L> {
         let function_tools: Vec<FunctionTool> =
             self.offered.iter().map(FunctionTool::from_spec).collect();
         let request = self.request(&function_tools, ToolChoice::None, MIN_USEFUL_MAX_TOKENS);
+        let raw = self.model.raw_count(&request).await;
         let estimator = self.model.estimator();
-        let raw = estimator.raw(&request);
         let prompt = estimator.estimate(ToolChoice::None, raw, &self.inv.run_id)
             + estimator.bytes_bound(self.caps().max_tool_result_bytes)
             + TOOL_MESSAGE_TOKENS;

@@ -41,16 +41,19 @@ pub enum Measure {
 
 const MEASURES: [Measure; 2] = [Measure::Units, Measure::Bytes];
 
-/// One measure of a request or a call: all of it, and its tool results.
+/// One measure of a request or a call: all of it, its tool results and
+/// its tool definitions.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Size {
     total: u64,
     results: u64,
+    tools: u64,
 }
 
 impl Size {
-    fn rest(self) -> u64 {
-        self.total.saturating_sub(self.results)
+    /// Everything but the tool definitions: the messages.
+    fn messages(self) -> u64 {
+        self.total.saturating_sub(self.tools)
     }
 }
 
@@ -59,13 +62,23 @@ fn size(raw: RawCount, m: Measure) -> Size {
         Measure::Units => Size {
             total: raw.total,
             results: raw.results,
+            tools: raw.tools,
         },
         Measure::Bytes => Size {
             total: raw.bytes,
             results: raw.result_bytes,
+            tools: raw.tool_bytes,
         },
     }
 }
+
+/// The least growth of the messages between two calls of a run, as a
+/// share of the earlier call's messages (and at least [`MIN_STEP`]), from
+/// which the tokens per unit added are learned: below it, a few tokens
+/// more or less would make the rate anything.
+const MIN_STEP_SHARE: u64 = 32;
+/// The least growth, in units (or bytes), a step is learned from.
+const MIN_STEP: u64 = 16;
 
 /// One call the estimator learned from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,6 +98,13 @@ pub struct Sample {
     /// The bytes of `bytes` that were tool results (the bound only).
     #[serde(default)]
     pub result_bytes: u64,
+    /// The units of `raw` that were tool definitions (the bound only; 0
+    /// in samples stored before they were told apart).
+    #[serde(default)]
+    pub tools: u64,
+    /// The bytes of `bytes` that were tool definitions (the bound only).
+    #[serde(default)]
+    pub tool_bytes: u64,
     /// The prompt tokens the model reported.
     pub reported: u64,
     /// What the units' bound predicted before it, without margin (0: it
@@ -105,6 +125,9 @@ impl Sample {
             results: self.results,
             bytes: self.bytes,
             result_bytes: self.result_bytes,
+            tools: self.tools,
+            tool_bytes: self.tool_bytes,
+            fallback: false,
         }
     }
 
@@ -132,17 +155,24 @@ impl Sample {
 /// What the bound derives from the samples, in one measure.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Rates {
-    /// Tokens per unit (or byte), from above: the largest ratio seen.
+    /// Tokens per unit (or byte), from above: the largest ratio seen. A
+    /// prompt's average, the template's fixed text included.
     hi: f64,
     /// Tokens per unit, from below (for a prompt smaller than the one
     /// compared with): half the smallest ratio seen.
     lo: f64,
-    /// Tokens per unit of tool results (0 for a template that leaves them
-    /// out), the largest seen; `hi` until a run showed it.
-    results: f64,
-    /// What a call of the other kind than the run's calls so far adds,
-    /// the largest seen, per kind of the new call (`[auto, none]`).
-    gap: [f64; 2],
+    /// Tokens per unit the messages add within a run: the largest step
+    /// seen between consecutive calls of a kind (the tool calls and
+    /// results appended, at their own rate: nothing of the template's
+    /// fixed text, which the average carries); `hi` until a run showed
+    /// one.
+    step: f64,
+    /// Tokens per unit of tool definitions, from above: what leaving them
+    /// out of an answer removed, the most per unit seen; `hi` until seen.
+    tools: f64,
+    /// What a run's first call of a kind adds after calls of the other
+    /// kind, the largest seen, per kind of the new call (`[auto, none]`).
+    gap: [Gap; 2],
     /// The margin: the largest relative undershoot of a prediction seen,
     /// plus 1%, within [`CALIBRATION_MARGIN`] and
     /// [`MAX_CALIBRATION_MARGIN`].
@@ -150,6 +180,35 @@ struct Rates {
     /// The largest relative error of the latest predictions, either way:
     /// of runs' first calls (bounded from other runs), and of later calls.
     error: [Option<f64>; 2],
+}
+
+/// What a change of call kind within a run adds (negative: removes).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+struct Gap {
+    /// Per unit of the earlier call's tool definitions, where it had some
+    /// (a server that renders the tools only for a call that may use them
+    /// removes about their size).
+    per_tool: Option<f64>,
+    /// In tokens, whatever the tools.
+    tokens: Option<f64>,
+}
+
+impl Gap {
+    fn add(&mut self, g: f64, tools: u64) {
+        let max = |q: Option<f64>, v: f64| Some(q.map_or(v, |q| q.max(v)));
+        if tools > 0 {
+            self.per_tool = max(self.per_tool, g / tools as f64);
+        }
+        self.tokens = max(self.tokens, g);
+    }
+
+    /// The gap after a call with `tools` units of tool definitions.
+    fn after(&self, tools: u64) -> f64 {
+        match self.per_tool {
+            Some(p) if tools > 0 => p * tools as f64,
+            _ => self.tokens.unwrap_or(0.0),
+        }
+    }
 }
 
 fn slot(kind: CallKind) -> usize {
@@ -243,6 +302,59 @@ impl Calibration {
             .unwrap_or(0)
     }
 
+    /// The estimate from counts by the model's own tokenizer (the
+    /// server's, see `server.rs`) for a call of `kind` counting `raw`:
+    /// the count, tool results at their learned share, plus the largest
+    /// difference seen between what calls of that kind reported and their
+    /// count so taken (the chat template's own text, and the tools where
+    /// it leaves them out), plus [`super::TOKENIZER_MARGIN`]. Before a
+    /// call of its kind was reported, the other kind's difference; before
+    /// any, `prior` tokens a counted one.
+    pub fn offset_bound(&self, kind: CallKind, raw: RawCount, prior: f64) -> u64 {
+        let share = self.result_share();
+        let counted = |total: u64, results: u64| total as f64 - (1.0 - share) * results as f64;
+        let offset = |same: bool| {
+            self.samples
+                .iter()
+                .filter(|s| (s.kind == kind) == same)
+                .map(|s| s.reported as f64 - counted(s.raw, s.results))
+                .reduce(f64::max)
+        };
+        match offset(true).or_else(|| offset(false)) {
+            Some(o) => ((counted(raw.total, raw.results) + o).max(1.0)
+                * (1.0 + super::TOKENIZER_MARGIN))
+                .ceil() as u64,
+            None => (raw.total as f64 * prior).ceil() as u64,
+        }
+    }
+
+    /// The share of tool results' tokens the prompt carries (0 for a
+    /// template that leaves them out): from consecutive calls of a kind
+    /// within a run, what the results added beyond the rest's growth, the
+    /// largest seen, within [0, 1]; 1 until a run showed it.
+    fn result_share(&self) -> f64 {
+        let mut share: Option<f64> = None;
+        for (i, s) in self.samples.iter().enumerate() {
+            let Some(e) = self
+                .samples
+                .iter()
+                .take(i)
+                .rfind(|e| e.run == s.run && e.kind == s.kind)
+            else {
+                continue;
+            };
+            let added = s.results.saturating_sub(e.results);
+            if added == 0 {
+                continue;
+            }
+            let rest =
+                s.raw.saturating_sub(s.results) as f64 - e.raw.saturating_sub(e.results) as f64;
+            let q = ((s.reported as f64 - e.reported as f64 - rest) / added as f64).clamp(0.0, 1.0);
+            share = Some(share.map_or(q, |v: f64| v.max(q)));
+        }
+        share.unwrap_or(1.0)
+    }
+
     /// The measure the bound uses now for a run's first call (`first`) or
     /// a later one: the one whose latest predictions of such calls erred
     /// least, `None` until both have predicted one.
@@ -261,8 +373,8 @@ impl Calibration {
     /// calls (a run's first, bounded from other runs whose text may
     /// tokenize at another rate; or a later one, bounded from its run)
     /// erred least, or the larger of both measures' bounds until each has
-    /// predicted one.
-    pub fn bound(&self, kind: CallKind, raw: RawCount, run: &str) -> u64 {
+    /// predicted one; `prior` tokens a unit before any report.
+    pub fn bound(&self, kind: CallKind, raw: RawCount, run: &str, prior: f64) -> u64 {
         let with_margin = |m: Measure| {
             let r = self.rates[m as usize]?;
             let b = self.bare_bound(m, kind, raw, run)?;
@@ -273,69 +385,88 @@ impl Calibration {
             Some(m) => with_margin(m),
             None => MEASURES.iter().filter_map(|m| with_margin(*m)).max(),
         };
-        chosen.unwrap_or_else(|| (raw.total as f64 * PRIOR_TOKENS_PER_PIECE).ceil() as u64)
+        chosen.unwrap_or_else(|| (raw.total as f64 * prior).ceil() as u64)
     }
 
     /// The bound without margin in measure `m`, `None` before any report.
     ///
     /// - Within a run, whose prompt grows by appending, a call is bounded
     ///   by each earlier call of its kind: that call's count, plus the
-    ///   units added since at the rates (tool results at theirs). The
-    ///   least of these bounds is taken.
+    ///   units added since at the step rate. The least of these bounds is
+    ///   taken.
     /// - A run's first call of a kind, after calls of the other kind: the
     ///   same from those calls, plus the largest gap seen between the kinds
     ///   (negative where a server leaves the tools out of an answer).
-    /// - A run's first call: bounded the same way by the calls of its kind
-    ///   in the runs most like it, the largest of these bounds.
+    /// - A run's first call: bounded by the calls of its kind in the runs
+    ///   most like it (the same tools first), the messages added at the
+    ///   average rate from above and tool definitions at theirs; the
+    ///   largest of these bounds.
     fn bare_bound(&self, m: Measure, kind: CallKind, raw: RawCount, run: &str) -> Option<f64> {
         let r = self.rates[m as usize]?;
         let want = size(raw, m);
-        let from = |s: &Sample| extend(&r, s.reported, s.size(m), want);
         let in_run: Vec<&Sample> = self.samples.iter().filter(|s| s.run == run).collect();
-        let least = |same: bool| {
-            in_run
-                .iter()
-                .filter(|s| (s.kind == kind) == same)
-                .map(|s| from(s))
-                .reduce(f64::min)
-        };
-        if let Some(b) = least(true) {
+        let within = |s: &Sample| extend(&r, r.step, s.reported, s.size(m), want);
+        if let Some(b) = in_run
+            .iter()
+            .filter(|s| s.kind == kind)
+            .map(|s| within(s))
+            .reduce(f64::min)
+        {
             return Some(b.max(1.0));
         }
-        if let Some(b) = least(false) {
-            return Some((b + r.gap[slot(kind)]).max(1.0));
+        let gap = r.gap[slot(kind)];
+        if let Some(b) = in_run
+            .iter()
+            .map(|s| within(s) + gap.after(s.size(m).tools))
+            .reduce(f64::min)
+        {
+            return Some(b.max(1.0));
         }
         // A run's first call: the other runs' calls of its kind most like
-        // it (those with the nearest amount of tool results; among them,
-        // no larger, so that the bound adds units at the rate from above
-        // rather than removing them at the one from below, and closest in
-        // size), else of the other kind with the gap.
+        // it (those with the same tools, then the nearest amount of tool
+        // results; among them, no larger, so that the bound adds units at
+        // the rate from above rather than removing them at the one from
+        // below, and closest in size), else of the other kind with the
+        // gap.
+        let across = |s: &Sample| extend(&r, r.hi, s.reported, s.size(m), want);
         let mut others: Vec<&Sample> = self
             .samples
             .iter()
             .filter(|s| s.run != run && s.kind == kind)
             .collect();
-        let gap = if others.is_empty() {
+        let switched = others.is_empty();
+        if switched {
             others = self.samples.iter().filter(|s| s.run != run).collect();
-            r.gap[slot(kind)]
-        } else {
-            0.0
-        };
+        }
         let key = |s: &Sample| {
             let z = s.size(m);
             (
+                z.tools != want.tools,
                 z.results.abs_diff(want.results),
                 z.total > want.total,
                 z.total.abs_diff(want.total),
             )
         };
         others.sort_by_key(|s| key(s));
-        let shape = key(others.first()?).0;
+        let shape = {
+            let k = key(others.first()?);
+            (k.0, k.1)
+        };
         others
             .iter()
-            .take_while(|s| key(s).0 == shape)
+            .take_while(|s| {
+                let k = key(s);
+                (k.0, k.1) == shape
+            })
             .take(CROSS_ANCHORS)
-            .map(|s| from(s) + gap)
+            .map(|s| {
+                let g = if switched {
+                    gap.after(s.size(m).tools)
+                } else {
+                    0.0
+                };
+                across(s) + g
+            })
             .reduce(f64::max)
             .map(|b| b.max(1.0))
     }
@@ -350,9 +481,10 @@ fn derive(samples: &VecDeque<Sample>, m: Measure) -> Option<Rates> {
         .map(|s| s.reported as f64 / s.size(m).total as f64);
     let hi = ratios.clone().reduce(f64::max)?;
     let lo = ratios.reduce(f64::min).unwrap_or(hi) / 2.0;
-    // Tool results: from consecutive calls of a kind within a run, what
-    // the results added once the rest is counted at `hi`.
-    let mut results: Option<f64> = None;
+    let max = |q: Option<f64>, v: f64| Some(q.map_or(v, |q: f64| q.max(v)));
+    // The step: from consecutive calls of a kind within a run, with the
+    // same tools, whose messages grew enough to tell.
+    let mut step: Option<f64> = None;
     for (i, s) in samples.iter().enumerate() {
         let Some(e) = samples
             .iter()
@@ -362,37 +494,42 @@ fn derive(samples: &VecDeque<Sample>, m: Measure) -> Option<Rates> {
             continue;
         };
         let (now, then) = (s.size(m), e.size(m));
-        if now.results > then.results {
-            let rest = hi * now.rest().saturating_sub(then.rest()) as f64;
-            let rate = ((s.reported as f64 - e.reported as f64 - rest)
-                / (now.results - then.results) as f64)
-                .max(0.0);
-            results = Some(results.map_or(rate, |q| q.max(rate)));
+        let grown = now.messages().saturating_sub(then.messages());
+        if now.tools == then.tools && grown >= MIN_STEP.max(then.messages() / MIN_STEP_SHARE) {
+            let rate = (s.reported as f64 - e.reported as f64).max(0.0) / grown as f64;
+            step = max(step, rate);
         }
     }
     let mut rates = Rates {
         hi,
         lo,
-        results: results.unwrap_or(hi),
-        gap: [0.0, 0.0],
+        step: step.unwrap_or(hi),
+        tools: hi,
+        gap: [Gap::default(); 2],
         margin: CALIBRATION_MARGIN,
         error: [None, None],
     };
     // What a run's first call of a kind, after calls of the other, counted
-    // beyond the bound from those calls.
-    let mut gap: [Option<f64>; 2] = [None, None];
+    // beyond the bound from the latest of those calls; and from the gaps
+    // that removed tokens, what tool definitions count.
+    let mut gap = [Gap::default(); 2];
+    let mut tools: Option<f64> = None;
     for (i, s) in samples.iter().enumerate() {
         let mut earlier = samples.iter().take(i).filter(|e| e.run == s.run);
         if earlier.clone().any(|e| e.kind == s.kind) {
             continue;
         }
         if let Some(e) = earlier.rfind(|e| e.kind != s.kind) {
-            let g = s.reported as f64 - extend(&rates, e.reported, e.size(m), s.size(m));
-            let k = slot(s.kind);
-            gap[k] = Some(gap[k].map_or(g, |q: f64| q.max(g)));
+            let then = e.size(m);
+            let g = s.reported as f64 - extend(&rates, rates.step, e.reported, then, s.size(m));
+            gap[slot(s.kind)].add(g, then.tools);
+            if g < 0.0 && then.tools > 0 {
+                tools = max(tools, -g / then.tools as f64);
+            }
         }
     }
-    rates.gap = [gap[0].unwrap_or(0.0), gap[1].unwrap_or(0.0)];
+    rates.gap = gap;
+    rates.tools = tools.unwrap_or(hi);
     let errors: Vec<(bool, f64)> = samples
         .iter()
         .enumerate()
@@ -417,9 +554,10 @@ fn derive(samples: &VecDeque<Sample>, m: Measure) -> Option<Rates> {
 }
 
 /// A count of size `want`, bounded from a call of size `then` that counted
-/// `reported`: plus the units added since at the rates from above (tool
-/// results at theirs), less the units removed at the rate from below.
-fn extend(r: &Rates, reported: u64, then: Size, want: Size) -> f64 {
+/// `reported`: plus the message units added since at `up` and the tool
+/// definitions added at their rate, less the units removed at the rate
+/// from below.
+fn extend(r: &Rates, up: f64, reported: u64, then: Size, want: Size) -> f64 {
     let delta = |now: u64, then: u64, up: f64| {
         if now >= then {
             up * (now - then) as f64
@@ -428,6 +566,6 @@ fn extend(r: &Rates, reported: u64, then: Size, want: Size) -> f64 {
         }
     };
     reported as f64
-        + delta(want.rest(), then.rest(), r.hi)
-        + delta(want.results, then.results, r.results)
+        + delta(want.messages(), then.messages(), up)
+        + delta(want.tools, then.tools, r.tools)
 }

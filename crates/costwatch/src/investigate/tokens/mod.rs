@@ -1,7 +1,7 @@
 //! Prompt-token estimates: how many tokens a request will be billed for,
 //! before it is sent, so the caps can be planned (see `budget.rs`).
 //!
-//! Two ways to count, chosen by `investigation.tokenizer`:
+//! Three ways to count, chosen by `investigation.tokenizer`:
 //!
 //! - **A real tokenizer** for model families that publish theirs: OpenAI's
 //!   `o200k_base` (GPT-4o, GPT-4.1, GPT-5, o-series) and `cl100k_base`
@@ -28,6 +28,17 @@
 //!   predictions were nearest the counts is used. Before any report, a
 //!   request is taken at [`PRIOR_TOKENS_PER_PIECE`] tokens a unit, about
 //!   three times what a GPT-like model counts.
+//! - **The model server's own tokenizer** (`server`), for a model served
+//!   by a server that counts text on request (llama-cpp-python's
+//!   `/extras/tokenize/count`; see `server.rs`): each text of the request
+//!   is counted exactly, as the chat template renders it (HTML-escaped
+//!   where the template escapes). What the template adds is learned from
+//!   reported usage as a difference per kind of call (its own text; the
+//!   tools, where it leaves them out of an answer) and the share of tool
+//!   results it keeps, so every call after the first of its kind is the
+//!   count plus [`TOKENIZER_MARGIN`]. Before any report, a request is
+//!   taken at [`PRIOR_TOKENS_PER_TOKEN`]; a count the server could not
+//!   give, at the pieces' prior.
 //!
 //! What was learned (the latest [`CALIBRATION_WINDOW`] calls, per model
 //! and counting method) is kept in the state database and loaded before
@@ -42,13 +53,15 @@
 
 mod calibration;
 mod pieces;
+mod server;
 mod tokenizer;
 
 pub use calibration::{
     CALIBRATION_MARGIN, CALIBRATION_WINDOW, Calibration, MAX_CALIBRATION_MARGIN, Measure,
     PRIOR_TOKENS_PER_PIECE, Sample,
 };
-pub use pieces::{RawCount, pieces};
+pub use pieces::{RawCount, count_request as count_pieces, pieces};
+pub use server::{DEFAULT_TOKENIZE_PATH, ServerCounter, default_url as default_tokenize_url};
 pub use tokenizer::{REPLY_PRIMING_TOKENS, TOKENS_PER_MESSAGE, Tokenizer, TokenizerChoice};
 
 use super::model::ChatRequest;
@@ -63,6 +76,12 @@ pub const TOKENIZER_MARGIN: f64 = 0.02;
 /// way of counting pieces gets a new name, so nothing learned with the
 /// old one is applied to it.
 pub const BOUND_METHOD: &str = "pieces-v1";
+/// The method of counts by the model server's tokenize endpoint (see
+/// `server.rs`), learned from as the bound's pieces are.
+pub const SERVER_METHOD: &str = "server-v1";
+/// The server-counted bound's prior: tokens billed per token of text
+/// before any call was reported (the template's own text on top).
+pub const PRIOR_TOKENS_PER_TOKEN: f64 = 1.5;
 
 /// Calls are compared with calls of their kind only: a server may render
 /// the tools for a call that may use them and leave them out of one that
@@ -75,6 +94,8 @@ pub type CallKind = super::model::ToolChoice;
 #[derive(Debug)]
 pub struct PromptEstimator {
     tokenizer: Option<Tokenizer>,
+    /// Whether raw counts are the server's tokens rather than pieces.
+    server: bool,
     calibration: Mutex<Calibration>,
 }
 
@@ -83,7 +104,17 @@ impl PromptEstimator {
     pub fn new(tokenizer: Option<Tokenizer>) -> PromptEstimator {
         PromptEstimator {
             tokenizer,
+            server: false,
             calibration: Mutex::new(Calibration::default()),
+        }
+    }
+
+    /// An estimator of counts by the model server's tokenizer (see
+    /// `server.rs`): the bound, learned from tokens rather than pieces.
+    pub fn server() -> PromptEstimator {
+        PromptEstimator {
+            server: true,
+            ..PromptEstimator::new(None)
         }
     }
 
@@ -99,9 +130,14 @@ impl PromptEstimator {
     }
 
     /// The counting method, the key of its stored calibration with the
-    /// model's name: the encoding's name, or [`BOUND_METHOD`].
+    /// model's name: the encoding's name, [`SERVER_METHOD`] or
+    /// [`BOUND_METHOD`].
     pub fn method(&self) -> &'static str {
-        self.tokenizer.map_or(BOUND_METHOD, Tokenizer::name)
+        match self.tokenizer {
+            Some(t) => t.name(),
+            None if self.server => SERVER_METHOD,
+            None => BOUND_METHOD,
+        }
     }
 
     /// The raw count of `request`: its tokens as OpenAI's guide counts
@@ -119,12 +155,17 @@ impl PromptEstimator {
     /// The estimate for a call of `kind` in `conversation` (the run)
     /// whose raw count is `raw`.
     pub fn estimate(&self, kind: CallKind, raw: RawCount, conversation: &str) -> u64 {
+        if raw.fallback {
+            return (raw.total as f64 * PRIOR_TOKENS_PER_PIECE).ceil() as u64;
+        }
         let c = self.calibration();
-        if self.tokenizer.is_some() {
+        if self.server {
+            c.offset_bound(kind, raw, PRIOR_TOKENS_PER_TOKEN)
+        } else if self.tokenizer.is_some() {
             let counted = (raw.total as i64 + c.offset()).max(0) as f64;
             (counted * (1.0 + TOKENIZER_MARGIN)).ceil() as u64
         } else {
-            c.bound(kind, raw, conversation)
+            c.bound(kind, raw, conversation, PRIOR_TOKENS_PER_PIECE)
         }
     }
 
@@ -145,7 +186,7 @@ impl PromptEstimator {
         conversation: &str,
         at_ms: i64,
     ) {
-        if raw.total == 0 || reported == 0 {
+        if raw.total == 0 || reported == 0 || raw.fallback {
             return;
         }
         let sample = Sample {
@@ -155,12 +196,15 @@ impl PromptEstimator {
             results: raw.results,
             bytes: raw.bytes,
             result_bytes: raw.result_bytes,
+            tools: raw.tools,
+            tool_bytes: raw.tool_bytes,
             reported,
             predicted: 0,
             predicted_by_bytes: 0,
             at_ms,
         };
-        self.calibration().push(sample, self.tokenizer.is_none());
+        self.calibration()
+            .push(sample, self.tokenizer.is_none() && !self.server);
     }
 
     /// What was learned, oldest first: what is stored.

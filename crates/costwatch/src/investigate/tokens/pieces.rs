@@ -122,6 +122,14 @@ pub struct RawCount {
     pub bytes: u64,
     /// The bytes of tool results (the bound only).
     pub result_bytes: u64,
+    /// The part of `total` that is the tool definitions (the bound only):
+    /// a server may render them otherwise, or leave them out of a call.
+    pub tools: u64,
+    /// The bytes of the tool definitions (the bound only).
+    pub tool_bytes: u64,
+    /// Counted in pieces because the server's count failed: estimated at
+    /// the prior and not learned from.
+    pub fallback: bool,
 }
 
 /// The bound's raw count of `request`: units of its texts, and bytes of
@@ -139,9 +147,11 @@ pub fn count_request(request: &ChatRequest) -> RawCount {
     };
     if !request.tools.is_empty() {
         if let Ok(tools) = serde_json::to_string(&request.tools) {
+            raw.tools = units(&tools);
             add(&tools, false);
         }
-        raw.bytes += json_len(&request.tools);
+        raw.tool_bytes = json_len(&request.tools);
+        raw.bytes += raw.tool_bytes;
     }
     raw.bytes += json_len(&request.messages);
     for m in &request.messages {

@@ -33,6 +33,7 @@ fn with(total: u64, results: u64) -> RawCount {
         results,
         bytes: total * 4,
         result_bytes: results * 4,
+        ..RawCount::default()
     }
 }
 
@@ -202,4 +203,150 @@ fn what_was_learned_survives_in_the_samples() {
     let text = serde_json::to_string(&kept).unwrap();
     let back: Vec<Sample> = serde_json::from_str(&text).unwrap();
     assert_eq!(back, kept);
+}
+
+/// Counts by the server's tokenizer: the template's own text is learned
+/// as a difference per kind of call, the tool results it leaves out as a
+/// share.
+#[test]
+fn server_counts_learn_the_template_per_kind_and_the_share_of_results() {
+    let e = PromptEstimator::server();
+    assert_eq!(e.method(), SERVER_METHOD);
+    let tokens = |total: u64, results: u64| RawCount {
+        total,
+        results,
+        ..RawCount::default()
+    };
+    let margin = |n: u64| (n as f64 * (1.0 + TOKENIZER_MARGIN)).ceil() as u64;
+    // Before any report: the prior.
+    assert_eq!(
+        e.estimate(A, tokens(1_000, 0), "r1"),
+        (1_000.0 * PRIOR_TOKENS_PER_TOKEN).ceil() as u64
+    );
+    // Run 1: the template adds 128 tokens to a call with tools, leaves the
+    // 50 tokens of results out, and an answer drops the tools (-400).
+    e.observe(A, tokens(1_000, 0), 1_128, "r1", 1);
+    assert_eq!(
+        e.estimate(N, tokens(1_100, 0), "r1"),
+        margin(1_228),
+        "before an answer was seen, as a call with tools"
+    );
+    e.observe(A, tokens(1_200, 50), 1_278, "r1", 2);
+    e.observe(N, tokens(1_300, 100), 800, "r1", 3);
+    // Run 2: exact, plus the margin, whatever its size and results.
+    assert_eq!(e.estimate(A, tokens(1_100, 0), "r2"), margin(1_228));
+    assert_eq!(e.estimate(A, tokens(1_500, 200), "r2"), margin(1_428));
+    assert_eq!(e.estimate(N, tokens(1_400, 150), "r2"), margin(850));
+    // A count the server could not give is estimated at the pieces' prior
+    // and not learned from.
+    let failed = RawCount {
+        total: 500,
+        fallback: true,
+        ..RawCount::default()
+    };
+    assert_eq!(
+        e.estimate(A, failed, "r2"),
+        (500.0 * PRIOR_TOKENS_PER_PIECE).ceil() as u64
+    );
+    e.observe(A, failed, 10, "r2", 4);
+    assert_eq!(e.samples().len(), 3);
+}
+
+#[test]
+fn message_text_is_escaped_as_jinjas_autoescape_renders_it() {
+    assert_eq!(
+        server::html_escaped(r#"{"a": "<b> & 'c'"}"#),
+        "{&#34;a&#34;: &#34;&lt;b&gt; &amp; &#39;c&#39;&#34;}"
+    );
+    assert_eq!(server::html_escaped("plain"), "plain");
+}
+
+/// A tokenize endpoint on loopback that counts words and keeps what it
+/// was asked.
+async fn word_counter(status: u16) -> (url::Url, std::sync::Arc<Mutex<Vec<String>>>) {
+    use axum::{Json, Router, routing::post};
+    let asked = std::sync::Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = asked.clone();
+    let app = Router::new().route(
+        "/extras/tokenize/count",
+        post(move |Json(body): Json<serde_json::Value>| {
+            let seen = seen.clone();
+            async move {
+                let input = body["input"].as_str().unwrap_or_default().to_owned();
+                let n = input.split_whitespace().count();
+                seen.lock().unwrap().push(input);
+                (
+                    axum::http::StatusCode::from_u16(status).unwrap(),
+                    Json(json!({ "count": n })),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let url = url::Url::parse(&format!("http://{addr}/v1")).unwrap();
+    (url, asked)
+}
+
+fn model_client(url: url::Url) -> crate::investigate::model::ModelClient {
+    crate::investigate::model::ModelClient::new(
+        url,
+        &crate::secret::Secret::new("k"),
+        "m",
+        crate::source::HttpLimits {
+            timeout: std::time::Duration::from_secs(5),
+            connect_timeout: std::time::Duration::from_secs(5),
+            max_retries: 0,
+            retry_base: std::time::Duration::from_millis(10),
+            retry_max: std::time::Duration::from_millis(10),
+            max_body_bytes: 1 << 20,
+        },
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_server_counts_each_text_once_as_the_template_renders_it() {
+    let (url, asked) = word_counter(200).await;
+    let endpoint = default_tokenize_url(&url).unwrap();
+    assert_eq!(endpoint.path(), DEFAULT_TOKENIZE_PATH);
+    let client = model_client(url).with_tokenize_url(endpoint, true);
+    assert_eq!(client.estimator().method(), SERVER_METHOD);
+    let mut req = request("say \"hi\" to three");
+    req.messages.push(ChatMessage::tool("call_1", "one two"));
+    let raw = client.raw_count(&req).await;
+    // Words: "You answer." 2, the escaped user text 4, the result 2; and
+    // the framing of three messages.
+    assert!(!raw.fallback);
+    assert_eq!(raw.total, 2 + 4 + 2 + 3 * pieces::PIECES_PER_MESSAGE);
+    assert_eq!((raw.results, raw.tools), (2, 0));
+    assert!(
+        asked
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t == "say &#34;hi&#34; to three"),
+        "{:?}",
+        asked.lock().unwrap()
+    );
+    // The same texts again: nothing asked.
+    let before = asked.lock().unwrap().len();
+    assert_eq!(client.raw_count(&req).await, raw);
+    assert_eq!(asked.lock().unwrap().len(), before);
+}
+
+#[tokio::test]
+async fn a_failed_count_falls_back_to_the_prior() {
+    let (url, _) = word_counter(500).await;
+    let endpoint = default_tokenize_url(&url).unwrap();
+    let client = model_client(url).with_tokenize_url(endpoint, false);
+    let req = request("anything at all");
+    let raw = client.raw_count(&req).await;
+    assert!(raw.fallback);
+    assert_eq!(raw.total, pieces::count_request(&req).total);
+    assert_eq!(
+        client.estimator().estimate(A, raw, "r"),
+        (raw.total as f64 * PRIOR_TOKENS_PER_PIECE).ceil() as u64
+    );
 }

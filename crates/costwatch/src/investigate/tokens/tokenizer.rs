@@ -57,7 +57,7 @@ impl Tokenizer {
         match choice {
             TokenizerChoice::O200kBase => Some(Tokenizer::O200k),
             TokenizerChoice::Cl100kBase => Some(Tokenizer::Cl100k),
-            TokenizerChoice::None => None,
+            TokenizerChoice::None | TokenizerChoice::Server => None,
             TokenizerChoice::Auto => {
                 let m = model.to_ascii_lowercase();
                 let m = m.rsplit('/').next().unwrap_or(&m);
