@@ -154,7 +154,7 @@ impl ServerCounter {
 
     /// The raw count of `request` in the server's tokens: the tool
     /// definitions, each message's text (tool results apart) and tool
-    /// calls, and [`pieces::PIECES_PER_MESSAGE`] per message of framing;
+    /// calls, and `PIECES_PER_MESSAGE` per message of framing;
     /// its bytes as the bound measures them.
     pub async fn count_request(&self, request: &ChatRequest) -> Result<RawCount, String> {
         let mut raw = pieces::count_request(request);
