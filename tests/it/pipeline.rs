@@ -497,3 +497,41 @@ async fn running_again_at_the_same_time_does_nothing() {
     assert!(earlier.is_empty());
     assert_eq!(p.store().windows(JOB).await.unwrap().len(), 3);
 }
+
+/// A replay keeps the baselines each window commits for the next windows
+/// rather than reading them back: the findings, their order and the stored
+/// baselines are those of a pipeline that reads them every window.
+#[tokio::test]
+async fn carried_baselines_find_and_store_what_reading_them_back_does() {
+    let dataset = two_days();
+    let from = ts("2026-11-02T00:00:00Z");
+    let to = from + ChronoDuration::days(2);
+    let sim = start_sim(dataset).await;
+    let mut runs = Vec::new();
+    for carrying in [false, true] {
+        let (source, _) = gateway(&sim, 10);
+        let dir = TempDir::new().unwrap();
+        let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+        let p = pipeline(source, store, from, to);
+        let p = if carrying { p.carrying_baselines() } else { p };
+        let reports = p.run_due(to, |_| {}).await.unwrap();
+        assert_eq!(reports.len(), 48);
+        let findings: Vec<Finding> = reports
+            .iter()
+            .flat_map(|r| r.new_findings.iter().cloned())
+            .collect();
+        let mut groups: Vec<String> = findings.iter().map(|f| f.group.clone()).collect();
+        groups.sort();
+        groups.dedup();
+        let baselines = p.store().load_baselines(&groups).await.unwrap();
+        runs.push((findings, groups, baselines, dir));
+    }
+    let (carried, read) = (&runs[1], &runs[0]);
+    assert!(
+        !read.0.is_empty() && read.1.len() > 1,
+        "findings in several groups"
+    );
+    assert_eq!(carried.0, read.0);
+    assert_eq!(carried.2.len(), read.1.len());
+    assert_eq!(carried.2, read.2);
+}

@@ -160,7 +160,8 @@ where
         schedule,
         drilldown_concurrency,
         clock,
-    );
+    )
+    .carrying_baselines();
     let mut out = Replay::default();
     // The read that failed last and has not succeeded since: what, how
     // often, and why.

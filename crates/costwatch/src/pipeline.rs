@@ -7,10 +7,11 @@
 //! Windows are processed strictly in order, so none is skipped or counted twice.
 
 use crate::clock::Clock;
-use crate::detect::{Catalogue, Detector, Diagnostic, Finding};
+use crate::detect::{Catalogue, Detector, Diagnostic, Finding, GroupBaseline};
 use crate::source::{ModelPrice, SessionRecord, Source, SourceError, Window};
 use crate::store::{Store, StoreError, WindowCommit};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -171,6 +172,14 @@ pub struct WindowReport {
     pub diagnostics: Vec<Diagnostic>,
 }
 
+/// The most groups whose baselines a run carries from window to window
+/// (see [`Pipeline::carrying_baselines`]); past it, the others are read
+/// from the store each window, as without carrying.
+pub const MAX_CARRIED_GROUPS: usize = 4_096;
+
+/// The baselines a run committed, by group, kept for its next windows.
+type Carried = Option<HashMap<String, GroupBaseline>>;
+
 /// A window read and judged, not yet stored.
 struct Read {
     judgement: crate::detect::Judgement,
@@ -187,6 +196,7 @@ pub struct Pipeline<S, St> {
     schedule: Schedule,
     drilldown_concurrency: usize,
     clock: Arc<dyn Clock>,
+    carry_baselines: bool,
 }
 
 impl<S, St> Pipeline<S, St>
@@ -210,7 +220,20 @@ where
             schedule,
             drilldown_concurrency: drilldown_concurrency.max(1),
             clock,
+            carry_baselines: false,
         }
+    }
+
+    /// Keeps the baselines each window commits for the next windows of the
+    /// same run, instead of reading them back from the store: for a
+    /// pipeline that is the only writer of its state's baselines (a
+    /// backtest's replay). The store still gets every window's baselines
+    /// in the window's transaction; what is kept is exactly what was
+    /// written, so the findings are the same. The daemon does not carry:
+    /// replicas and jobs share the baselines, and each window reads them.
+    pub fn carrying_baselines(mut self) -> Self {
+        self.carry_baselines = true;
+        self
     }
 
     /// The store, for reading results.
@@ -295,8 +318,12 @@ where
             })?
             .map_err(PipelineError::Models)?;
         let mut reports = Vec::with_capacity(due.len());
+        let mut carried: Carried = self.carry_baselines.then(HashMap::new);
         for window in due {
-            match self.process_window(window, &models, deadline).await {
+            match self
+                .process_carrying(window, &models, deadline, &mut carried)
+                .await
+            {
                 Ok(report) => {
                     on_window(&report);
                     reports.push(report);
@@ -326,7 +353,21 @@ where
         models: &[ModelPrice],
         deadline: Option<Deadline>,
     ) -> Result<WindowReport, PipelineError> {
-        let read = Deadline::bound(deadline, self.read_window(window, models))
+        self.process_carrying(window, models, deadline, &mut None)
+            .await
+    }
+
+    /// [`Pipeline::process_window`], taking the baselines of the groups
+    /// `carried` holds from it rather than from the store, and adding the
+    /// ones committed to it.
+    async fn process_carrying(
+        &self,
+        window: Window,
+        models: &[ModelPrice],
+        deadline: Option<Deadline>,
+        carried: &mut Carried,
+    ) -> Result<WindowReport, PipelineError> {
+        let read = Deadline::bound(deadline, self.read_window(window, models, carried.as_ref()))
             .await
             .ok_or_else(|| PipelineError::Deadline {
                 window: Some(window),
@@ -354,6 +395,13 @@ where
                 },
             )
             .await?;
+        if let Some(kept) = carried {
+            for (group, b) in std::mem::take(&mut judgement.baselines) {
+                if kept.len() < MAX_CARRIED_GROUPS || kept.contains_key(&group) {
+                    kept.insert(group, b);
+                }
+            }
+        }
         tracing::info!(
             window = %window,
             sessions = judgement.sessions,
@@ -380,6 +428,7 @@ where
         &self,
         window: Window,
         models: &[ModelPrice],
+        carried: Option<&HashMap<String, GroupBaseline>>,
     ) -> Result<Read, PipelineError> {
         let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
         let in_use = self.store.models_in_use(since).await?;
@@ -393,7 +442,7 @@ where
                 window,
                 error: source,
             })?;
-        let history = self.store.load_baselines(&analysis.groups()).await?;
+        let history = self.history(analysis.groups(), carried).await?;
         let (mut pages, mut retries) = (stats.pages, stats.retries);
         let mut judgement = if analysis.overflowed() {
             // Too many candidates to keep: the baselines are complete now, so
@@ -414,9 +463,11 @@ where
             analysis.judge(history)
         };
         let drilldowns = judgement.drilldowns.len();
-        let confirmed = self
+        let mut confirmed = self
             .drill_down(window, std::mem::take(&mut judgement.drilldowns))
             .await?;
+        // Drill-downs answer in any order; the findings keep one.
+        confirmed.sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
         judgement.findings.extend(confirmed);
         Ok(Read {
             judgement,
@@ -424,6 +475,32 @@ where
             retries,
             drilldowns,
         })
+    }
+
+    /// The stored baselines of `groups`: those `carried` holds from it, the
+    /// others from the store.
+    async fn history(
+        &self,
+        groups: Vec<String>,
+        carried: Option<&HashMap<String, GroupBaseline>>,
+    ) -> Result<HashMap<String, GroupBaseline>, StoreError> {
+        let Some(carried) = carried else {
+            return self.store.load_baselines(&groups).await;
+        };
+        let mut history = HashMap::with_capacity(groups.len());
+        let mut missing = Vec::new();
+        for g in groups {
+            match carried.get(&g) {
+                Some(b) => {
+                    history.insert(g, b.clone());
+                }
+                None => missing.push(g),
+            }
+        }
+        if !missing.is_empty() {
+            history.extend(self.store.load_baselines(&missing).await?);
+        }
+        Ok(history)
     }
 
     /// Fetches the requests of each drill-down candidate (retry loops, and
