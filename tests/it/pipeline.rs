@@ -498,9 +498,10 @@ async fn running_again_at_the_same_time_does_nothing() {
     assert_eq!(p.store().windows(JOB).await.unwrap().len(), 3);
 }
 
-/// A replay keeps the baselines each window commits for the next windows
-/// rather than reading them back: the findings, their order and the stored
-/// baselines are those of a pipeline that reads them every window.
+/// A replay keeps the baselines each window commits, and the request rows
+/// it drilled into, for the next windows rather than reading them again:
+/// the findings, their order and the stored baselines are those of a
+/// pipeline that reads them every window.
 #[tokio::test]
 async fn carried_baselines_find_and_store_what_reading_them_back_does() {
     let dataset = two_days();
@@ -513,7 +514,7 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
         let dir = TempDir::new().unwrap();
         let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
         let p = pipeline(source, store, from, to);
-        let p = if carrying { p.carrying_baselines() } else { p };
+        let p = if carrying { p.carrying() } else { p };
         let reports = p.run_due(to, |_| {}).await.unwrap();
         assert_eq!(reports.len(), 48);
         let findings: Vec<Finding> = reports

@@ -161,7 +161,7 @@ where
         drilldown_concurrency,
         clock,
     )
-    .carrying_baselines();
+    .carrying();
     let mut out = Replay::default();
     // The read that failed last and has not succeeded since: what, how
     // often, and why.

@@ -8,7 +8,7 @@
 
 use crate::clock::Clock;
 use crate::detect::{Catalogue, Detector, Diagnostic, Finding, GroupBaseline};
-use crate::source::{ModelPrice, SessionRecord, Source, SourceError, Window};
+use crate::source::{ModelPrice, RequestRecord, SessionRecord, Source, SourceError, Window};
 use crate::store::{Store, StoreError, WindowCommit};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::collections::HashMap;
@@ -173,12 +173,25 @@ pub struct WindowReport {
 }
 
 /// The most groups whose baselines a run carries from window to window
-/// (see [`Pipeline::carrying_baselines`]); past it, the others are read
-/// from the store each window, as without carrying.
+/// (see [`Pipeline::carrying`]); past it, the others are read from the
+/// store each window, as without carrying.
 pub const MAX_CARRIED_GROUPS: usize = 4_096;
+/// The most sessions whose request rows a run carries from window to
+/// window; past it, the others are read again when drilled into.
+pub const MAX_CARRIED_SESSIONS: usize = 1_024;
 
-/// The baselines a run committed, by group, kept for its next windows.
-type Carried = Option<HashMap<String, GroupBaseline>>;
+/// What a carrying run keeps from window to window.
+#[derive(Default)]
+struct Carried {
+    /// The baselines committed, by group.
+    baselines: HashMap<String, GroupBaseline>,
+    /// The request rows drilled into, by session, with the session's
+    /// aggregate row as it was when they were read.
+    drilled: Drilled,
+}
+
+/// Request rows by session, with the aggregate row they were read for.
+type Drilled = HashMap<String, (SessionRecord, Arc<Vec<RequestRecord>>)>;
 
 /// A window read and judged, not yet stored.
 struct Read {
@@ -196,7 +209,7 @@ pub struct Pipeline<S, St> {
     schedule: Schedule,
     drilldown_concurrency: usize,
     clock: Arc<dyn Clock>,
-    carry_baselines: bool,
+    carrying: bool,
 }
 
 impl<S, St> Pipeline<S, St>
@@ -220,19 +233,28 @@ where
             schedule,
             drilldown_concurrency: drilldown_concurrency.max(1),
             clock,
-            carry_baselines: false,
+            carrying: false,
         }
     }
 
-    /// Keeps the baselines each window commits for the next windows of the
-    /// same run, instead of reading them back from the store: for a
-    /// pipeline that is the only writer of its state's baselines (a
-    /// backtest's replay). The store still gets every window's baselines
-    /// in the window's transaction; what is kept is exactly what was
-    /// written, so the findings are the same. The daemon does not carry:
-    /// replicas and jobs share the baselines, and each window reads them.
-    pub fn carrying_baselines(mut self) -> Self {
-        self.carry_baselines = true;
+    /// Carries what a window learned to the next windows of the same run,
+    /// instead of reading it again: for a pipeline that is the only writer
+    /// of its state's baselines and reads a gateway's history (a
+    /// backtest's replay).
+    ///
+    /// - The baselines each window commits are kept rather than read back
+    ///   from the store. The store still gets every window's baselines in
+    ///   the window's transaction; what is kept is exactly what was
+    ///   written.
+    /// - The request rows of a session drilled into are kept with its
+    ///   aggregate row, and used again when the session is drilled into in
+    ///   a later window with the very same aggregate (no call added, none
+    ///   changed); any difference reads them again.
+    ///
+    /// So the findings are the same. The daemon does not carry: replicas
+    /// and jobs share the baselines, and each window reads them.
+    pub fn carrying(mut self) -> Self {
+        self.carrying = true;
         self
     }
 
@@ -318,7 +340,7 @@ where
             })?
             .map_err(PipelineError::Models)?;
         let mut reports = Vec::with_capacity(due.len());
-        let mut carried: Carried = self.carry_baselines.then(HashMap::new);
+        let mut carried: Option<Carried> = self.carrying.then(Carried::default);
         for window in due {
             match self
                 .process_carrying(window, &models, deadline, &mut carried)
@@ -357,17 +379,17 @@ where
             .await
     }
 
-    /// [`Pipeline::process_window`], taking the baselines of the groups
-    /// `carried` holds from it rather than from the store, and adding the
-    /// ones committed to it.
+    /// [`Pipeline::process_window`], taking what `carried` holds from it
+    /// rather than from the store or the gateway, and adding what the
+    /// window committed and read to it.
     async fn process_carrying(
         &self,
         window: Window,
         models: &[ModelPrice],
         deadline: Option<Deadline>,
-        carried: &mut Carried,
+        carried: &mut Option<Carried>,
     ) -> Result<WindowReport, PipelineError> {
-        let read = Deadline::bound(deadline, self.read_window(window, models, carried.as_ref()))
+        let read = Deadline::bound(deadline, self.read_window(window, models, carried.as_mut()))
             .await
             .ok_or_else(|| PipelineError::Deadline {
                 window: Some(window),
@@ -395,7 +417,8 @@ where
                 },
             )
             .await?;
-        if let Some(kept) = carried {
+        if let Some(carried) = carried {
+            let kept = &mut carried.baselines;
             for (group, b) in std::mem::take(&mut judgement.baselines) {
                 if kept.len() < MAX_CARRIED_GROUPS || kept.contains_key(&group) {
                     kept.insert(group, b);
@@ -428,7 +451,7 @@ where
         &self,
         window: Window,
         models: &[ModelPrice],
-        carried: Option<&HashMap<String, GroupBaseline>>,
+        carried: Option<&mut Carried>,
     ) -> Result<Read, PipelineError> {
         let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
         let in_use = self.store.models_in_use(since).await?;
@@ -442,7 +465,9 @@ where
                 window,
                 error: source,
             })?;
-        let history = self.history(analysis.groups(), carried).await?;
+        let history = self
+            .history(analysis.groups(), carried.as_deref().map(|c| &c.baselines))
+            .await?;
         let (mut pages, mut retries) = (stats.pages, stats.retries);
         let mut judgement = if analysis.overflowed() {
             // Too many candidates to keep: the baselines are complete now, so
@@ -464,7 +489,11 @@ where
         };
         let drilldowns = judgement.drilldowns.len();
         let mut confirmed = self
-            .drill_down(window, std::mem::take(&mut judgement.drilldowns))
+            .drill_down(
+                window,
+                std::mem::take(&mut judgement.drilldowns),
+                carried.map(|c| &mut c.drilled),
+            )
             .await?;
         // Drill-downs answer in any order; the findings keep one.
         confirmed.sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
@@ -510,9 +539,22 @@ where
         &self,
         window: Window,
         candidates: Vec<crate::detect::Drilldown>,
+        mut drilled: Option<&mut Drilled>,
     ) -> Result<Vec<Finding>, PipelineError> {
         let mut confirmed = Vec::new();
-        let mut pending = candidates.into_iter();
+        let mut pending = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            let known = drilled
+                .as_deref()
+                .and_then(|d| d.get(&c.session.session_id))
+                .filter(|(seen, _)| *seen == c.session)
+                .map(|(_, rows)| rows.clone());
+            match known {
+                Some(rows) => confirmed.extend(self.detector.confirm(&c, &rows, window)),
+                None => pending.push(c),
+            }
+        }
+        let mut pending = pending.into_iter();
         let mut running: JoinSet<(crate::detect::Drilldown, Result<_, SourceError>)> =
             JoinSet::new();
         loop {
@@ -536,6 +578,12 @@ where
                 error: source,
             })?;
             confirmed.extend(self.detector.confirm(&candidate, &requests, window));
+            if let Some(d) = drilled.as_deref_mut()
+                && (d.len() < MAX_CARRIED_SESSIONS || d.contains_key(&candidate.session.session_id))
+            {
+                let id = candidate.session.session_id.clone();
+                d.insert(id, (candidate.session, Arc::new(requests)));
+            }
         }
         Ok(confirmed)
     }

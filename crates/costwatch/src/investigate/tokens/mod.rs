@@ -17,11 +17,12 @@
 //! - **A calibrated bound** for every other model. A request is measured
 //!   in units (pieces of text as a byte-level BPE tokenizer splits them:
 //!   digits one by one, words, punctuation runs; see `pieces.rs`) and in
-//!   bytes of its JSON, its tool results apart. The bound learns from
-//!   reported usage (see `calibration.rs`): tokens per unit (or byte) from
-//!   above, what tool results add (nothing, for a template that leaves
-//!   them out), what an answer without tools adds or removes (a server may
-//!   render the tools only for a call that may use them), and a margin
+//!   bytes of its JSON, its tool definitions and results apart. The bound
+//!   learns from reported usage (see `calibration.rs`): tokens per unit
+//!   (or byte) from above, the tokens per unit a run adds from one call to
+//!   the next (the template's fixed text is not in that step), what tool
+//!   definitions count, what an answer without tools adds or removes (a
+//!   server may render the tools only for a call that may use them), and a margin
 //!   from the spread of its earlier predictions. Within a run a call is
 //!   bounded from the run's earlier calls, a run's first call from the
 //!   first calls of other runs; of the two measures, the one whose
