@@ -336,10 +336,11 @@ $sweep
   a replay, which carries the ones it committed), at least one page
   request to the gateway, and the statistics of each group with a
   nominated session. Smaller windows also read a session again in each
-  window it is active in, and drill into a candidate again in each (at
-  5-minute windows 32,221 session rows and 454 drill-downs against 25,809
-  and 110 at 6 hours): that is in the slope too. The Python reference has
-  no state to keep, so its CPU barely moves with the window size: the
+  window it is active in (at 5-minute windows 32,221 session rows against
+  25,809 at 6 hours), and judge a candidate again in each (454 drill-downs
+  against 110; a replay reads a session's request rows again only when
+  its aggregate changed): that is in the slope too. The Python reference
+  has no state to keep, so its CPU barely moves with the window size: the
   ratio falls as windows get smaller.
 EOF
 if [ -n "$hand" ]; then

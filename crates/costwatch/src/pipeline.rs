@@ -177,7 +177,8 @@ pub struct WindowReport {
 /// store each window, as without carrying.
 pub const MAX_CARRIED_GROUPS: usize = 4_096;
 /// The most sessions whose request rows a run carries from window to
-/// window; past it, the others are read again when drilled into.
+/// window (those whose last call is before a window are let go at its
+/// start); past it, the others are read again when drilled into.
 pub const MAX_CARRIED_SESSIONS: usize = 1_024;
 
 /// What a carrying run keeps from window to window.
@@ -389,6 +390,12 @@ where
         deadline: Option<Deadline>,
         carried: &mut Option<Carried>,
     ) -> Result<WindowReport, PipelineError> {
+        if let Some(c) = carried {
+            // A session whose last call is before this window is not in it
+            // or any later one as it was: its rows are not needed again.
+            c.drilled
+                .retain(|_, (seen, _)| seen.last_request_at >= window.start);
+        }
         let read = Deadline::bound(deadline, self.read_window(window, models, carried.as_mut()))
             .await
             .ok_or_else(|| PipelineError::Deadline {
