@@ -515,7 +515,9 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
         let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
         let p = pipeline(source, store, from, to);
         let p = if carrying { p.carrying() } else { p };
+        let asked = sim.stats().hits("/v1/requests");
         let reports = p.run_due(to, |_| {}).await.unwrap();
+        let drilled = sim.stats().hits("/v1/requests") - asked;
         assert_eq!(reports.len(), 48);
         let findings: Vec<Finding> = reports
             .iter()
@@ -525,9 +527,16 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
         groups.sort();
         groups.dedup();
         let baselines = p.store().load_baselines(&groups).await.unwrap();
-        runs.push((findings, groups, baselines, dir));
+        runs.push((findings, groups, baselines, drilled, dir));
     }
     let (carried, read) = (&runs[1], &runs[0]);
+    // Request rows were read again only where a session changed.
+    assert!(
+        carried.3 < read.3,
+        "request pages: {} carrying, {} reading",
+        carried.3,
+        read.3
+    );
     assert!(
         !read.0.is_empty() && read.1.len() > 1,
         "findings in several groups"
