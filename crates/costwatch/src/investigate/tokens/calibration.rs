@@ -373,8 +373,8 @@ impl Calibration {
     /// calls (a run's first, bounded from other runs whose text may
     /// tokenize at another rate; or a later one, bounded from its run)
     /// erred least, or the larger of both measures' bounds until each has
-    /// predicted one; `prior` tokens a unit before any report.
-    pub fn bound(&self, kind: CallKind, raw: RawCount, run: &str, prior: f64) -> u64 {
+    /// predicted one.
+    pub fn bound(&self, kind: CallKind, raw: RawCount, run: &str) -> u64 {
         let with_margin = |m: Measure| {
             let r = self.rates[m as usize]?;
             let b = self.bare_bound(m, kind, raw, run)?;
@@ -385,7 +385,7 @@ impl Calibration {
             Some(m) => with_margin(m),
             None => MEASURES.iter().filter_map(|m| with_margin(*m)).max(),
         };
-        chosen.unwrap_or_else(|| (raw.total as f64 * prior).ceil() as u64)
+        chosen.unwrap_or_else(|| (raw.total as f64 * PRIOR_TOKENS_PER_PIECE).ceil() as u64)
     }
 
     /// The bound without margin in measure `m`, `None` before any report.

@@ -166,7 +166,7 @@ impl PromptEstimator {
             let counted = (raw.total as i64 + c.offset()).max(0) as f64;
             (counted * (1.0 + TOKENIZER_MARGIN)).ceil() as u64
         } else {
-            c.bound(kind, raw, conversation, PRIOR_TOKENS_PER_PIECE)
+            c.bound(kind, raw, conversation)
         }
     }
 

@@ -87,11 +87,6 @@ impl ServerCounter {
         self
     }
 
-    /// The endpoint asked.
-    pub fn url(&self) -> &Url {
-        &self.url
-    }
-
     /// The tokens of `text`, from the cache or the endpoint.
     pub async fn count(&self, text: &str) -> Result<u64, String> {
         if text.is_empty() {
@@ -154,12 +149,10 @@ impl ServerCounter {
 
     /// The raw count of `request` in the server's tokens: the tool
     /// definitions, each message's text (tool results apart) and tool
-    /// calls, and `PIECES_PER_MESSAGE` per message of framing;
-    /// its bytes as the bound measures them.
+    /// calls, and `PIECES_PER_MESSAGE` per message of framing. (Bytes are
+    /// not measured: the server's counts are learned from without them.)
     pub async fn count_request(&self, request: &ChatRequest) -> Result<RawCount, String> {
-        let mut raw = pieces::count_request(request);
-        raw.tools = 0;
-        raw.results = 0;
+        let mut raw = RawCount::default();
         if !request.tools.is_empty() {
             let tools = serde_json::to_string(&request.tools).map_err(|e| e.to_string())?;
             raw.tools = self.count(&tools).await?;
