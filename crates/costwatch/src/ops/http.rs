@@ -11,7 +11,7 @@
 use super::metrics::{CONTENT_TYPE, Metrics};
 use super::status::{StatusPage, html};
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -160,17 +160,28 @@ async fn status(State(shared): State<Shared>, Query(q): Query<StatusQuery>) -> R
             (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
         }
     };
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    let headers = for_browsers(&mut response, "no-store");
     headers.insert(
         header::REFERRER_POLICY,
         HeaderValue::from_static("no-referrer"),
     );
     response
+}
+
+/// Sets what every response meant for a browser carries: its
+/// `Cache-Control`, and `X-Content-Type-Options: nosniff`. Returns the
+/// headers for more.
+fn for_browsers<'r>(response: &'r mut Response, cache_control: &'static str) -> &'r mut HeaderMap {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(cache_control),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers
 }
 
 /// The chart of an incident's newest notification, drawn from the alert
@@ -192,16 +203,8 @@ async fn chart(State(shared): State<Shared>, Path(fingerprint): Path<String>) ->
             (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
         }
     };
-    let headers = response.headers_mut();
     // A newer notification of the incident may carry a new chart.
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("max-age=300"),
-    );
-    headers.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
+    for_browsers(&mut response, "max-age=300");
     response
 }
 
