@@ -344,7 +344,7 @@ where
         let mut carried: Option<Carried> = self.carrying.then(Carried::default);
         for window in due {
             match self
-                .process_carrying(window, &models, deadline, &mut carried)
+                .process_window(window, &models, deadline, &mut carried)
                 .await
             {
                 Ok(report) => {
@@ -369,21 +369,11 @@ where
     }
 
     /// Reads, checks and stores one window; the reading stops at `deadline`
-    /// (the commit, once reached, is never cut short).
-    pub async fn process_window(
-        &self,
-        window: Window,
-        models: &[ModelPrice],
-        deadline: Option<Deadline>,
-    ) -> Result<WindowReport, PipelineError> {
-        self.process_carrying(window, models, deadline, &mut None)
-            .await
-    }
-
-    /// [`Pipeline::process_window`], taking what `carried` holds from it
-    /// rather than from the store or the gateway, and adding what the
-    /// window committed and read to it.
-    async fn process_carrying(
+    /// (the commit, once reached, is never cut short). What `carried`
+    /// holds (a carrying run's) is taken from it rather than from the
+    /// store or the gateway, and what the window committed and read is
+    /// added to it.
+    async fn process_window(
         &self,
         window: Window,
         models: &[ModelPrice],
