@@ -242,6 +242,20 @@ pub fn confirm(
     rule: &RetryLoopRule,
     window: Window,
 ) -> Option<Finding> {
+    // A suspect's aggregates gave little evidence, so its rows must show
+    // more: resends of the same prompt (sizes within the ratio tolerance),
+    // not just prompts within a few tokens of each other, which short,
+    // unrelated calls often are.
+    let strict;
+    let rule = if trigger.suspicion().is_some() {
+        strict = RetryLoopRule {
+            input_tolerance_tokens: 0,
+            ..rule.clone()
+        };
+        &strict
+    } else {
+        rule
+    };
     let ev = analyse(requests, rule);
     let looped = ev.longest_run >= rule.min_identical_run;
     let burst = ev.error_streak >= rule.min_error_burst;
