@@ -172,6 +172,7 @@ where
                     let m = &self.settings.metrics;
                     m.windows_processed(1);
                     m.sessions_read(r.sessions);
+                    m.drilldowns_skipped(r.drilldowns_skipped);
                     for f in &r.new_findings {
                         m.finding(f.kind.as_str());
                     }

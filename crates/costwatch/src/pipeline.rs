@@ -164,6 +164,8 @@ pub struct WindowReport {
     pub retries: u64,
     /// Sessions drilled into.
     pub drilldowns: usize,
+    /// Retry-loop suspects left unread by their rule's `drilldown_budget`.
+    pub drilldowns_skipped: u64,
     /// Findings first seen in this window.
     pub new_findings: Vec<Finding>,
     /// Findings of sessions already reported, with updated figures.
@@ -427,6 +429,7 @@ where
             sessions = judgement.sessions,
             pages,
             drilldowns,
+            drilldowns_skipped = judgement.drilldowns_skipped,
             new_findings = new_findings.len(),
             "window processed"
         );
@@ -436,6 +439,7 @@ where
             pages,
             retries,
             drilldowns,
+            drilldowns_skipped: judgement.drilldowns_skipped,
             seen_again: all - new_findings.len(),
             new_findings,
             diagnostics: std::mem::take(&mut judgement.diagnostics),

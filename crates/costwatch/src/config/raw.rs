@@ -416,6 +416,23 @@ pub(crate) struct RawNoCacheRule {
     #[serde(default = "no_cache_clear_avg_input_ratio")]
     #[schemars(range(min = 1.0))]
     pub clear_avg_input_ratio: f64,
+    /// How long a cached prefix lives after the call that wrote or last read
+    /// it, in seconds, for models `model_cache_lifetime_seconds` does not
+    /// name: a call can read the cache only within it of an earlier
+    /// cacheable call on the same model.
+    #[serde(default = "no_cache_cache_lifetime_seconds")]
+    #[schemars(range(min = 1))]
+    pub cache_lifetime_seconds: u64,
+    /// Per-model cache lifetime, in seconds (model id to seconds); overrides
+    /// `cache_lifetime_seconds`.
+    #[serde(default)]
+    pub model_cache_lifetime_seconds: BTreeMap<String, u64>,
+    /// Fewest calls that could have read the cache and did not before a
+    /// session is judged uncached: a single miss is how caching that starts
+    /// partway looks before its first read.
+    #[serde(default = "no_cache_min_missed_calls")]
+    #[schemars(range(min = 1))]
+    pub min_missed_calls: u64,
     /// Cached share of the prompt at or below which the session counts as
     /// uncached.
     #[serde(default = "no_cache_max_cached_share")]
@@ -478,6 +495,18 @@ pub(crate) struct RawOversizedModelRule {
     #[serde(default = "oversized_max_group_share")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub max_group_share: f64,
+    /// Below this many peers the group's baseline is thin: a finding needs
+    /// at most half of `max_group_share` of the peers to make mostly tiny
+    /// premium calls, and is marked `cold_start`.
+    #[serde(default = "oversized_cold_start_peers")]
+    #[schemars(range(min = 1))]
+    pub cold_start_peers: u64,
+    /// The group's newest sessions that show a change of habit: when more
+    /// than `max_group_share` of them made mostly tiny premium calls, the
+    /// group has moved to the premium model.
+    #[serde(default = "oversized_recent_sessions")]
+    #[schemars(range(min = 1))]
+    pub recent_sessions: u64,
     /// Smallest estimated waste worth a finding, in USD.
     #[serde(default)]
     #[schemars(range(min = 0.0))]
@@ -532,6 +561,18 @@ pub(crate) struct RawRetryLoopRule {
     #[serde(default = "retry_input_tolerance_ratio")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub input_tolerance_ratio: f64,
+    /// Most suspects of this rule (sessions of at least `min_requests` calls
+    /// that the outlier, error and cold-start tests did not nominate) whose
+    /// request rows are read per window, the most suspicious first; the rest
+    /// are skipped and counted.
+    #[serde(default = "retry_drilldown_budget")]
+    #[schemars(range(max = 1_000_000))]
+    pub drilldown_budget: u64,
+    /// Longest pause, in seconds from one call's start to the next, inside a
+    /// run of resent calls.
+    #[serde(default = "retry_max_run_gap_seconds")]
+    #[schemars(range(min = 1))]
+    pub max_run_gap_seconds: u64,
     /// Failed calls in a row that confirm a loop; also the failed calls that
     /// make a session a candidate whatever its size.
     #[serde(default = "retry_min_error_burst")]
@@ -567,6 +608,12 @@ fn no_cache_min_peer_cached_share() -> f64 {
 fn no_cache_min_peers() -> u64 {
     5
 }
+fn no_cache_cache_lifetime_seconds() -> u64 {
+    300
+}
+fn no_cache_min_missed_calls() -> u64 {
+    2
+}
 
 fn oversized_premium_price_ratio() -> f64 {
     5.0
@@ -585,6 +632,12 @@ fn oversized_min_peers() -> u64 {
 }
 fn oversized_max_group_share() -> f64 {
     0.5
+}
+fn oversized_cold_start_peers() -> u64 {
+    20
+}
+fn oversized_recent_sessions() -> u64 {
+    20
 }
 
 fn retry_min_requests() -> u64 {
@@ -611,8 +664,14 @@ fn retry_input_tolerance_tokens() -> u64 {
 fn retry_input_tolerance_ratio() -> f64 {
     0.005
 }
+fn retry_drilldown_budget() -> u64 {
+    100
+}
+fn retry_max_run_gap_seconds() -> u64 {
+    60
+}
 fn retry_min_error_burst() -> u64 {
-    4
+    5
 }
 
 /// The investigating model when `investigation.model` is not set.

@@ -55,6 +55,13 @@ pub struct NoCacheRule {
     /// Average prompt per call, as a multiple of the model's minimum, from
     /// which aggregates alone decide; closer to it, request rows decide.
     pub clear_avg_input_ratio: f64,
+    /// How long a cached prefix lives after its last use, for models
+    /// `model_cache_lifetime` does not name.
+    pub cache_lifetime: std::time::Duration,
+    /// Per-model cache lifetime; overrides `cache_lifetime`.
+    pub model_cache_lifetime: BTreeMap<String, std::time::Duration>,
+    /// Fewest calls that could have read the cache and did not.
+    pub min_missed_calls: u64,
     /// Cached share of the prompt at or below which the session counts as uncached.
     pub max_cached_share: f64,
     /// Peers' median cached share needed before an uncached session is unusual.
@@ -84,6 +91,11 @@ pub struct OversizedModelRule {
     /// When more than this share of the group's sessions make tiny premium
     /// calls, that is the group's normal pattern and nothing is flagged.
     pub max_group_share: f64,
+    /// Below this many peers the baseline is thin: judged conservatively and
+    /// findings marked `cold_start`.
+    pub cold_start_peers: usize,
+    /// The group's newest sessions that show a change of habit.
+    pub recent_sessions: usize,
     /// Smallest estimated waste worth a finding, in USD.
     pub min_impact_usd: f64,
 }
@@ -110,6 +122,10 @@ pub struct RetryLoopRule {
     pub input_tolerance_tokens: u64,
     /// ...or within this share of the previous prompt.
     pub input_tolerance_ratio: f64,
+    /// Most suspects drilled into per window, the most suspicious first.
+    pub drilldown_budget: usize,
+    /// Longest pause between the starts of two calls of a run of resends.
+    pub max_run_gap: std::time::Duration,
     /// Failed calls in a row that confirm a loop; also the failed calls that
     /// make a session a candidate whatever its size.
     pub min_error_burst: u64,

@@ -96,6 +96,19 @@ impl Ring {
             .count();
         n as f64 / self.values.len() as f64
     }
+
+    /// Share of the newest `n` values at or above `t` (0 when empty).
+    pub fn recent_share_at_least(&self, t: f64, n: usize) -> f64 {
+        let recent: Vec<f32> = self.values.iter().rev().take(n.max(1)).copied().collect();
+        if recent.is_empty() {
+            return 0.0;
+        }
+        let hits = recent
+            .iter()
+            .filter(|v| f64::from(**v) >= t * (1.0 - 1e-6))
+            .count();
+        hits as f64 / recent.len() as f64
+    }
 }
 
 /// What is remembered about one peer group.
@@ -152,6 +165,12 @@ impl GroupBaseline {
         self.tiny_call_price.share_at_least(floor)
     }
 
+    /// The same share among the newest `n` sessions only: how the group
+    /// behaves now, after a change of model.
+    pub fn recent_premium_tiny_share(&self, floor: f64, n: usize) -> f64 {
+        self.tiny_call_price.recent_share_at_least(floor, n)
+    }
+
     /// The statistics the checks compare against.
     pub fn stats(&self) -> GroupStats {
         let (log_req_median, log_req_sigma) = self.log_requests.median_mad().unwrap_or((0.0, 0.0));
@@ -163,6 +182,7 @@ impl GroupBaseline {
             cache_median: self.cached_share.median(),
             premium_peers: self.tiny_call_price.len(),
             premium_tiny_share: 0.0,
+            recent_premium_tiny_share: 0.0,
             usual_model: self
                 .model_calls
                 .iter()
@@ -190,6 +210,9 @@ pub struct GroupStats {
     /// Share of those that made mostly tiny premium calls; filled in per
     /// rule by [`GroupBaseline::premium_tiny_share`].
     pub premium_tiny_share: f64,
+    /// The same share among the group's newest sessions; filled in per rule
+    /// by [`GroupBaseline::recent_premium_tiny_share`].
+    pub recent_premium_tiny_share: f64,
     /// The model the group calls most.
     pub usual_model: Option<String>,
 }

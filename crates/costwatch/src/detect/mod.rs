@@ -8,6 +8,7 @@ pub mod drilldown;
 pub mod no_cache;
 pub mod oversized_model;
 pub mod retry_loop;
+mod suspects;
 pub mod window;
 
 pub use baseline::{GroupBaseline, GroupStats, Ring};

@@ -4,16 +4,27 @@
 //!
 //! A call can read the cache only if it and an earlier successful call of the
 //! session on the same model were each at least the model's minimum cacheable
-//! prefix. Aggregates settle the clear cases: too little prompt on every model
-//! for two such calls (never cacheable), or an average per call well above
-//! the minimum (cacheable). Between the two, the session's request rows
-//! decide which calls could have read the cache.
+//! prefix, and that earlier call (or the last one to use the prefix since)
+//! started at most the cache lifetime before it. Aggregates settle the clear
+//! cases: too little prompt on every model for two such calls (never
+//! cacheable), or an average per call well above the minimum, within one
+//! cache lifetime from first call to last, with nothing read (cacheable).
+//! Otherwise the session's request rows decide which calls could have read
+//! the cache.
+//!
+//! A session is uncached when at least `min_missed_calls` of the calls that
+//! could have read the cache read nothing, and those calls together read at
+//! most `max_cached_share` of their prompt. A session whose caching starts
+//! partway (its first cacheable calls miss, the later ones read) reads a
+//! fair share of what it could and is not flagged; seen before its first
+//! read, it shows a single miss, which is not enough.
 
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::config::NoCacheRule;
 use crate::source::{ModelUsage, RequestRecord, RequestStatus, SessionRecord, Window};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// What the session aggregates say about whether any call could have read
 /// the prompt cache.
@@ -36,6 +47,15 @@ pub fn min_cacheable(model: &str, cat: &Catalogue, rule: &NoCacheRule) -> u64 {
         .or_else(|| cat.min_cacheable(model))
         .unwrap_or(rule.min_cacheable_tokens)
         .max(1)
+}
+
+/// How long a cached prefix of `model` lives after its last use: the rule's
+/// per-model value, else its default.
+pub fn cache_lifetime(model: &str, rule: &NoCacheRule) -> Duration {
+    rule.model_cache_lifetime
+        .get(model)
+        .copied()
+        .unwrap_or(rule.cache_lifetime)
 }
 
 fn model_cacheability(m: &ModelUsage, min: u64, rule: &NoCacheRule) -> Cacheability {
@@ -97,6 +117,7 @@ struct Peers {
 struct ModelCache {
     model: String,
     min_tokens: u64,
+    lifetime: Duration,
     discount_usd_per_mtok: f64,
 }
 
@@ -125,6 +146,8 @@ struct Part {
     calls: u64,
     input: u64,
     cached: u64,
+    /// Cacheable calls that read nothing.
+    missed: u64,
 }
 
 fn peers(stats: &GroupStats, rule: &NoCacheRule) -> Option<Peers> {
@@ -153,6 +176,7 @@ fn model_caches(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Vec<M
             Some(ModelCache {
                 model: m.model.clone(),
                 min_tokens: min_cacheable(&m.model, cat, rule),
+                lifetime: cache_lifetime(&m.model, rule),
                 discount_usd_per_mtok: p.input_usd_per_mtok - p.cached_input_usd_per_mtok?,
             })
         })
@@ -172,13 +196,24 @@ pub fn judge(
         return Verdict::Clean;
     };
     let models = model_caches(s, cat, rule);
+    let rows = || {
+        Verdict::Rows(Box::new(RowCheck {
+            peers: peers.clone(),
+            models: models.clone(),
+            rule: rule.clone(),
+        }))
+    };
+    // Aggregates cannot tell which calls read what, nor whether a pause
+    // outlived the cache: a session that read a little, or that lasted
+    // longer than a cache lifetime, is judged from its rows.
+    let span = (s.last_request_at - s.first_request_at)
+        .to_std()
+        .unwrap_or_default();
+    let outlives = models.iter().any(|m| span > m.lifetime);
     match cacheability(s, cat, rule) {
         Cacheability::Never => Verdict::Clean,
-        Cacheability::Unsure => Verdict::Rows(Box::new(RowCheck {
-            peers,
-            models,
-            rule: rule.clone(),
-        })),
+        Cacheability::Unsure => rows(),
+        Cacheability::Clear if s.cached_tokens > 0 || outlives => rows(),
         Cacheability::Clear => {
             // Every call but the first on each model could have read the
             // cache; the first is counted at the model's average.
@@ -194,6 +229,7 @@ pub fn judge(
                             calls: m.requests - 1,
                             input: m.input_tokens - m.input_tokens / m.requests,
                             cached: m.cached_tokens,
+                            missed: m.requests - 1,
                         })
                         .unwrap_or_default()
                 })
@@ -206,7 +242,12 @@ pub fn judge(
 
 /// Judges a candidate from its request rows (oldest first): a successful
 /// call of at least the model's minimum is cacheable when an earlier
-/// successful call on the same model was too. No cacheable call, no finding.
+/// successful call on the same model was too, and the last such call
+/// started at most the model's cache lifetime before it (every such call
+/// writes or reads the prefix, which keeps it alive). The rows carry no end
+/// times, so pauses are measured from start to start: a slow call can make
+/// a pause look up to its own latency longer, which errs towards no
+/// finding. No cacheable call, no finding.
 pub fn confirm(
     s: &SessionRecord,
     requests: &[RequestRecord],
@@ -215,7 +256,7 @@ pub fn confirm(
     window: Window,
 ) -> Option<Finding> {
     let mut parts = vec![Part::default(); check.models.len()];
-    let mut primed = vec![false; check.models.len()];
+    let mut primed: Vec<Option<chrono::DateTime<chrono::Utc>>> = vec![None; check.models.len()];
     for r in requests {
         if r.status != RequestStatus::Success {
             continue;
@@ -223,15 +264,23 @@ pub fn confirm(
         let Some(i) = check.models.iter().position(|m| m.model == r.model) else {
             continue;
         };
-        if r.input_tokens < check.models[i].min_tokens {
+        let m = &check.models[i];
+        if r.input_tokens < m.min_tokens {
             continue;
         }
-        if primed[i] {
+        let alive = primed[i].is_some_and(|at| {
+            (r.created_at - at)
+                .to_std()
+                .is_ok_and(|pause| pause <= m.lifetime)
+        });
+        if alive {
+            let cached = r.cached_tokens.min(r.input_tokens);
             parts[i].calls += 1;
             parts[i].input += r.input_tokens;
-            parts[i].cached += r.cached_tokens.min(r.input_tokens);
+            parts[i].cached += cached;
+            parts[i].missed += u64::from(cached == 0);
         }
-        primed[i] = true;
+        primed[i] = Some(r.created_at);
     }
     finding(
         s,
@@ -258,7 +307,14 @@ fn finding(
 ) -> Option<Finding> {
     let cacheable_input: u64 = parts.iter().map(|p| p.input).sum();
     let cacheable_calls: u64 = parts.iter().map(|p| p.calls).sum();
-    if cacheable_calls == 0 || cacheable_input == 0 {
+    let cacheable_cached: u64 = parts.iter().map(|p| p.cached).sum();
+    let missed: u64 = parts.iter().map(|p| p.missed).sum();
+    if cacheable_calls == 0 || cacheable_input == 0 || missed < rule.min_missed_calls {
+        return None;
+    }
+    // Caching that starts partway reads a fair share of what it could.
+    let read_share = cacheable_cached as f64 / cacheable_input as f64;
+    if read_share > rule.max_cached_share {
         return None;
     }
     // What caching the cacheable calls like the peers would have saved.
@@ -278,6 +334,10 @@ fn finding(
     let minimums: BTreeMap<&str, u64> = models
         .iter()
         .map(|m| (m.model.as_str(), m.min_tokens))
+        .collect();
+    let lifetimes: BTreeMap<&str, u64> = models
+        .iter()
+        .map(|m| (m.model.as_str(), m.lifetime.as_secs()))
         .collect();
     let peers_text = match (peers.cold_start, peers.median) {
         (false, Some(m)) => format!(
@@ -310,6 +370,9 @@ fn finding(
             "min_cacheable_tokens": minimums,
             "cacheable_calls": cacheable_calls,
             "cacheable_input_tokens": cacheable_input,
+            "cacheable_cached_share": ratio(read_share),
+            "missed_calls": missed,
+            "cache_lifetime_seconds": lifetimes,
             "judged_from": if from_rows { "requests" } else { "aggregates" },
             "peer_median_cached_share": peers.median.map(ratio),
             "peers": peers.count,

@@ -1,6 +1,13 @@
 //! A premium model used for tiny calls, in a group where that is not the
 //! normal pattern; the finding estimates what the group's usual model would
 //! have cost for the same calls.
+//!
+//! What the group's baseline knows decides what is normal: a group whose
+//! most-called model is premium, or most of whose sessions make tiny premium
+//! calls (over its whole baseline, or among its newest sessions, after it
+//! moved to a premium model), is following its design. While the baseline is
+//! thin (fewer than `cold_start_peers` sessions) the share tolerated is
+//! halved, and findings are marked `cold_start`.
 
 use super::{Catalogue, Finding, GroupStats, Kind, ratio, usd};
 use crate::config::OversizedModelRule;
@@ -106,18 +113,25 @@ pub fn tiny_premium(
     })
 }
 
-/// The model the group would normally use instead: its most called model
-/// unless that one is premium too, else the cheapest model in use.
+/// The model the group would normally use instead: its most called model,
+/// else (no history of models) the cheapest model in use. `None` when the
+/// group's most called model is itself premium: premium is its design.
 fn usual_model<'a>(
     stats: &'a GroupStats,
     cat: &'a Catalogue,
     rule: &OversizedModelRule,
 ) -> Option<&'a str> {
-    let usual = stats.usual_model.as_deref().filter(|m| {
-        cat.price_ratio(m)
-            .is_some_and(|r| r < rule.premium_price_ratio)
-    });
-    usual.or_else(|| cat.cheapest_in_use())
+    match stats.usual_model.as_deref() {
+        Some(m)
+            if cat
+                .price_ratio(m)
+                .is_some_and(|r| r >= rule.premium_price_ratio) =>
+        {
+            None
+        }
+        Some(m) if cat.get(m).is_some() => Some(m),
+        _ => cat.cheapest_in_use(),
+    }
 }
 
 /// Judges a candidate against its group's habits.
@@ -130,9 +144,18 @@ pub fn judge(
     rule: &OversizedModelRule,
     window: Window,
 ) -> Option<Finding> {
-    if stats.premium_peers < rule.min_peers || stats.premium_tiny_share > rule.max_group_share {
+    if stats.premium_peers < rule.min_peers
+        || stats.premium_tiny_share > rule.max_group_share
+        || stats.recent_premium_tiny_share > rule.max_group_share
+    {
         // Too few peers to know the group's habits, or tiny premium calls are
-        // what this group normally does.
+        // what this group normally does, or has done since it moved.
+        return None;
+    }
+    // A thin baseline judges conservatively: at most half the share of
+    // sessions making tiny premium calls that a full one tolerates.
+    let cold_start = stats.premium_peers < rule.cold_start_peers;
+    if cold_start && stats.premium_tiny_share > rule.max_group_share / 2.0 {
         return None;
     }
     let usual = usual_model(stats, cat, rule)?;
@@ -182,7 +205,9 @@ pub fn judge(
             // The figure the group's `tiny_call_price` ring keeps, for the
             // alert's chart of this session against its peers.
             "tiny_call_price": ratio(tiny_call_price(s, cat, rule)),
+            "recent_tiny_premium_share": ratio(stats.recent_premium_tiny_share),
             "peers": stats.premium_peers,
+            "cold_start": cold_start,
         }),
         explanation: format!(
             "{requests} calls to {} ({:.0}x the cheapest model in use) averaged {:.0} prompt tokens and made {:.0}% of the session's cost; on {usual} they would have cost ${:.5} instead of ${:.5}",

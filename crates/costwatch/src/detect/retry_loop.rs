@@ -1,10 +1,18 @@
-//! A session calling far more often than its peers, confirmed at request level
-//! by a run of near-identical calls or an unbroken burst of failures.
+//! A session resending the same calls, confirmed at request level by a run
+//! of near-identical calls (or a two-call cycle) close together, or an
+//! unbroken burst of failures.
 //!
-//! Session aggregates only nominate candidates (many calls for the group, or
-//! many errors); the request drill-down decides. A long, healthy conversation
-//! also makes many calls, but its prompt grows every turn, so it never forms a
-//! run of near-identical calls.
+//! Session aggregates only nominate candidates; the request drill-down
+//! decides. Three tests nominate outright: far more calls than the group's
+//! robust baseline, many failed calls, or (with too little history) the
+//! rule's absolute count. Every other session with enough calls is a
+//! suspect, ranked by what its aggregates reveal cheaply (calls above the
+//! group's median in robust units, a loop's pace, the share of failed
+//! calls); the most suspicious are read within the rule's per-window
+//! `drilldown_budget`, so a loop in a group whose call counts spread widely
+//! is still found. A long, healthy conversation also makes many calls, but
+//! its prompt grows every turn, so it never forms a run of near-identical
+//! calls.
 
 use super::{Finding, GroupStats, Kind, ratio, usd};
 use crate::config::RetryLoopRule;
@@ -28,12 +36,44 @@ pub enum Trigger {
     ColdStart,
     /// Many failed calls.
     Errors,
+    /// None of the above, but enough calls to hide a loop: read within the
+    /// rule's `drilldown_budget`, the most suspicious first.
+    Suspect {
+        /// The rank: `z + pace + error_share`.
+        suspicion: f64,
+        /// Robust z-score of `ln(requests)` (0 without peers).
+        z: f64,
+        /// Calls per minute over the session's span.
+        calls_per_minute: f64,
+        /// Share of the calls that failed.
+        error_share: f64,
+    },
+}
+
+impl Trigger {
+    /// The suspicion of a suspect; `None` for the triggers that are always
+    /// read.
+    pub fn suspicion(&self) -> Option<f64> {
+        match self {
+            Trigger::Suspect { suspicion, .. } => Some(*suspicion),
+            _ => None,
+        }
+    }
 }
 
 /// The smallest robust spread assumed for `ln(requests)`, so a group whose
 /// sessions all make the same number of calls does not turn one extra call
 /// into an outlier.
 const MIN_LOG_SIGMA: f64 = 0.25;
+
+/// Robust z-score of the session's `ln(requests)` in its group.
+fn robust_z(s: &SessionRecord, stats: &GroupStats) -> f64 {
+    if stats.peers == 0 || s.requests == 0 {
+        return 0.0;
+    }
+    let sigma = stats.log_req_sigma.max(MIN_LOG_SIGMA);
+    ((s.requests as f64).ln() - stats.log_req_median) / sigma
+}
 
 /// Whether the session's aggregate makes it a candidate, and why.
 pub fn trigger(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> Option<Trigger> {
@@ -45,8 +85,7 @@ pub fn trigger(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> O
             return Some(Trigger::ColdStart);
         }
     } else {
-        let sigma = stats.log_req_sigma.max(MIN_LOG_SIGMA);
-        let z = ((s.requests as f64).ln() - stats.log_req_median) / sigma;
+        let z = robust_z(s, stats);
         let r = s.requests as f64 / stats.median_requests();
         if z >= rule.min_robust_z && r >= rule.min_ratio_to_median {
             return Some(Trigger::Outlier {
@@ -55,14 +94,49 @@ pub fn trigger(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> O
             });
         }
     }
-    (s.errors >= rule.min_error_burst).then_some(Trigger::Errors)
+    if s.errors >= rule.min_error_burst {
+        return Some(Trigger::Errors);
+    }
+    Some(suspect(s, stats, rule))
+}
+
+/// Ranks a session that no test nominated by what its aggregates reveal:
+/// its call count above the group's median in robust units, plus up to 1
+/// for a loop's pace (1 when its calls average a tenth of
+/// `max_run_gap_seconds` apart or less, 0 at that gap or more), plus the
+/// share of its calls that failed.
+pub fn suspect(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> Trigger {
+    let z = robust_z(s, stats);
+    let calls = s.requests.max(1) as f64;
+    let span = (s.last_request_at - s.first_request_at).num_milliseconds() as f64 / 1000.0;
+    let gap = if s.requests > 1 {
+        span.max(0.0) / (calls - 1.0)
+    } else {
+        f64::INFINITY
+    };
+    let max_gap = rule.max_run_gap.as_secs_f64().max(1.0);
+    let pace = ((max_gap / gap.max(0.01)).ln() / 10f64.ln()).clamp(0.0, 1.0);
+    let error_share = (s.errors as f64 / calls).min(1.0);
+    let calls_per_minute = if span > 0.0 { calls * 60.0 / span } else { 0.0 };
+    Trigger::Suspect {
+        suspicion: ratio(z + pace + error_share),
+        z: ratio(z),
+        calls_per_minute: ratio(calls_per_minute),
+        error_share: ratio(error_share),
+    }
 }
 
 /// What the request log shows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct RunEvidence {
-    /// Longest run of consecutive near-identical calls.
+    /// Longest run of resends in a row, counting the call first sent: `n`
+    /// for `n` consecutive near-identical calls, or for a cycle of two calls
+    /// with `n - 1` repeats.
     pub longest_run: u64,
+    /// 1 when that run repeats the same call, 2 when it cycles between two.
+    pub run_cycle: u64,
+    /// Calls in that run.
+    pub run_calls: u64,
     /// Model of that run.
     pub run_model: Option<String>,
     /// Prompt size at the start of the run.
@@ -88,28 +162,64 @@ fn near_identical(prev: &RequestRecord, next: &RequestRecord, rule: &RetryLoopRu
             || delta as f64 <= rule.input_tolerance_ratio * prev.input_tokens as f64)
 }
 
+/// Whether `next` came soon enough after `prev` to continue a run.
+fn close(prev: &RequestRecord, next: &RequestRecord, rule: &RetryLoopRule) -> bool {
+    let gap = (next.created_at - prev.created_at).num_milliseconds();
+    gap >= 0 && gap as u128 <= rule.max_run_gap.as_millis()
+}
+
+/// The longest stretch of calls that each resend the call `period` before
+/// them (1: the same call again; 2: a cycle between two calls), each close
+/// to the previous one. Returns `(repeats, index of the run's first call)`:
+/// the run holds `repeats + period` calls.
+fn longest_run(requests: &[RequestRecord], period: usize, rule: &RetryLoopRule) -> (usize, usize) {
+    let (mut best, mut best_first) = (0usize, 0usize);
+    let mut repeats = 0usize;
+    for i in period..requests.len() {
+        let repeat = near_identical(&requests[i - period], &requests[i], rule)
+            && close(&requests[i - 1], &requests[i], rule);
+        repeats = if repeat { repeats + 1 } else { 0 };
+        if repeats > best {
+            best = repeats;
+            best_first = i + 1 - repeats - period;
+        }
+    }
+    (best, best_first)
+}
+
 /// Reads the session's calls (in time order) for runs and error streaks.
 pub fn analyse(requests: &[RequestRecord], rule: &RetryLoopRule) -> RunEvidence {
     let mut ev = RunEvidence::default();
-    let (mut run_start, mut streak) = (0usize, 0u64);
-    for (i, r) in requests.iter().enumerate() {
-        if i > 0 && !near_identical(&requests[i - 1], r, rule) {
-            run_start = i;
+    let same = longest_run(requests, 1, rule);
+    let cycle = longest_run(requests, 2, rule);
+    // Calls that repeat the one before also repeat the one two before: a
+    // cycle counts only when it holds more repeats than any plain run.
+    let ((repeats, first), period) = if cycle.0 > same.0 {
+        (cycle, 2)
+    } else {
+        (same, 1)
+    };
+    if !requests.is_empty() {
+        let run = &requests[first..(first + repeats + period).min(requests.len())];
+        // Counted like consecutive identical calls: the call first sent and
+        // each repeat.
+        ev.longest_run = repeats as u64 + 1;
+        ev.run_cycle = period as u64;
+        ev.run_calls = run.len() as u64;
+        ev.run_model = run.first().map(|q| q.model.clone());
+        ev.run_input_tokens = run.first().map_or(0, |q| q.input_tokens);
+        ev.run_errors = run
+            .iter()
+            .filter(|q| q.status == RequestStatus::Error)
+            .count() as u64;
+        ev.run_cost_usd = run.iter().map(|q| q.cost_usd).sum();
+        if let (Some(a), Some(b)) = (run.first(), run.last()) {
+            ev.run_span = Some((a.created_at.to_rfc3339(), b.created_at.to_rfc3339()));
         }
-        let run_len = (i - run_start + 1) as u64;
-        if run_len > ev.longest_run {
-            ev.longest_run = run_len;
-            let run = &requests[run_start..=i];
-            ev.run_model = Some(r.model.clone());
-            ev.run_input_tokens = run[0].input_tokens;
-            ev.run_errors = run
-                .iter()
-                .filter(|q| q.status == RequestStatus::Error)
-                .count() as u64;
-            ev.run_cost_usd = run.iter().map(|q| q.cost_usd).sum();
-            ev.run_span = Some((run[0].created_at.to_rfc3339(), r.created_at.to_rfc3339()));
-            ev.request_ids = run.iter().take(5).map(|q| q.request_id.clone()).collect();
-        }
+        ev.request_ids = run.iter().take(5).map(|q| q.request_id.clone()).collect();
+    }
+    let mut streak = 0u64;
+    for r in requests {
         if r.status == RequestStatus::Error {
             streak += 1;
             ev.error_streak = ev.error_streak.max(streak);
@@ -132,6 +242,20 @@ pub fn confirm(
     rule: &RetryLoopRule,
     window: Window,
 ) -> Option<Finding> {
+    // A suspect's aggregates gave little evidence, so its rows must show
+    // more: resends of the same prompt (sizes within the ratio tolerance),
+    // not just prompts within a few tokens of each other, which short,
+    // unrelated calls often are.
+    let strict;
+    let rule = if trigger.suspicion().is_some() {
+        strict = RetryLoopRule {
+            input_tolerance_tokens: 0,
+            ..rule.clone()
+        };
+        &strict
+    } else {
+        rule
+    };
     let ev = analyse(requests, rule);
     let looped = ev.longest_run >= rule.min_identical_run;
     let burst = ev.error_streak >= rule.min_error_burst;
@@ -150,7 +274,15 @@ pub fn confirm(
     let excess_calls = (calls - expected).max(0.0);
     let impact = excess_calls * per_call;
     let errors: u64 = ev.error_types.values().sum();
-    let what = if looped {
+    let what = if looped && ev.run_cycle == 2 {
+        format!(
+            "{} calls to {} cycling between two requests (from {} tokens, {} failed)",
+            ev.run_calls,
+            ev.run_model.as_deref().unwrap_or("?"),
+            ev.run_input_tokens,
+            ev.run_errors
+        )
+    } else if looped {
         format!(
             "{} consecutive near-identical calls to {} ({} tokens each, {} failed)",
             ev.longest_run,
@@ -177,7 +309,10 @@ pub fn confirm(
             "peer_median_requests": ratio(expected),
             "peers": stats.peers,
             "trigger": trigger,
+            "cold_start": trigger == Trigger::ColdStart,
             "longest_identical_run": ev.longest_run,
+            "run_cycle": ev.run_cycle,
+            "run_calls": ev.run_calls,
             "run_model": ev.run_model,
             "run_input_tokens": ev.run_input_tokens,
             "run_errors": ev.run_errors,

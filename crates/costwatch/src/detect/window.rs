@@ -13,6 +13,7 @@
 
 use super::baseline::GroupBaseline;
 use super::drilldown::{Drilldown, RetryCheck};
+use super::suspects::Suspects;
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, cached_share, no_cache, oversized_model,
     retry_loop, write_group_key,
@@ -91,6 +92,8 @@ pub struct Judgement {
     pub sessions: u64,
     /// Models seen carrying traffic in the window.
     pub models_seen: BTreeSet<String>,
+    /// Retry-loop suspects left unread by their rule's `drilldown_budget`.
+    pub drilldowns_skipped: u64,
 }
 
 /// Most diagnostics kept per window; beyond it they are only counted.
@@ -269,6 +272,7 @@ impl<'d> WindowAnalysis<'d> {
             empty: GroupBaseline::new(1).stats(),
             findings: Vec::new(),
             drilldowns: Vec::new(),
+            suspects: Suspects::default(),
         }
     }
 
@@ -289,15 +293,7 @@ impl<'d> WindowAnalysis<'d> {
         for c in candidates {
             v.check(c.session, &c.group, c.nomination);
         }
-        let (findings, drilldowns, baselines) = (v.findings, v.drilldowns, v.baselines);
-        Judgement {
-            findings,
-            drilldowns,
-            baselines,
-            diagnostics: self.diagnostics,
-            sessions: self.sessions,
-            models_seen: self.models_seen,
-        }
+        v.into_judgement(self.diagnostics, self.sessions, self.models_seen)
     }
 
     /// For a window that [`overflowed`](WindowAnalysis::overflowed): judges
@@ -338,9 +334,40 @@ struct Verdicts<'d> {
     empty: GroupStats,
     findings: Vec<Finding>,
     drilldowns: Vec<Drilldown>,
+    suspects: Suspects,
 }
 
 impl Verdicts<'_> {
+    /// The judgement: findings, the drill-downs every test asked for, then
+    /// the suspects within their budgets, most suspicious first.
+    fn into_judgement(
+        self,
+        mut diagnostics: Vec<Diagnostic>,
+        sessions: u64,
+        models_seen: BTreeSet<String>,
+    ) -> Judgement {
+        let mut drilldowns = self.drilldowns;
+        let (suspects, skipped) = self.suspects.finish();
+        drilldowns.extend(suspects);
+        if skipped > 0 && diagnostics.len() < MAX_DIAGNOSTICS {
+            diagnostics.push(Diagnostic {
+                session_id: None,
+                message: format!(
+                    "{skipped} retry-loop suspects over their rule's drilldown_budget were not read"
+                ),
+            });
+        }
+        Judgement {
+            findings: self.findings,
+            drilldowns,
+            baselines: self.baselines,
+            diagnostics,
+            sessions,
+            models_seen,
+            drilldowns_skipped: skipped,
+        }
+    }
+
     /// Judges one nominated session of `group`.
     fn check(&mut self, s: SessionRecord, group: &str, n: Nomination) {
         if !self.stats.contains_key(group)
@@ -363,6 +390,8 @@ impl Verdicts<'_> {
             if let (Some(tiny), Some(floor), Some(b)) = (tiny, floor, self.baselines.get(group)) {
                 let st = GroupStats {
                     premium_tiny_share: b.premium_tiny_share(floor),
+                    recent_premium_tiny_share: b
+                        .recent_premium_tiny_share(floor, rule.recent_sessions),
                     ..st.clone()
                 };
                 self.findings.extend(oversized_model::judge(
@@ -384,13 +413,27 @@ impl Verdicts<'_> {
                 rule: r.clone(),
             })
         });
-        if retry.is_some() || no_cache_rows.is_some() {
-            self.drilldowns.push(Drilldown {
-                session: s,
-                group: group.to_owned(),
-                retry,
-                no_cache: no_cache_rows,
-            });
+        // A suspect whose rows are read anyway costs nothing more; the
+        // others wait for their rule's budget.
+        let suspect = retry
+            .as_ref()
+            .filter(|_| no_cache_rows.is_none())
+            .and_then(|r| Some((r.trigger.suspicion()?, r.rule.drilldown_budget)));
+        let rule_name = retry.as_ref().map(|r| r.rule.meta.name.clone());
+        if retry.is_none() && no_cache_rows.is_none() {
+            return;
+        }
+        let d = Drilldown {
+            session: s,
+            group: group.to_owned(),
+            retry,
+            no_cache: no_cache_rows,
+        };
+        match (suspect, rule_name) {
+            (Some((suspicion, budget)), Some(rule)) => {
+                self.suspects.offer(&rule, budget, suspicion, d);
+            }
+            _ => self.drilldowns.push(d),
         }
     }
 }
@@ -424,14 +467,8 @@ impl Rejudge<'_> {
     /// The judgement of the window: the baselines and counts of the first
     /// read, the findings and drill-downs of the second.
     pub fn finish(self) -> Judgement {
-        Judgement {
-            findings: self.verdicts.findings,
-            drilldowns: self.verdicts.drilldowns,
-            baselines: self.verdicts.baselines,
-            diagnostics: self.diagnostics,
-            sessions: self.sessions,
-            models_seen: self.models_seen,
-        }
+        self.verdicts
+            .into_judgement(self.diagnostics, self.sessions, self.models_seen)
     }
 }
 

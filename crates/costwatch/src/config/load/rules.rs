@@ -12,6 +12,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The rule lists of one file, before each rule is deserialized on its own
 /// (so one bad rule does not hide the problems of the others). The keys are
@@ -243,6 +244,15 @@ impl RawRule for RawNoCacheRule {
             self.clear_avg_input_ratio,
             1.0,
         );
+        doc.at_least_u64(
+            &child(path, "cache_lifetime_seconds"),
+            self.cache_lifetime_seconds,
+            1,
+        );
+        if let Some(least) = self.model_cache_lifetime_seconds.values().min() {
+            doc.at_least_u64(&child(path, "model_cache_lifetime_seconds"), *least, 1);
+        }
+        doc.at_least_u64(&child(path, "min_missed_calls"), self.min_missed_calls, 1);
         NoCacheRule {
             meta,
             min_requests: self.min_requests,
@@ -250,6 +260,13 @@ impl RawRule for RawNoCacheRule {
             min_cacheable_tokens: self.min_cacheable_tokens,
             model_min_cacheable_tokens: self.model_min_cacheable_tokens,
             clear_avg_input_ratio: self.clear_avg_input_ratio,
+            cache_lifetime: Duration::from_secs(self.cache_lifetime_seconds),
+            model_cache_lifetime: self
+                .model_cache_lifetime_seconds
+                .iter()
+                .map(|(m, s)| (m.clone(), Duration::from_secs(*s)))
+                .collect(),
+            min_missed_calls: self.min_missed_calls,
             max_cached_share: self.max_cached_share,
             min_peer_cached_share: self.min_peer_cached_share,
             min_peers: doc.min_peers(path, self.min_peers),
@@ -290,6 +307,8 @@ impl RawRule for RawOversizedModelRule {
             self.min_premium_cost_share,
         );
         doc.share(&child(path, "max_group_share"), self.max_group_share);
+        doc.at_least_u64(&child(path, "cold_start_peers"), self.cold_start_peers, 1);
+        doc.at_least_u64(&child(path, "recent_sessions"), self.recent_sessions, 1);
         OversizedModelRule {
             meta,
             premium_price_ratio: self.premium_price_ratio,
@@ -298,6 +317,8 @@ impl RawRule for RawOversizedModelRule {
             min_premium_cost_share: self.min_premium_cost_share,
             min_peers: doc.min_peers(path, self.min_peers),
             max_group_share: self.max_group_share,
+            cold_start_peers: to_usize(self.cold_start_peers),
+            recent_sessions: to_usize(self.recent_sessions),
             min_impact_usd: doc.min_impact_usd(path, self.min_impact_usd),
         }
     }
@@ -342,6 +363,16 @@ impl RawRule for RawRetryLoopRule {
             &child(path, "input_tolerance_ratio"),
             self.input_tolerance_ratio,
         );
+        doc.at_least_u64(
+            &child(path, "max_run_gap_seconds"),
+            self.max_run_gap_seconds,
+            1,
+        );
+        doc.check(
+            self.drilldown_budget <= 1_000_000,
+            &child(path, "drilldown_budget"),
+            || format!("must be at most 1000000, got {}", self.drilldown_budget),
+        );
         RetryLoopRule {
             meta,
             min_requests: self.min_requests,
@@ -352,6 +383,8 @@ impl RawRule for RawRetryLoopRule {
             min_identical_run: self.min_identical_run,
             input_tolerance_tokens: self.input_tolerance_tokens,
             input_tolerance_ratio: self.input_tolerance_ratio,
+            drilldown_budget: to_usize(self.drilldown_budget),
+            max_run_gap: Duration::from_secs(self.max_run_gap_seconds),
             min_error_burst: self.min_error_burst,
         }
     }

@@ -71,6 +71,9 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_cacheable_tokens: 1024,
             model_min_cacheable_tokens: Default::default(),
             clear_avg_input_ratio: 2.0,
+            cache_lifetime: std::time::Duration::from_secs(300),
+            model_cache_lifetime: Default::default(),
+            min_missed_calls: 2,
             max_cached_share: 0.05,
             min_peer_cached_share: 0.15,
             min_peers: 5,
@@ -84,6 +87,8 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_premium_cost_share: 0.5,
             min_peers: 2,
             max_group_share: 0.5,
+            cold_start_peers: 20,
+            recent_sessions: 20,
             min_impact_usd: 0.0,
         }],
         retry_loop: vec![RetryLoopRule {
@@ -96,7 +101,9 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_identical_run: 5,
             input_tolerance_tokens: 32,
             input_tolerance_ratio: 0.005,
-            min_error_burst: 4,
+            drilldown_budget: 100,
+            max_run_gap: std::time::Duration::from_secs(60),
+            min_error_burst: 5,
         }],
     }
 }

@@ -59,6 +59,19 @@ impl Metrics {
 
         family(
             &mut out,
+            "costwatch_drilldowns_skipped_total",
+            "counter",
+            "Retry-loop suspects whose request rows were not read: over their rule's drilldown_budget in their window.",
+        );
+        sample(
+            &mut out,
+            "costwatch_drilldowns_skipped_total",
+            &[],
+            self.drilldowns_skipped.load(Ordering::Relaxed) as f64,
+        );
+
+        family(
+            &mut out,
             "costwatch_watermark_lag_seconds",
             "gauge",
             "Seconds between the daemon's current time and the end of the last completed window.",

@@ -36,6 +36,7 @@ pub struct Metrics {
     windows_processed: AtomicU64,
     window_failures: AtomicU64,
     sessions_read: AtomicU64,
+    drilldowns_skipped: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -83,6 +84,7 @@ impl Metrics {
             windows_processed: AtomicU64::new(0),
             window_failures: AtomicU64::new(0),
             sessions_read: AtomicU64::new(0),
+            drilldowns_skipped: AtomicU64::new(0),
             state: Mutex::new(State {
                 gateway_errors,
                 config_ok: true,
@@ -104,6 +106,12 @@ impl Metrics {
     /// Counts `n` sessions read from the gateway.
     pub fn sessions_read(&self, n: u64) {
         self.sessions_read.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Counts `n` retry-loop suspects left unread by their rule's
+    /// `drilldown_budget`.
+    pub fn drilldowns_skipped(&self, n: u64) {
+        self.drilldowns_skipped.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Records the end of the last completed window.
