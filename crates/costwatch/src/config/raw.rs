@@ -554,6 +554,11 @@ pub(crate) struct RawRetryLoopRule {
     #[serde(default = "retry_min_identical_run")]
     #[schemars(range(min = 2))]
     pub min_identical_run: u64,
+    /// Consecutive calls of exactly the same prompt size that confirm a
+    /// suspect's loop (a session no other test nominated).
+    #[serde(default = "retry_suspect_min_identical_run")]
+    #[schemars(range(min = 2))]
+    pub suspect_min_identical_run: u64,
     /// Prompt sizes within this many tokens count as near-identical...
     #[serde(default = "retry_input_tolerance_tokens")]
     pub input_tolerance_tokens: u64,
@@ -654,6 +659,9 @@ fn retry_min_peers() -> u64 {
 }
 fn retry_cold_start_min_requests() -> u64 {
     8
+}
+fn retry_suspect_min_identical_run() -> u64 {
+    7
 }
 fn retry_min_identical_run() -> u64 {
     5

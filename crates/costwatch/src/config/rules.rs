@@ -118,6 +118,9 @@ pub struct RetryLoopRule {
     pub cold_start_min_requests: u64,
     /// Consecutive near-identical calls that confirm a loop.
     pub min_identical_run: u64,
+    /// Consecutive calls of exactly the same prompt size that confirm a
+    /// suspect's loop.
+    pub suspect_min_identical_run: u64,
     /// Prompt sizes within this many tokens count as near-identical...
     pub input_tolerance_tokens: u64,
     /// ...or within this share of the previous prompt.

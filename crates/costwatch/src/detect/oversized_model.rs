@@ -7,7 +7,8 @@
 //! calls (over its whole baseline, or among its newest sessions, after it
 //! moved to a premium model), is following its design. While the baseline is
 //! thin (fewer than `cold_start_peers` sessions) the share tolerated is
-//! halved, and findings are marked `cold_start`.
+//! halved and counted among the other sessions, and findings are marked
+//! `cold_start`.
 
 use super::{Catalogue, Finding, GroupStats, Kind, ratio, usd};
 use crate::config::OversizedModelRule;
@@ -134,6 +135,17 @@ fn usual_model<'a>(
     }
 }
 
+/// The share of the group's baseline sessions making mostly tiny premium
+/// calls, leaving out the one judged (observed into the baseline before it
+/// is judged, and itself such a session).
+fn others_share(stats: &GroupStats) -> f64 {
+    let n = stats.premium_peers as f64;
+    if n <= 1.0 {
+        return 0.0;
+    }
+    ((stats.premium_tiny_share * n - 1.0) / (n - 1.0)).max(0.0)
+}
+
 /// Judges a candidate against its group's habits.
 pub fn judge(
     s: &SessionRecord,
@@ -153,9 +165,11 @@ pub fn judge(
         return None;
     }
     // A thin baseline judges conservatively: at most half the share of
-    // sessions making tiny premium calls that a full one tolerates.
+    // sessions making tiny premium calls that a full one tolerates. The
+    // share is the other sessions': in a thin baseline the session's own
+    // weight would decide it.
     let cold_start = stats.premium_peers < rule.cold_start_peers;
-    if cold_start && stats.premium_tiny_share > rule.max_group_share / 2.0 {
+    if cold_start && others_share(stats) > rule.max_group_share / 2.0 {
         return None;
     }
     let usual = usual_model(stats, cat, rule)?;

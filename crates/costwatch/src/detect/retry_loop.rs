@@ -243,21 +243,23 @@ pub fn confirm(
     window: Window,
 ) -> Option<Finding> {
     // A suspect's aggregates gave little evidence, so its rows must show
-    // more: resends of the same prompt (sizes within the ratio tolerance),
-    // not just prompts within a few tokens of each other, which short,
-    // unrelated calls often are.
+    // more: a longer run of resends of exactly the same prompt. A resent
+    // request is the same text, so its prompt has the same size to the
+    // token; prompts a few tokens apart are new requests that happen to be
+    // of one size (a context cut to a fixed budget, short unrelated calls).
     let strict;
-    let rule = if trigger.suspicion().is_some() {
+    let (rule, min_run) = if trigger.suspicion().is_some() {
         strict = RetryLoopRule {
             input_tolerance_tokens: 0,
+            input_tolerance_ratio: 0.0,
             ..rule.clone()
         };
-        &strict
+        (&strict, rule.suspect_min_identical_run)
     } else {
-        rule
+        (rule, rule.min_identical_run)
     };
     let ev = analyse(requests, rule);
-    let looped = ev.longest_run >= rule.min_identical_run;
+    let looped = ev.longest_run >= min_run;
     let burst = ev.error_streak >= rule.min_error_burst;
     if !looped && !burst {
         return None;

@@ -359,6 +359,11 @@ impl RawRule for RawRetryLoopRule {
             || format!("must be greater than 0, got {z}"),
         );
         doc.at_least_u64(&child(path, "min_identical_run"), self.min_identical_run, 2);
+        doc.at_least_u64(
+            &child(path, "suspect_min_identical_run"),
+            self.suspect_min_identical_run,
+            2,
+        );
         doc.share(
             &child(path, "input_tolerance_ratio"),
             self.input_tolerance_ratio,
@@ -381,6 +386,7 @@ impl RawRule for RawRetryLoopRule {
             min_peers: doc.min_peers(path, self.min_peers),
             cold_start_min_requests: self.cold_start_min_requests,
             min_identical_run: self.min_identical_run,
+            suspect_min_identical_run: self.suspect_min_identical_run,
             input_tolerance_tokens: self.input_tolerance_tokens,
             input_tolerance_ratio: self.input_tolerance_ratio,
             drilldown_budget: to_usize(self.drilldown_budget),

@@ -99,6 +99,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_peers: 20,
             cold_start_min_requests: 8,
             min_identical_run: 5,
+            suspect_min_identical_run: 7,
             input_tolerance_tokens: 32,
             input_tolerance_ratio: 0.005,
             drilldown_budget: 100,

@@ -169,6 +169,22 @@ pub(super) fn cases() -> Vec<Case> {
     let (cycle, cycle_rows) = case_session("cycle", "agent", agent_rows("cycle", 2, &cycle_calls));
     let (healthy, healthy_rows) =
         case_session("long-run", "agent", agent_rows("long-run", 25, &[]));
+    // A context cut to a fixed budget: every step a new request whose
+    // prompt lands within 40 tokens of the budget, ten steps in a row.
+    let (plateau, plateau_rows) = case_session(
+        "plateau",
+        "agent",
+        agent_rows(
+            "plateau",
+            2,
+            &[
+                12_000, 11_987, 11_995, 11_961, 11_972, 11_990, 11_999, 11_983, 11_991, 11_964,
+            ],
+        ),
+    );
+    // The seed window's healthy sessions: six calls of one prompt size,
+    // seconds apart, none failed. Too short a run for a suspect.
+    let (six, six_rows) = case_session("six", "agent", agent_rows("six", 1, &[1_342; 6]));
     // One call and three retries through an outage, then the client gives
     // up: four failures in a row after three short calls.
     let bounded_calls: Vec<(i64, &str, u64, u64, bool)> = vec![
@@ -224,6 +240,20 @@ pub(super) fn cases() -> Vec<Case> {
             rules: None,
             windows: last_with_span(wide_history(4), vec![healthy]),
             requests: vec![healthy_rows],
+            expect: vec![],
+        },
+        Case {
+            name: "a context cut to a fixed budget (prompts a few tokens apart) is not a loop",
+            rules: None,
+            windows: last_with_span(wide_history(4), vec![plateau]),
+            requests: vec![plateau_rows],
+            expect: vec![],
+        },
+        Case {
+            name: "six calls of one prompt size are too short a run for a suspect",
+            rules: None,
+            windows: last_with_span(wide_history(4), vec![six]),
+            requests: vec![six_rows],
             expect: vec![],
         },
         Case {
