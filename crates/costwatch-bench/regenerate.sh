@@ -236,6 +236,13 @@ a premium model on short prompts; tiny sessions of about \$0.0001 around the
 cache minimum. \`crates/costwatch-sim/src/scenario/adversarial/mod.rs\`
 describes each one and its schedule.
 
+costwatch runs on it with the shipped \`rules/\`, told what a user of
+Haiku and Opus writes in them: the models' published cache minimums
+(\`model_min_cacheable_tokens: {claude-haiku-5: 2048, claude-opus-5:
+4096}\`, which the gateway's catalogue does not carry). Without them
+costwatch judges those models by the default 1,024 and flags the Haiku and
+Opus sessions that stay between 1,024 and their model's minimum.
+
 The first table gives the median over each family's held-out seeds (the
 columns as in the table above); the second says where the adversarial
 family's sessions were found or missed: per situation, the truly wasteful

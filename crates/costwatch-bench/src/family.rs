@@ -89,6 +89,20 @@ impl Family {
         }
     }
 
+    /// The models' minimum cacheable prefixes, as a user of those models
+    /// configures them (the providers publish them; the gateway's catalogue
+    /// does not carry them). The first family's models all cache from the
+    /// rules' default of 1,024 tokens: nothing to say.
+    pub fn cache_minimums(self) -> BTreeMap<String, u64> {
+        match self {
+            Family::Base => BTreeMap::new(),
+            Family::Adversarial => adversarial::catalogue()
+                .into_iter()
+                .filter_map(|m| Some((m.id.clone(), adversarial::min_prefix(&m.id)?)))
+                .collect(),
+        }
+    }
+
     /// How the family is served unless asked otherwise.
     pub fn serving(self) -> Serving {
         match self {
@@ -158,7 +172,8 @@ pub async fn run_seed(
         }
     };
     let truth = dataset.truth.clone();
-    let run = quality::run_dataset(seed, dataset, &params, rules, serving).await?;
+    let minimums = family.cache_minimums();
+    let run = quality::run_dataset(seed, dataset, &params, rules, &minimums, serving).await?;
     let mut situations = BTreeMap::new();
     if let Some(notes) = notes {
         let flagged: BTreeSet<(Kind, &str)> = run
@@ -203,6 +218,28 @@ mod tests {
         assert_eq!(Split::parse("heldout"), None);
         assert!(Family::Adversarial.seeds(Split::Tuning).is_empty());
         assert_eq!(Family::Base.seeds(Split::Tuning), [7, 11, 23, 42, 99]);
+    }
+
+    #[test]
+    fn the_detector_is_told_the_minimums_a_rule_does_not_set_itself() {
+        let minimums = Family::Adversarial.cache_minimums();
+        assert_eq!(minimums.get(adversarial::HAIKU), Some(&2_048));
+        assert_eq!(minimums.get(adversarial::OPUS), Some(&4_096));
+        assert!(Family::Base.cache_minimums().is_empty());
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("no_cache.yaml"),
+            format!(
+                "no_cache:\n  - name: a\n  - name: b\n    match: {{feature: x}}\n    model_min_cacheable_tokens: {{{}: 1500}}\n",
+                adversarial::HAIKU
+            ),
+        )
+        .unwrap();
+        let d = quality::detector_knowing(dir.path(), &minimums).unwrap();
+        let of = |i: usize| d.rules.no_cache[i].model_min_cacheable_tokens.clone();
+        assert_eq!(of(0).get(adversarial::HAIKU), Some(&2_048));
+        assert_eq!(of(0).get(adversarial::OPUS), Some(&4_096));
+        assert_eq!(of(1).get(adversarial::HAIKU), Some(&1_500));
     }
 
     #[test]

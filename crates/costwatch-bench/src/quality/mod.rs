@@ -35,6 +35,24 @@ pub fn default_detector(rules: &Path) -> Result<Detector, BenchError> {
     ])?))
 }
 
+/// [`default_detector`] told each model's minimum cacheable prefix the way
+/// a user of those models writes it: in every `no_cache` rule's
+/// `model_min_cacheable_tokens`, where the rule does not already say.
+pub fn detector_knowing(
+    rules: &Path,
+    cache_minimums: &BTreeMap<String, u64>,
+) -> Result<Detector, BenchError> {
+    let mut d = default_detector(rules)?;
+    for rule in &mut d.rules.no_cache {
+        for (model, tokens) in cache_minimums {
+            rule.model_min_cacheable_tokens
+                .entry(model.clone())
+                .or_insert(*tokens);
+        }
+    }
+    Ok(d)
+}
+
 /// A gateway client for a simulator at `base_url`, with the limits
 /// `backtest --simulate` uses.
 pub fn sim_source(base_url: &str, admin_key: &str) -> Result<GatewaySource, BenchError> {
@@ -103,7 +121,15 @@ pub async fn run_seed(seed: u64, days: u32, rules: &Path) -> Result<SeedResult, 
         ..ScenarioParams::default()
     };
     let dataset = scenario::generate(&params);
-    let run = run_dataset(seed, dataset, &params, rules, Serving::Historical).await?;
+    let run = run_dataset(
+        seed,
+        dataset,
+        &params,
+        rules,
+        &BTreeMap::new(),
+        Serving::Historical,
+    )
+    .await?;
     Ok(run.result)
 }
 
@@ -133,12 +159,14 @@ pub struct DatasetRun {
 }
 
 /// Serves `dataset` (generated from `params`), replays it through costwatch
-/// and the static baseline, and scores both.
+/// (its rules at `rules`, told `cache_minimums`) and the static baseline,
+/// and scores both.
 pub async fn run_dataset(
     seed: u64,
     dataset: costwatch_sim::Dataset,
     params: &ScenarioParams,
     rules: &Path,
+    cache_minimums: &BTreeMap<String, u64>,
     serving: Serving,
 ) -> Result<DatasetRun, BenchError> {
     let from = params.start;
@@ -166,7 +194,7 @@ pub async fn run_dataset(
     let started = Instant::now();
     let replay = backtest::replay(
         source.clone(),
-        default_detector(rules)?,
+        detector_knowing(rules, cache_minimums)?,
         "sqlite::memory:",
         from,
         to,
