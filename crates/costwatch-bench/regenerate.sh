@@ -188,13 +188,13 @@ $quality
 The figures above come from seeds the detectors were tuned on, in a
 simulator written together with them. Here two families of labelled
 traffic are scored on seeds nobody tunes against. Detection is tuned on
-the tuning seeds of the first family only; the held-out seeds of both
-families are only ever reported (CONTRIBUTING.md, "Changing detection").
+each family's tuning seeds; the held-out seeds of both families are only
+ever reported (CONTRIBUTING.md, "Changing detection").
 
 | family | what it is | tuning seeds | held-out seeds | served |
 |---|---|---|---|---|
 | base | the simulator's first family (\`costwatch_sim::scenario\`), the one above | 7, 11, 23, 42, 99 | 1234, 5678, 31337, 271828, 314159 | historically: every call exists, as above |
-| adversarial | a second, independent family (\`costwatch_sim::scenario::adversarial\`), built to break the detectors | none | 1234, 5678, 31337, 271828, 314159 | live: a window sees only the calls made by its end plus the daemon's 2-minute settle lag, so a session crossing windows is first judged on its beginning |
+| adversarial | a second, independent family (\`costwatch_sim::scenario::adversarial\`), built to break the detectors | 3, 17, 101, 2026, 65537 | 1234, 5678, 31337, 271828, 314159 | live: a window sees only the calls made by its end plus the daemon's 2-minute settle lag, so a session crossing windows is first judged on its beginning |
 
 The adversarial family (four days, about 11,000 sessions and 80,000 calls
 per seed, twelve features) is labelled by the definition of waste, applied

@@ -6,11 +6,11 @@
 //!   99 (the seeds of the main quality table); held-out seeds 1234, 5678,
 //!   31337, 271828 and 314159.
 //! - `adversarial`: the second family (`costwatch_sim::scenario::adversarial`),
-//!   built to break the detectors. No tuning seeds: it is never tuned
-//!   against. Held-out seeds 1234, 5678, 31337, 271828 and 314159.
+//!   built to break the detectors. Tuning seeds 3, 17, 101, 2026 and
+//!   65537; held-out seeds 1234, 5678, 31337, 271828 and 314159.
 //!
-//! Detection is tuned on the tuning seeds of the first family only; the
-//! held-out seeds of both families are reported, never tuned against.
+//! Detection is tuned on each family's tuning seeds; the held-out seeds of
+//! both families are reported, never tuned against.
 //! The adversarial family is served live (each window sees only the calls
 //! made by its end plus the settle lag), since sessions crossing windows are
 //! one of its situations; the first family is served historically, as in
@@ -28,8 +28,8 @@ use std::path::Path;
 pub const BASE_TUNING: [u64; 5] = [7, 11, 23, 42, 99];
 /// Seeds of the first family that are only ever reported.
 pub const BASE_HELD_OUT: [u64; 5] = [1234, 5678, 31337, 271828, 314159];
-/// Seeds of the adversarial family that detection may be tuned against: none.
-pub const ADVERSARIAL_TUNING: [u64; 0] = [];
+/// Seeds of the adversarial family that detection may be tuned against.
+pub const ADVERSARIAL_TUNING: [u64; 5] = [3, 17, 101, 2026, 65537];
 /// Seeds of the adversarial family that are only ever reported.
 pub const ADVERSARIAL_HELD_OUT: [u64; 5] = [1234, 5678, 31337, 271828, 314159];
 
@@ -216,7 +216,7 @@ mod tests {
         assert_eq!(Family::parse("other"), None);
         assert_eq!(Split::parse("held-out"), Some(Split::HeldOut));
         assert_eq!(Split::parse("heldout"), None);
-        assert!(Family::Adversarial.seeds(Split::Tuning).is_empty());
+        assert_eq!(Family::Adversarial.seeds(Split::Tuning).len(), 5);
         assert_eq!(Family::Base.seeds(Split::Tuning), [7, 11, 23, 42, 99]);
     }
 

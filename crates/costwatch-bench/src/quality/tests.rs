@@ -181,7 +181,9 @@ async fn a_live_window_sees_only_the_calls_made_by_its_end() {
         (Serving::Live, second_window),
     ] {
         let (d, params) = split_loop();
-        let run = run_dataset(1, d, &params, rules, &Default::default(), serving).await.unwrap();
+        let run = run_dataset(1, d, &params, rules, &Default::default(), serving)
+            .await
+            .unwrap();
         for findings in [&run.costwatch, &run.baseline] {
             let windows: Vec<_> = findings
                 .iter()

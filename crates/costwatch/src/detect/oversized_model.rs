@@ -8,7 +8,8 @@
 //! moved to a premium model), is following its design. While the baseline is
 //! thin (fewer than `cold_start_peers` sessions) the share tolerated is
 //! halved and counted among the other sessions, and findings are marked
-//! `cold_start`.
+//! `cold_start`. A session with failed calls that also called the usual
+//! model is failing over, not choosing the dearer model: left alone.
 
 use super::{Catalogue, Finding, GroupStats, Kind, ratio, usd};
 use crate::config::OversizedModelRule;
@@ -173,6 +174,16 @@ pub fn judge(
         return None;
     }
     let usual = usual_model(stats, cat, rule)?;
+    // Failed calls beside calls to the usual model: the session was failing
+    // over (a router's fallback after a rate limit or an outage), so the
+    // dearer model was not chosen for the sub-task.
+    if s.errors > 0
+        && s.by_model
+            .iter()
+            .any(|m| m.model == usual && m.requests > 0)
+    {
+        return None;
+    }
     let on_usual: f64 = tiny
         .calls
         .iter()

@@ -327,6 +327,22 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
+            name: "a session failing over to a dearer model after failed calls is left alone",
+            rules: None,
+            windows: with_history(healthy_history(4, 6), {
+                let mut s = session(
+                    "failover",
+                    "triage",
+                    0,
+                    &[(SOL, 3, 217, 0, 44), (LUNA, 2, 290, 0, 50)],
+                );
+                s.errors = 1;
+                vec![s]
+            }),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
             name: "a per-label threshold is tuned for one group only",
             rules: Some(
                 "oversized_model:\n  - name: default\n  - name: triage-strict\n    match: {feature: triage}\n    max_avg_input_tokens: 50\n",
