@@ -70,10 +70,11 @@ fn model_cacheability(m: &ModelUsage, min: u64, rule: &NoCacheRule) -> Cacheabil
 }
 
 /// Whether any of the session's calls could have read the cache, as far as
-/// its aggregates tell (O(models)).
+/// its aggregates tell (O(models)). Models without a prompt cache never
+/// could.
 pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Cacheability {
     let mut seen = Cacheability::Never;
-    for m in &s.by_model {
+    for m in s.by_model.iter().filter(|m| cat.supports_cache(&m.model)) {
         match model_cacheability(m, min_cacheable(&m.model, cat, rule), rule) {
             Cacheability::Unsure => return Cacheability::Unsure,
             Cacheability::Clear => seen = Cacheability::Clear,
@@ -84,21 +85,36 @@ pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> C
 }
 
 /// Whether the session could have used the prompt cache at all: enough calls,
-/// prompts above the cacheable minimum, and only models with a prompt cache;
-/// and whether its cache reads are known (a source that reported none for
-/// it says nothing either way).
+/// prompts above the cacheable minimum, and a model with a prompt cache
+/// (a session mixing in a model without one, say an extraction model, is
+/// judged on the others); and whether its cache reads are known (a source
+/// that reported none for it says nothing either way).
 pub fn eligible(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
     s.requests >= rule.min_requests
         && !s.cache_unreported
         && avg_input(s) >= rule.min_avg_input_tokens as f64
-        && !s.by_model.is_empty()
-        && s.by_model.iter().all(|m| cat.supports_cache(&m.model))
         && cacheability(s, cat, rule) != Cacheability::Never
+}
+
+/// Share of the prompt sent to models with a prompt cache that was read
+/// from it, in `[0, 1]`: what a session's caching is judged by, undiluted
+/// by calls to models that cannot cache.
+pub fn capable_cached_share(s: &SessionRecord, cat: &Catalogue) -> f64 {
+    let (mut input, mut cached) = (0u64, 0u64);
+    for m in s.by_model.iter().filter(|m| cat.supports_cache(&m.model)) {
+        input += m.input_tokens;
+        cached += m.cached_tokens.min(m.input_tokens);
+    }
+    if input == 0 {
+        0.0
+    } else {
+        cached as f64 / input as f64
+    }
 }
 
 /// The cheap test made on every session: eligible and uncached.
 pub fn is_candidate(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
-    eligible(s, cat, rule) && cached_share(s) <= rule.max_cached_share
+    eligible(s, cat, rule) && capable_cached_share(s, cat) <= rule.max_cached_share
 }
 
 /// What the peers say a session of the group should cache.

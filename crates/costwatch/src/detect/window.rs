@@ -15,8 +15,8 @@ use super::baseline::GroupBaseline;
 use super::drilldown::{Drilldown, RetryCheck};
 use super::suspects::Suspects;
 use super::{
-    Catalogue, Diagnostic, Finding, GroupStats, cached_share, no_cache, oversized_model,
-    retry_loop, write_group_key,
+    Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model, retry_loop,
+    write_group_key,
 };
 use crate::config::rules::select;
 use crate::config::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules};
@@ -211,7 +211,8 @@ impl<'d> WindowAnalysis<'d> {
             }
             let eligible = self.det.no_cache_rule(&s);
             if eligible.is_some_and(|r| no_cache::eligible(&s, &self.catalogue, r)) {
-                b.cached_share.push(cached_share(&s));
+                b.cached_share
+                    .push(no_cache::capable_cached_share(&s, &self.catalogue));
             }
             b.tiny_call_price.push(n.tiny_price);
             for m in &s.by_model {

@@ -73,6 +73,36 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
+            name: "an uncached conversation beside calls to a model without a cache is flagged",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "mixed",
+                    "support-agent",
+                    0,
+                    &[(LUNA, 6, 24_557, 0, 1_290), (NOVA, 2, 8_000, 0, 900)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![(Kind::NoCache, "mixed")],
+        },
+        Case {
+            name: "a cached conversation beside calls to a model without a cache is left alone",
+            rules: None,
+            windows: with_history(
+                healthy_history(4, 6),
+                vec![session(
+                    "mixed-cached",
+                    "support-agent",
+                    0,
+                    &[(LUNA, 6, 24_557, 4_000, 1_290), (NOVA, 2, 100_000, 0, 900)],
+                )],
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
             name: "a 1,300-token first prompt then uncached repeats is no_cache",
             rules: None,
             windows: with_history(
