@@ -670,7 +670,7 @@ fn retry_input_tolerance_tokens() -> u64 {
     32
 }
 fn retry_input_tolerance_ratio() -> f64 {
-    0.005
+    0.0
 }
 fn retry_drilldown_budget() -> u64 {
     100

@@ -101,7 +101,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_identical_run: 5,
             suspect_min_identical_run: 7,
             input_tolerance_tokens: 32,
-            input_tolerance_ratio: 0.005,
+            input_tolerance_ratio: 0.0,
             drilldown_budget: 100,
             max_run_gap: std::time::Duration::from_secs(60),
             min_error_burst: 5,

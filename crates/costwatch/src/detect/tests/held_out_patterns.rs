@@ -182,6 +182,16 @@ pub(super) fn cases() -> Vec<Case> {
             ],
         ),
     );
+    // A long agent run on a large context: each step adds one short tool
+    // result (90 tokens, under 0.5% of the prompt); 400 calls make it an
+    // outlier of the wide group, so its rows are read with the lenient
+    // tolerances.
+    let big_steps: Vec<u64> = (0..400).map(|k| 20_000 + 90 * k).collect();
+    let (big, big_rows) = case_session(
+        "big-context",
+        "agent",
+        agent_rows("big-context", 0, &big_steps),
+    );
     // The seed window's healthy sessions: six calls of one prompt size,
     // seconds apart, none failed. Too short a run for a suspect.
     let (six, six_rows) = case_session("six", "agent", agent_rows("six", 1, &[1_342; 6]));
@@ -247,6 +257,13 @@ pub(super) fn cases() -> Vec<Case> {
             rules: None,
             windows: last_with_span(wide_history(4), vec![plateau]),
             requests: vec![plateau_rows],
+            expect: vec![],
+        },
+        Case {
+            name: "a long agent run growing by a short tool result a step on a large context is not a loop",
+            rules: None,
+            windows: last_with_span(wide_history(4), vec![big]),
+            requests: vec![big_rows],
             expect: vec![],
         },
         Case {
