@@ -164,12 +164,7 @@ fn run(
     windows: Vec<Vec<SessionRecord>>,
     requests: &HashMap<String, Vec<RequestRecord>>,
 ) -> BTreeSet<(Kind, String)> {
-    let det = Detector {
-        rules,
-        group_by: vec!["feature".into()],
-        baseline_samples: 512,
-        max_candidates: 10_000,
-    };
+    let det = detector(rules, 10_000);
     let mut baselines: HashMap<String, GroupBaseline> = HashMap::new();
     let mut in_use: BTreeSet<String> = BTreeSet::new();
     let mut found = BTreeSet::new();
@@ -326,12 +321,7 @@ fn findings_carry_impact_and_evidence() {
             &[(LUNA, 6, 24_557, 0, 1_290)],
         )],
     );
-    let det = Detector {
-        rules: shipped_rules(),
-        group_by: vec!["feature".into()],
-        baseline_samples: 512,
-        max_candidates: 100,
-    };
+    let det = detector(shipped_rules(), 100);
     let last = last_window_findings(&det, windows, &[]);
     let f = last.iter().find(|f| f.session_id == "nc").unwrap();
     assert_eq!(f.group, "feature=support-agent");
@@ -354,6 +344,17 @@ fn group_keys_name_every_group_by_label() {
         "feature=a,team="
     );
     assert_eq!(group_key(&labels, &[]), "all");
+}
+
+/// The detector the tests run: `rules`, peer groups by `feature`, 512
+/// samples per group and at most `max_candidates` per window.
+fn detector(rules: Rules, max_candidates: usize) -> Detector {
+    Detector {
+        rules,
+        group_by: vec!["feature".into()],
+        baseline_samples: 512,
+        max_candidates,
+    }
 }
 
 /// Runs `windows` through `det`, carrying baselines, and returns the last
@@ -447,12 +448,7 @@ fn a_window_with_too_many_candidates_is_read_again_and_judged_whole() {
         &[(LUNA, 30, 12_000, 0, 300)],
     ));
     let windows = with_history(healthy_history(4, 6), last);
-    let det = |max_candidates| Detector {
-        rules: shipped_rules(),
-        group_by: vec!["feature".into()],
-        baseline_samples: 512,
-        max_candidates,
-    };
+    let det = |max_candidates| detector(shipped_rules(), max_candidates);
     let (whole, _, overflowed) = last_judgement(&det(10_000), windows.clone(), true);
     assert!(!overflowed);
     assert_eq!(

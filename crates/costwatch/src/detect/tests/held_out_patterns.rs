@@ -372,12 +372,7 @@ pub(super) fn cases() -> Vec<Case> {
 /// Runs `windows` with the shipped rules and returns the last window's
 /// findings, drill-downs confirmed from `requests`.
 fn last_findings(windows: Vec<Vec<SessionRecord>>, requests: &[RequestRecord]) -> Vec<Finding> {
-    let det = Detector {
-        rules: shipped_rules(),
-        group_by: vec!["feature".into()],
-        baseline_samples: 512,
-        max_candidates: 10_000,
-    };
+    let det = detector(shipped_rules(), 10_000);
     last_window_findings(&det, windows, requests)
 }
 
@@ -436,13 +431,13 @@ fn suspects_are_read_most_suspicious_first_within_the_budget() {
         sessions.push((from_rows(id, "agent", rows), span));
     }
     let windows = last_with_span(wide_history(4), sessions);
-    let det = |budget: usize| Detector {
-        rules: rules_from(&format!(
-            "retry_loop:\n  - name: r\n    drilldown_budget: {budget}\n"
-        )),
-        group_by: vec!["feature".into()],
-        baseline_samples: 512,
-        max_candidates: 10_000,
+    let det = |budget: usize| {
+        detector(
+            rules_from(&format!(
+                "retry_loop:\n  - name: r\n    drilldown_budget: {budget}\n"
+            )),
+            10_000,
+        )
     };
     let judge = |budget: usize| {
         let d = det(budget);

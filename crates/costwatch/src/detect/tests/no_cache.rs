@@ -9,12 +9,7 @@ fn no_cache_finding(
     windows: Vec<Vec<SessionRecord>>,
     requests: &[RequestRecord],
 ) -> Option<Finding> {
-    let det = Detector {
-        rules: shipped_rules(),
-        group_by: vec!["feature".into()],
-        baseline_samples: 512,
-        max_candidates: 10_000,
-    };
+    let det = detector(shipped_rules(), 10_000);
     last_window_findings(&det, windows, requests)
         .into_iter()
         .find(|f| f.kind == Kind::NoCache)
