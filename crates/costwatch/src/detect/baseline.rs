@@ -86,28 +86,21 @@ impl Ring {
 
     /// Share of the values at or above `t` (0 when empty).
     pub fn share_at_least(&self, t: f64) -> f64 {
-        if self.values.is_empty() {
-            return 0.0;
-        }
-        let n = self
-            .values
-            .iter()
-            .filter(|v| f64::from(**v) >= t * (1.0 - 1e-6))
-            .count();
-        n as f64 / self.values.len() as f64
+        self.recent_share_at_least(t, self.values.len())
     }
 
     /// Share of the newest `n` values at or above `t` (0 when empty).
     pub fn recent_share_at_least(&self, t: f64, n: usize) -> f64 {
-        let recent: Vec<f32> = self.values.iter().rev().take(n.max(1)).copied().collect();
-        if recent.is_empty() {
-            return 0.0;
+        let (mut hits, mut seen) = (0usize, 0usize);
+        for v in self.values.iter().rev().take(n.max(1)) {
+            seen += 1;
+            hits += usize::from(f64::from(*v) >= t * (1.0 - 1e-6));
         }
-        let hits = recent
-            .iter()
-            .filter(|v| f64::from(**v) >= t * (1.0 - 1e-6))
-            .count();
-        hits as f64 / recent.len() as f64
+        if seen == 0 {
+            0.0
+        } else {
+            hits as f64 / seen as f64
+        }
     }
 }
 
@@ -240,6 +233,21 @@ mod tests {
         }
         assert_eq!(r.to_vec(), vec![2.0, 3.0, 4.0]);
         assert_eq!(r.median(), Some(3.0));
+    }
+
+    #[test]
+    fn shares_count_all_values_or_only_the_newest() {
+        let mut r = Ring::new(8);
+        assert_eq!(r.share_at_least(1.0), 0.0);
+        for v in [0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, 2.0] {
+            r.push(v);
+        }
+        assert_eq!(r.share_at_least(1.0), 0.375);
+        assert_eq!(r.recent_share_at_least(1.0, 4), 0.75);
+        assert_eq!(r.recent_share_at_least(1.0, 1), 1.0);
+        assert_eq!(r.recent_share_at_least(1.0, 100), 0.375);
+        // At the threshold counts, whatever f32 rounding did to it.
+        assert_eq!(r.recent_share_at_least(2.0, 1), 1.0);
     }
 
     #[test]
