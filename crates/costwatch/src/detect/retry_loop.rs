@@ -97,6 +97,12 @@ pub fn trigger(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> O
     if s.errors >= rule.min_error_burst {
         return Some(Trigger::Errors);
     }
+    // Too few calls for the run a suspect needs (and too few failures for
+    // a burst, or the test above would have nominated it): its rows could
+    // not confirm anything.
+    if s.requests < rule.suspect_min_identical_run {
+        return None;
+    }
     Some(suspect(s, stats, rule))
 }
 
