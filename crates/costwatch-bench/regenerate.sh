@@ -302,7 +302,9 @@ The fixed cost per window is the least-squares slope of costwatch's CPU
 over the number of windows: the sessions are the same in every run, so
 what grows with the window count is what each window costs beyond its
 sessions (the per-window statements in the state database, the page
-requests a window needs even when small, the statistics of its groups).
+requests a window needs even when small, the statistics of its groups,
+and the request drill-downs of its candidates, among them the retry-loop
+suspects read within \`drilldown_budget\` a rule and window).
 The long backtest replays 90 days of the scenario at 10,000 base sessions
 a day with 5-minute windows (25,920 windows). Each program runs $RUNS
 times; the figures are medians.
