@@ -161,11 +161,20 @@ pub struct RunEvidence {
     pub request_ids: Vec<String>,
 }
 
-fn near_identical(prev: &RequestRecord, next: &RequestRecord, rule: &RetryLoopRule) -> bool {
+/// Whether `next` resends `prev`: the same model and a prompt of the same
+/// size, exactly when `exact`, else within the rule's tolerances.
+fn near_identical(
+    prev: &RequestRecord,
+    next: &RequestRecord,
+    rule: &RetryLoopRule,
+    exact: bool,
+) -> bool {
     let delta = prev.input_tokens.abs_diff(next.input_tokens);
     prev.model == next.model
-        && (delta <= rule.input_tolerance_tokens
-            || delta as f64 <= rule.input_tolerance_ratio * prev.input_tokens as f64)
+        && (delta == 0
+            || !exact
+                && (delta <= rule.input_tolerance_tokens
+                    || delta as f64 <= rule.input_tolerance_ratio * prev.input_tokens as f64))
 }
 
 /// Whether `next` came soon enough after `prev` to continue a run.
@@ -178,11 +187,16 @@ fn close(prev: &RequestRecord, next: &RequestRecord, rule: &RetryLoopRule) -> bo
 /// them (1: the same call again; 2: a cycle between two calls), each close
 /// to the previous one. Returns `(repeats, index of the run's first call)`:
 /// the run holds `repeats + period` calls.
-fn longest_run(requests: &[RequestRecord], period: usize, rule: &RetryLoopRule) -> (usize, usize) {
+fn longest_run(
+    requests: &[RequestRecord],
+    period: usize,
+    rule: &RetryLoopRule,
+    exact: bool,
+) -> (usize, usize) {
     let (mut best, mut best_first) = (0usize, 0usize);
     let mut repeats = 0usize;
     for i in period..requests.len() {
-        let repeat = near_identical(&requests[i - period], &requests[i], rule)
+        let repeat = near_identical(&requests[i - period], &requests[i], rule, exact)
             && close(&requests[i - 1], &requests[i], rule);
         repeats = if repeat { repeats + 1 } else { 0 };
         if repeats > best {
@@ -194,10 +208,11 @@ fn longest_run(requests: &[RequestRecord], period: usize, rule: &RetryLoopRule) 
 }
 
 /// Reads the session's calls (in time order) for runs and error streaks.
-pub fn analyse(requests: &[RequestRecord], rule: &RetryLoopRule) -> RunEvidence {
+/// With `exact`, runs count only prompts of exactly the same size.
+pub fn analyse(requests: &[RequestRecord], rule: &RetryLoopRule, exact: bool) -> RunEvidence {
     let mut ev = RunEvidence::default();
-    let same = longest_run(requests, 1, rule);
-    let cycle = longest_run(requests, 2, rule);
+    let same = longest_run(requests, 1, rule, exact);
+    let cycle = longest_run(requests, 2, rule, exact);
     // Calls that repeat the one before also repeat the one two before: a
     // cycle counts only when it holds more repeats than any plain run.
     let ((repeats, first), period) = if cycle.0 > same.0 {
@@ -253,18 +268,13 @@ pub fn confirm(
     // request is the same text, so its prompt has the same size to the
     // token; prompts a few tokens apart are new requests that happen to be
     // of one size (a context cut to a fixed budget, short unrelated calls).
-    let strict;
-    let (rule, min_run) = if trigger.suspicion().is_some() {
-        strict = RetryLoopRule {
-            input_tolerance_tokens: 0,
-            input_tolerance_ratio: 0.0,
-            ..rule.clone()
-        };
-        (&strict, rule.suspect_min_identical_run)
+    let suspect = trigger.suspicion().is_some();
+    let min_run = if suspect {
+        rule.suspect_min_identical_run
     } else {
-        (rule, rule.min_identical_run)
+        rule.min_identical_run
     };
-    let ev = analyse(requests, rule);
+    let ev = analyse(requests, rule, suspect);
     let looped = ev.longest_run >= min_run;
     let burst = ev.error_streak >= rule.min_error_burst;
     if !looped && !burst {
