@@ -125,6 +125,8 @@ pub struct RetryLoopRule {
     pub input_tolerance_tokens: u64,
     /// ...or within this share of the previous prompt.
     pub input_tolerance_ratio: f64,
+    /// Least suspicion for a suspect to be read at all.
+    pub suspect_min_suspicion: f64,
     /// Most suspects drilled into per window, the most suspicious first.
     pub drilldown_budget: usize,
     /// Longest pause between the starts of two calls of a run of resends.

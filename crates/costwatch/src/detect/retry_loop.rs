@@ -103,7 +103,10 @@ pub fn trigger(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> O
     if s.requests < rule.suspect_min_identical_run {
         return None;
     }
-    Some(suspect(s, stats, rule))
+    // Nothing in its aggregates stands out (a typical call count, calls
+    // spread out, no failures): an ordinary long session, not worth a read.
+    let t = suspect(s, stats, rule);
+    (t.suspicion()? >= rule.suspect_min_suspicion).then_some(t)
 }
 
 /// Ranks a session that no test nominated by what its aggregates reveal:

@@ -88,6 +88,7 @@ pub(super) struct WireModelUsage {
 pub(super) struct WireRequest {
     request_id: String,
     session_id: String,
+    #[serde(deserialize_with = "time")]
     created_at: DateTime<Utc>,
     model: String,
     status: RequestStatus,
@@ -336,8 +337,13 @@ impl<'de> Deserialize<'de> for ModelNames {
     }
 }
 
-/// An optional RFC 3339 timestamp; the gateway's own form
+/// An RFC 3339 timestamp; the gateway's own form
 /// (`2026-11-02T00:01:49.677Z`) is read directly, anything else by chrono.
+fn time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+    d.deserialize_str(Time)
+}
+
+/// An optional [`time`].
 fn opt_time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
     struct V;
     impl<'de> serde::de::Visitor<'de> for V {
@@ -352,20 +358,30 @@ fn opt_time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<DateTime<Ut
             Ok(None)
         }
         fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_str(V)
-        }
-        fn visit_str<E: serde::de::Error>(self, t: &str) -> Result<Self::Value, E> {
-            match fast_utc(t) {
-                Some(v) => Ok(Some(v)),
-                // What chrono's own `Deserialize` accepts.
-                None => t
-                    .parse::<DateTime<chrono::FixedOffset>>()
-                    .map(|v| Some(v.with_timezone(&Utc)))
-                    .map_err(E::custom),
-            }
+            time(d).map(Some)
         }
     }
     d.deserialize_option(V)
+}
+
+/// The visitor of [`time`].
+struct Time;
+
+impl serde::de::Visitor<'_> for Time {
+    type Value = DateTime<Utc>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an RFC 3339 timestamp")
+    }
+    fn visit_str<E: serde::de::Error>(self, t: &str) -> Result<Self::Value, E> {
+        match fast_utc(t) {
+            Some(v) => Ok(v),
+            // What chrono's own `Deserialize` accepts.
+            None => t
+                .parse::<DateTime<chrono::FixedOffset>>()
+                .map(|v| v.with_timezone(&Utc))
+                .map_err(E::custom),
+        }
+    }
 }
 
 /// `YYYY-MM-DDTHH:MM:SS[.fff]Z` (up to nine fractional digits); `None` for
@@ -463,6 +479,25 @@ mod tests {
             fast_utc("2026-11-02T00:01:49Z").unwrap()
         );
         assert_eq!(rec.last_request_at, rec.first_request_at);
+        let row = |t: &str| {
+            format!(
+                r#"{{"data":[{{"request_id":"r","session_id":"a","created_at":"{t}","model":"m",
+                "status":"success","input_tokens":5,"cost_usd":0.1}}]}}"#
+            )
+        };
+        for t in ["2026-11-02T00:01:49.677Z", "2026-11-02T02:01:49.677+02:00"] {
+            let body = row(t);
+            let page = parse::<Page<WireRequest>>(body.as_bytes()).unwrap();
+            assert_eq!(
+                page.data[0].created_at,
+                fast_utc("2026-11-02T00:01:49.677Z").unwrap(),
+                "{t}"
+            );
+        }
+        let err = parse::<Page<WireRequest>>(row("noon").as_bytes())
+            .err()
+            .unwrap_or_default();
+        assert!(err.starts_with("data[0].created_at"), "{err}");
         let bad = br#"{"data":[{"session_id":"a","requests":1,"input_tokens":5,"cost_usd":0.1,
             "first_request_at":"yesterday"}]}"#;
         let err = parse::<Page<WireSession>>(bad).err().unwrap_or_default();

@@ -100,6 +100,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             cold_start_min_requests: 8,
             min_identical_run: 5,
             suspect_min_identical_run: 7,
+            suspect_min_suspicion: 1.0,
             input_tolerance_tokens: 32,
             input_tolerance_ratio: 0.0,
             drilldown_budget: 100,

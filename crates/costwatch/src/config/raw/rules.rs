@@ -218,6 +218,11 @@ pub(crate) struct RawRetryLoopRule {
     #[serde(default = "retry_input_tolerance_ratio")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub input_tolerance_ratio: f64,
+    /// Least suspicion (calls above the group's median in robust units, plus
+    /// up to 1 for a loop's pace, plus the share of failed calls) for a
+    /// suspect to be read at all.
+    #[serde(default = "retry_suspect_min_suspicion")]
+    pub suspect_min_suspicion: f64,
     /// Most suspects of this rule (sessions of at least `min_requests` calls
     /// that the outlier, error and cold-start tests did not nominate) whose
     /// request rows are read per window, the most suspicious first; the rest
@@ -323,6 +328,9 @@ fn retry_input_tolerance_tokens() -> u64 {
 }
 fn retry_input_tolerance_ratio() -> f64 {
     0.0
+}
+fn retry_suspect_min_suspicion() -> f64 {
+    1.0
 }
 fn retry_drilldown_budget() -> u64 {
     100

@@ -420,27 +420,33 @@ fn findings_of_thin_groups_say_cold_start() {
 #[test]
 fn suspects_are_read_most_suspicious_first_within_the_budget() {
     // Three suspects in the wide group: the validation loop (12 calls),
-    // a cycle (12 calls, faster) and a healthy long run (25 calls, slow).
+    // a cycle (12 calls, faster) and a healthy long run (25 calls, slow);
+    // and an ordinary session (8 calls, a usual count, 70 s apart) below
+    // the suspicion floor.
     let validation = agent_rows("validation", 2, &[2_300; 10]);
+    let ordinary: Vec<(i64, &str, u64, u64, bool)> = (0..8)
+        .map(|t| (70 * t, LUNA, 1_500 + 400 * t as u64, 0, false))
+        .collect();
     let mut sessions = Vec::new();
     for (id, rows, span) in [
         ("validation", &validation, 36),
         ("slow-run", &agent_rows("slow-run", 25, &[]), 24 * 60),
         ("fast", &agent_rows("fast", 12, &[]), 12),
+        ("ordinary", &timed("ordinary", &ordinary), 7 * 70),
     ] {
         sessions.push((from_rows(id, "agent", rows), span));
     }
     let windows = last_with_span(wide_history(4), sessions);
-    let det = |budget: usize| {
+    let det = |budget: usize, floor: &str| {
         detector(
             rules_from(&format!(
-                "retry_loop:\n  - name: r\n    drilldown_budget: {budget}\n"
+                "retry_loop:\n  - name: r\n    drilldown_budget: {budget}\n{floor}"
             )),
             10_000,
         )
     };
-    let judge = |budget: usize| {
-        let d = det(budget);
+    let judge_with = |budget: usize, floor: &str| {
+        let d = det(budget, floor);
         let mut baselines = HashMap::new();
         let mut last = None;
         for (i, sessions) in windows.clone().into_iter().enumerate() {
@@ -452,6 +458,7 @@ fn suspects_are_read_most_suspicious_first_within_the_budget() {
         }
         last.unwrap()
     };
+    let judge = |budget: usize| judge_with(budget, "");
     let suspects = |j: &Judgement| -> Vec<String> {
         j.drilldowns
             .iter()
@@ -480,4 +487,11 @@ fn suspects_are_read_most_suspicious_first_within_the_budget() {
     let none = judge(0);
     assert_eq!(none.drilldowns_skipped, 3);
     assert!(suspects(&none).is_empty());
+
+    // Without the floor the ordinary session is read too, last.
+    let every = judge_with(100, "    suspect_min_suspicion: -1000\n");
+    let read_every = suspects(&every);
+    assert_eq!(read_every.len(), 4, "{read_every:?}");
+    assert_eq!(read_every[3], "ordinary", "{read_every:?}");
+    assert!(!read.contains(&"ordinary".to_owned()), "{read:?}");
 }
