@@ -501,21 +501,55 @@ async fn running_again_at_the_same_time_does_nothing() {
     assert_eq!(p.store().windows(JOB).await.unwrap().len(), 3);
 }
 
-/// A replay keeps the baselines each window commits, and the request rows
-/// it drilled into, for the next windows rather than reading them again:
-/// the findings, their order and the stored baselines are those of a
-/// pipeline that reads them every window.
+/// A replay keeps the baselines each window commits, the request rows it
+/// drilled into, and when each model was last seen, for the next windows
+/// rather than reading them again: the findings, their order, the stored
+/// baselines and models are those of a pipeline that reads them every
+/// window. The gateway also lists a model ten times cheaper than any in
+/// traffic, which the state has seen six days before the run (another
+/// job's window): for the run's first day it is the cheapest model in use,
+/// and "premium" is measured against it.
 #[tokio::test]
 async fn carried_baselines_find_and_store_what_reading_them_back_does() {
-    let dataset = two_days();
+    let mut dataset = two_days();
+    let mut pico = catalogue()[0].clone();
+    pico.id = "gpt-6-pico".to_owned();
+    pico.input_usd_per_mtok /= 10.0;
+    pico.output_usd_per_mtok /= 10.0;
+    dataset.models.push(pico);
+    let every_model: std::collections::BTreeSet<String> =
+        dataset.models.iter().map(|m| m.id.clone()).collect();
     let from = ts("2026-11-02T00:00:00Z");
     let to = from + ChronoDuration::days(2);
     let sim = start_sim(dataset).await;
+    let earlier = Window {
+        start: from - ChronoDuration::days(6) - ChronoDuration::hours(1),
+        end: from - ChronoDuration::days(6),
+    };
     let mut runs = Vec::new();
     for carrying in [false, true] {
         let (source, _) = gateway(&sim, 10);
         let dir = TempDir::new().unwrap();
         let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+        store
+            .init_watermark("earlier", earlier.start, from)
+            .await
+            .unwrap();
+        store
+            .commit_window(
+                "earlier",
+                earlier,
+                costwatch::store::WindowCommit {
+                    findings: &[],
+                    baselines: &std::collections::HashMap::new(),
+                    models_seen: &every_model,
+                    sessions: 0,
+                    pages: 0,
+                    now: from,
+                },
+            )
+            .await
+            .unwrap();
         let p = pipeline(source, store, from, to);
         let p = if carrying { p.carrying() } else { p };
         let asked = sim.stats().hits("/v1/requests");
@@ -530,7 +564,10 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
         groups.sort();
         groups.dedup();
         let baselines = p.store().load_baselines(&groups).await.unwrap();
-        runs.push((findings, groups, baselines, drilled, dir));
+        let mut models = p.store().models_last_seen().await.unwrap();
+        models.sort();
+        assert_eq!(models.len(), every_model.len(), "{models:?}");
+        runs.push((findings, groups, baselines, drilled, dir, models));
     }
     let (carried, read) = (&runs[1], &runs[0]);
     // Request rows were read again only where a session changed.
@@ -547,4 +584,5 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
     assert_eq!(carried.0, read.0);
     assert_eq!(carried.2.len(), read.1.len());
     assert_eq!(carried.2, read.2);
+    assert_eq!(carried.5, read.5);
 }

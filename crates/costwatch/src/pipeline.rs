@@ -11,7 +11,7 @@ use crate::detect::{Catalogue, Detector, Diagnostic, Finding, GroupBaseline};
 use crate::source::{ModelPrice, RequestRecord, SessionRecord, Source, SourceError, Window};
 use crate::store::{Store, StoreError, WindowCommit};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -191,6 +191,9 @@ struct Carried {
     /// The request rows drilled into, by session, with the session's
     /// aggregate row as it was when they were read.
     drilled: Drilled,
+    /// When each model was last seen carrying traffic (the end of its last
+    /// window), read from the store once and then kept as committed.
+    models_seen: Option<BTreeMap<String, DateTime<Utc>>>,
 }
 
 /// Request rows by session, with the aggregate row they were read for.
@@ -249,6 +252,8 @@ where
     ///   from the store. The store still gets every window's baselines in
     ///   the window's transaction; what is kept is exactly what was
     ///   written.
+    /// - The models in use come from the store's table of when each model
+    ///   was last seen, read once, then kept as each window commits it.
     /// - The request rows of a session drilled into are kept with its
     ///   aggregate row, and used again when the session is drilled into in
     ///   a later window with the very same aggregate (no call added, none
@@ -417,6 +422,11 @@ where
             )
             .await?;
         if let Some(carried) = carried {
+            if let Some(seen) = &mut carried.models_seen {
+                for m in &judgement.models_seen {
+                    seen.insert(m.clone(), window.end);
+                }
+            }
             let kept = &mut carried.baselines;
             for (group, b) in std::mem::take(&mut judgement.baselines) {
                 if kept.len() < MAX_CARRIED_GROUPS || kept.contains_key(&group) {
@@ -452,10 +462,10 @@ where
         &self,
         window: Window,
         models: &[ModelPrice],
-        carried: Option<&mut Carried>,
+        mut carried: Option<&mut Carried>,
     ) -> Result<Read, PipelineError> {
         let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
-        let in_use = self.store.models_in_use(since).await?;
+        let in_use = self.models_in_use(since, carried.as_deref_mut()).await?;
         let catalogue = Catalogue::new(models.to_vec(), in_use.iter().map(String::as_str));
         let mut analysis = self.detector.begin(window, catalogue);
         let stats = self
@@ -505,6 +515,30 @@ where
             retries,
             drilldowns,
         })
+    }
+
+    /// The models seen carrying traffic since `since`, in name order: from
+    /// what `carried` keeps (read from the store the first time), else from
+    /// the store.
+    async fn models_in_use(
+        &self,
+        since: DateTime<Utc>,
+        carried: Option<&mut Carried>,
+    ) -> Result<Vec<String>, StoreError> {
+        let Some(carried) = carried else {
+            return self.store.models_in_use(since).await;
+        };
+        let seen = match &mut carried.models_seen {
+            Some(seen) => seen,
+            None => carried
+                .models_seen
+                .insert(self.store.models_last_seen().await?.into_iter().collect()),
+        };
+        Ok(seen
+            .iter()
+            .filter(|(_, last)| **last >= since)
+            .map(|(m, _)| m.clone())
+            .collect())
     }
 
     /// The stored baselines of `groups`: those `carried` holds from it, the

@@ -192,6 +192,12 @@ pub trait Store: Send + Sync {
         since: DateTime<Utc>,
     ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
 
+    /// Every model seen carrying traffic, with the end of the last window
+    /// it was seen in.
+    fn models_last_seen(
+        &self,
+    ) -> impl Future<Output = Result<Vec<(String, DateTime<Utc>)>, StoreError>> + Send;
+
     /// Writes a window's results and moves the watermark from `window.start`
     /// to `window.end`, all in one transaction. Returns the findings that are
     /// new (first seen in this window). Fails with

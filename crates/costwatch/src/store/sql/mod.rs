@@ -102,6 +102,11 @@ impl SqlStore {
         let pool = AnyPoolOptions::new()
             .max_connections(if in_memory { 1 } else { max_connections.max(1) })
             .acquire_timeout(Duration::from_secs(10))
+            // A ping before each use guards against a server that dropped
+            // the connection; an SQLite connection is a file handle in this
+            // process, and the ping is one more round trip to its worker
+            // thread for every statement a window runs.
+            .test_before_acquire(backend == Backend::Postgres)
             .after_connect(move |conn, _| {
                 Box::pin(async move {
                     if backend == Backend::Sqlite {
@@ -241,6 +246,10 @@ impl Store for SqlStore {
 
     async fn models_in_use(&self, since: DateTime<Utc>) -> Result<Vec<String>, StoreError> {
         windows::models_in_use(self, since).await
+    }
+
+    async fn models_last_seen(&self) -> Result<Vec<(String, DateTime<Utc>)>, StoreError> {
+        windows::models_last_seen(self).await
     }
 
     async fn commit_window(

@@ -163,6 +163,22 @@ pub(super) async fn models_in_use(
         .collect()
 }
 
+pub(super) async fn models_last_seen(
+    store: &SqlStore,
+) -> Result<Vec<(String, DateTime<Utc>)>, StoreError> {
+    let rows = sqlx::query("SELECT model, last_seen_ms FROM models_seen")
+        .fetch_all(&store.pool)
+        .await
+        .map_err(unavailable)?;
+    rows.iter()
+        .map(|r| {
+            let c = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+            let model: String = r.try_get("model").map_err(c)?;
+            Ok((model, from_ms(r.try_get("last_seen_ms").map_err(c)?)?))
+        })
+        .collect()
+}
+
 pub(super) async fn commit_window(
     store: &SqlStore,
     job: &str,
