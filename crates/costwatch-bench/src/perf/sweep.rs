@@ -51,15 +51,40 @@ pub struct SweepOptions {
     pub workdir: PathBuf,
 }
 
-/// The scenario served: `days` from the simulator's usual start, at
-/// `per_day` base sessions a day.
+/// The scenario served: `days` from [`SWEEP_START`], at `per_day` base
+/// sessions a day.
 pub fn scenario_params(seed: u64, days: u32, per_day: u32) -> ScenarioParams {
     ScenarioParams {
         seed,
         days,
         sessions_per_day: per_day,
-        ..ScenarioParams::default()
+        start: sweep_start(),
     }
+}
+
+/// The sweep's first day, a Monday far enough in the past that the long
+/// backtest's range has ended: a backtest stops at the current time, so a
+/// range reaching past it would measure fewer windows than it claims.
+const SWEEP_START: (i32, u32, u32) = (2026, 6, 1);
+
+fn sweep_start() -> DateTime<Utc> {
+    let (y, m, d) = SWEEP_START;
+    chrono::NaiveDate::from_ymd_opt(y, m, d)
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|n| n.and_utc())
+        .unwrap_or_default()
+}
+
+/// The window count of `costwatch backtest`'s last summary line
+/// (`backtest: 576 windows, ...`) in `stderr`.
+fn windows_processed(stderr: &str) -> Option<usize> {
+    stderr.lines().rev().find_map(|l| {
+        l.strip_prefix("backtest: ")?
+            .split_once(" windows")?
+            .0
+            .parse()
+            .ok()
+    })
 }
 
 /// One window size of the sweep.
@@ -230,6 +255,16 @@ fn backtests(
             r.wall_secs,
             r.max_rss_kib as f64 / 1024.0
         ));
+        let stderr = dir.join(format!("stderr-{i}"));
+        let log = std::fs::read_to_string(&stderr).map_err(|e| BenchError::setup("stderr", e))?;
+        let want = windows_in(from, to, window);
+        if windows_processed(&log) != Some(want) {
+            return Err(BenchError::Setup(format!(
+                "costwatch backtest ({name}) did not process the {want} windows of its range \
+                 (see {})",
+                stderr.display()
+            )));
+        }
         if i == 0 {
             let text =
                 std::fs::read_to_string(&out).map_err(|e| BenchError::setup("findings", e))?;
@@ -512,5 +547,25 @@ mod tests {
         assert_eq!(windows_in(from, to, Duration::from_secs(300)), 576);
         assert_eq!(windows_in(from, to, Duration::from_secs(900)), 192);
         assert_eq!(windows_in(from, to, Duration::from_secs(6 * 3600)), 8);
+    }
+
+    #[test]
+    fn the_sweep_reads_a_range_that_has_ended_from_a_monday() {
+        use chrono::Datelike;
+        let p = scenario_params(7, 90, 10_000);
+        assert_eq!(p.start.weekday(), chrono::Weekday::Mon);
+        // Ended months before these benchmarks were first run from it
+        // (2026-12-01); the sweep also fails if a backtest stops short.
+        let ended = p.start + chrono::Duration::days(90);
+        assert!(ended.to_rfc3339().as_str() < "2026-09-01", "{ended}");
+    }
+
+    #[test]
+    fn the_processed_windows_come_from_the_last_summary_line() {
+        let log = "backtest: 96 windows up to 2026-06-02 00:00:00 UTC, 98 findings\n\
+                   WARN windows after the current time are not due yet\n\
+                   backtest: 192 windows, 27883 session rows, 4009 drill-downs, 383 findings\n";
+        assert_eq!(windows_processed(log), Some(192));
+        assert_eq!(windows_processed("costwatch: no admin key\n"), None);
     }
 }
