@@ -304,10 +304,15 @@ what grows with the window count is what each window costs beyond its
 sessions (the per-window statements in the state database, the page
 requests a window needs even when small, the statistics of its groups,
 and the request drill-downs of its candidates, among them the retry-loop
-suspects read within \`drilldown_budget\` a rule and window).
+suspects at or above \`suspect_min_suspicion\`, read within
+\`drilldown_budget\` a rule and window).
 The long backtest replays 90 days of the scenario at 10,000 base sessions
-a day with 5-minute windows (25,920 windows). Each program runs $RUNS
-times; the figures are medians.
+a day with 5-minute windows (25,920 windows), from Monday 2026-06-01: a
+backtest stops at the current time, so the range must have ended, and the
+sweep fails if a run's summary line does not count its range's windows.
+Until 2026-12-01 this run started on 2026-11-02 and so stopped at the day
+it ran: its figures before then covered only part of the range. Each
+program runs $RUNS times; the figures are medians.
 
 $sweep
 
@@ -341,14 +346,15 @@ $sweep
   sessions: the state database's statements (the watermark's
   compare-and-set, the window's row, one multi-row statement for its
   groups' baselines, packed as bytes, and one for its models, then the
-  commit; the models in use read before, and the baselines too except in
-  a replay, which carries the ones it committed), at least one page
-  request to the gateway, and the statistics of each group with a
-  nominated session. Smaller windows also read a session again in each
-  window it is active in (at 5-minute windows 32,221 session rows against
-  25,809 at 6 hours), and judge a candidate again in each (454 drill-downs
-  against 110; a replay reads a session's request rows again only when
-  its aggregate changed): that is in the slope too. The Python reference
+  commit; the models in use and the baselines read before, except in a
+  replay, which carries what it committed; each statement a round trip to
+  SQLite's worker thread and back), at least one page request to the
+  gateway, and the statistics of each group with a nominated session.
+  Smaller windows also read a session again in each window it is active
+  in (at 5-minute windows 32,221 session rows against 25,809 at 6 hours),
+  and judge a candidate again in each (5,863 drill-downs against 911, most
+  of them retry-loop suspects; a replay reads a session's request rows
+  again only when its aggregate changed): that is in the slope too. The Python reference
   has no state to keep, so its CPU barely moves with the window size: the
   ratio falls as windows get smaller.
 EOF
