@@ -51,7 +51,7 @@ pub struct SweepOptions {
     pub workdir: PathBuf,
 }
 
-/// The scenario served: `days` from [`SWEEP_START`], at `per_day` base
+/// The scenario served: `days` from `SWEEP_START`, at `per_day` base
 /// sessions a day.
 pub fn scenario_params(seed: u64, days: u32, per_day: u32) -> ScenarioParams {
     ScenarioParams {
