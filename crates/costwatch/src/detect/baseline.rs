@@ -7,7 +7,7 @@
 mod packed;
 
 use serde::{Deserialize, Serialize};
-use statrs::statistics::{Data, Median};
+use statrs::statistics::{Data, OrderStatistics};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The newest `cap` values, oldest first.
@@ -68,7 +68,7 @@ impl Ring {
         if self.values.is_empty() {
             return None;
         }
-        Some(Data::new(self.to_vec()).median())
+        Some(median_of(self.to_vec()))
     }
 
     /// Median and the scaled median absolute deviation (a robust standard
@@ -80,7 +80,7 @@ impl Ring {
             .iter()
             .map(|v| (f64::from(*v) - median).abs())
             .collect();
-        let mad = Data::new(deviations).median();
+        let mad = median_of(deviations);
         Some((median, 1.4826 * mad))
     }
 
@@ -102,6 +102,13 @@ impl Ring {
             hits as f64 / seen as f64
         }
     }
+}
+
+/// The median of `values`, selected in place: statrs' `Median` on `Data`
+/// would first copy them (it takes `&self`); `OrderStatistics` is the same
+/// selection on the values as they are.
+fn median_of(values: Vec<f64>) -> f64 {
+    OrderStatistics::median(&mut Data::new(values))
 }
 
 /// What is remembered about one peer group.
@@ -224,6 +231,20 @@ impl GroupStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_median_in_place_is_statrs_median() {
+        use statrs::statistics::Median;
+        for v in [
+            vec![3.0, 1.0, 2.0],
+            vec![0.1, 0.7, 0.3, 0.2],
+            vec![5.5],
+            vec![2.0, 2.0, 1.0, 9.0, 4.0, 4.0],
+        ] {
+            let want = Data::new(v.clone()).median();
+            assert_eq!(median_of(v.clone()).to_bits(), want.to_bits(), "{v:?}");
+        }
+    }
 
     #[test]
     fn ring_keeps_only_the_newest_values() {
