@@ -121,9 +121,10 @@ pub struct RetryLoopRule {
     /// Consecutive calls of exactly the same prompt size that confirm a
     /// suspect's loop.
     pub suspect_min_identical_run: u64,
-    /// Prompt sizes within this many tokens count as near-identical...
+    /// A prompt the same size as the previous one, or longer by at most this
+    /// many tokens, counts as near-identical...
     pub input_tolerance_tokens: u64,
-    /// ...or within this share of the previous prompt.
+    /// ...or longer by at most this share of the previous prompt.
     pub input_tolerance_ratio: f64,
     /// Least suspicion for a suspect to be read at all.
     pub suspect_min_suspicion: f64,

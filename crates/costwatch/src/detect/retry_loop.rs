@@ -165,15 +165,19 @@ pub struct RunEvidence {
 }
 
 /// Whether `next` resends `prev`: the same model and a prompt of the same
-/// size, exactly when `exact`, else within the rule's tolerances.
+/// size, exactly when `exact`, else the same or longer within the rule's
+/// tolerances. A resend repeats a request or extends it (an error message
+/// appended); a prompt that shrinks is a new request, as in a context held
+/// at a fixed budget, whose sizes go up and down by a few tokens.
 fn near_identical(
     prev: &RequestRecord,
     next: &RequestRecord,
     rule: &RetryLoopRule,
     exact: bool,
 ) -> bool {
-    let delta = prev.input_tokens.abs_diff(next.input_tokens);
+    let delta = next.input_tokens.saturating_sub(prev.input_tokens);
     prev.model == next.model
+        && next.input_tokens >= prev.input_tokens
         && (delta == 0
             || !exact
                 && (delta <= rule.input_tolerance_tokens

@@ -211,10 +211,11 @@ pub(crate) struct RawRetryLoopRule {
     #[serde(default = "retry_suspect_min_identical_run")]
     #[schemars(range(min = 2))]
     pub suspect_min_identical_run: u64,
-    /// Prompt sizes within this many tokens count as near-identical...
+    /// A prompt the same size as the previous one, or longer by at most this
+    /// many tokens, counts as near-identical...
     #[serde(default = "retry_input_tolerance_tokens")]
     pub input_tolerance_tokens: u64,
-    /// ...or within this share of the previous prompt.
+    /// ...or longer by at most this share of the previous prompt.
     #[serde(default = "retry_input_tolerance_ratio")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub input_tolerance_ratio: f64,

@@ -182,6 +182,36 @@ pub(super) fn cases() -> Vec<Case> {
             ],
         ),
     );
+    // The same context held at a budget in a group with no history: read
+    // as a cold start, with the lenient tolerances. Seven of its prompts in
+    // a row are within 32 tokens of the one before, but they go down as
+    // often as up (11,961 to 11,999, then 11,983).
+    // Both read their system prompt from the cache, so no_cache is quiet.
+    let cached = |mut rows: Vec<RequestRecord>| {
+        rows.iter_mut()
+            .skip(1)
+            .for_each(|r| r.cached_tokens = 1_024);
+        rows
+    };
+    let (budgeted, budgeted_rows) = case_session(
+        "budgeted",
+        "budgeted",
+        cached(agent_rows(
+            "budgeted",
+            2,
+            &[
+                12_000, 11_987, 11_995, 11_961, 11_972, 11_990, 11_999, 11_983, 11_991, 11_964,
+            ],
+        )),
+    );
+    // A loop that appends the error it got to each resend: the prompt grows
+    // by 20 tokens a call, eight calls in a row, in a group with no history.
+    let appending: Vec<u64> = (0..8).map(|k| 5_000 + 20 * k).collect();
+    let (appends, appends_rows) = case_session(
+        "appends",
+        "budgeted",
+        cached(agent_rows("appends", 2, &appending)),
+    );
     // A long agent run on a large context: each step adds one short tool
     // result (90 tokens, under 0.5% of the prompt); 400 calls make it an
     // outlier of the wide group, so its rows are read with the lenient
@@ -258,6 +288,20 @@ pub(super) fn cases() -> Vec<Case> {
             windows: last_with_span(wide_history(4), vec![plateau]),
             requests: vec![plateau_rows],
             expect: vec![],
+        },
+        Case {
+            name: "a context held at a budget, read with the lenient tolerances, is not a loop: its prompts shrink as often as they grow",
+            rules: None,
+            windows: last_with_span(healthy_history(4, 6), vec![budgeted]),
+            requests: vec![budgeted_rows],
+            expect: vec![],
+        },
+        Case {
+            name: "a loop that appends its error to each resend is found",
+            rules: None,
+            windows: last_with_span(healthy_history(4, 6), vec![appends]),
+            requests: vec![appends_rows],
+            expect: vec![(Kind::RetryLoop, "appends")],
         },
         Case {
             name: "a long agent run growing by a short tool result a step on a large context is not a loop",
