@@ -8,9 +8,9 @@
 //! rule's absolute count. Every other session with enough calls is a
 //! suspect, ranked by what its aggregates reveal cheaply (calls above the
 //! group's median in robust units, a loop's pace, the share of failed
-//! calls); the most suspicious are read within the rule's per-window
-//! `drilldown_budget`, so a loop in a group whose call counts spread widely
-//! is still found. A long, healthy conversation also makes many calls, but
+//! calls); those at least `suspect_min_suspicion` are read, the most
+//! suspicious first, within the rule's per-window `drilldown_budget`, so a
+//! loop in a group whose call counts spread widely is still found. A long, healthy conversation also makes many calls, but
 //! its prompt grows every turn, so it never forms a run of near-identical
 //! calls.
 
@@ -36,8 +36,9 @@ pub enum Trigger {
     ColdStart,
     /// Many failed calls.
     Errors,
-    /// None of the above, but enough calls to hide a loop: read within the
-    /// rule's `drilldown_budget`, the most suspicious first.
+    /// None of the above, but enough calls to hide a loop and a suspicion
+    /// of at least the rule's `suspect_min_suspicion`: read within its
+    /// `drilldown_budget`, the most suspicious first.
     Suspect {
         /// The rank: `z + pace + error_share`.
         suspicion: f64,
