@@ -10,9 +10,9 @@
 //! group's median in robust units, a loop's pace, the share of failed
 //! calls); those at least `suspect_min_suspicion` are read, the most
 //! suspicious first, within the rule's per-window `drilldown_budget`, so a
-//! loop in a group whose call counts spread widely is still found. A long, healthy conversation also makes many calls, but
-//! its prompt grows every turn, so it never forms a run of near-identical
-//! calls.
+//! loop in a group whose call counts spread widely is still found. A long,
+//! healthy conversation also makes many calls, but its prompt grows every
+//! turn, so it never forms a run of near-identical calls.
 
 use super::{Finding, GroupStats, Kind, ratio, usd};
 use crate::config::RetryLoopRule;
@@ -176,9 +176,10 @@ fn near_identical(
     rule: &RetryLoopRule,
     exact: bool,
 ) -> bool {
-    let delta = next.input_tokens.saturating_sub(prev.input_tokens);
+    let Some(delta) = next.input_tokens.checked_sub(prev.input_tokens) else {
+        return false;
+    };
     prev.model == next.model
-        && next.input_tokens >= prev.input_tokens
         && (delta == 0
             || !exact
                 && (delta <= rule.input_tolerance_tokens

@@ -224,10 +224,11 @@ pub(crate) struct RawRetryLoopRule {
     /// suspect to be read at all.
     #[serde(default = "retry_suspect_min_suspicion")]
     pub suspect_min_suspicion: f64,
-    /// Most suspects of this rule (sessions of at least `min_requests` calls
-    /// that the outlier, error and cold-start tests did not nominate) whose
-    /// request rows are read per window, the most suspicious first; the rest
-    /// are skipped and counted.
+    /// Most suspects of this rule (sessions of at least
+    /// `suspect_min_identical_run` calls that the outlier, error and
+    /// cold-start tests did not nominate, with a suspicion of at least
+    /// `suspect_min_suspicion`) whose request rows are read per window, the
+    /// most suspicious first; the rest are skipped and counted.
     #[serde(default = "retry_drilldown_budget")]
     #[schemars(range(max = 1_000_000))]
     pub drilldown_budget: u64,
