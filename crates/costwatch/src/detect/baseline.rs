@@ -7,7 +7,7 @@
 mod packed;
 
 use serde::{Deserialize, Serialize};
-use statrs::statistics::{Data, OrderStatistics};
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The newest `cap` values, oldest first.
@@ -59,6 +59,7 @@ impl Ring {
         self.values.iter().map(|v| f64::from(*v))
     }
 
+    #[cfg(test)]
     fn to_vec(&self) -> Vec<f64> {
         self.values.iter().map(|v| f64::from(*v)).collect()
     }
@@ -68,7 +69,8 @@ impl Ring {
         if self.values.is_empty() {
             return None;
         }
-        Some(median_of(self.to_vec()))
+        let mut values: Vec<f32> = self.values.iter().copied().collect();
+        Some(median_in_place(&mut values, f32::total_cmp))
     }
 
     /// Median and the scaled median absolute deviation (a robust standard
@@ -80,7 +82,8 @@ impl Ring {
             .iter()
             .map(|v| (f64::from(*v) - median).abs())
             .collect();
-        let mad = median_of(deviations);
+        let mut deviations = deviations;
+        let mad = median_in_place(&mut deviations, f64::total_cmp);
         Some((median, 1.4826 * mad))
     }
 
@@ -104,11 +107,30 @@ impl Ring {
     }
 }
 
-/// The median of `values`, selected in place: statrs' `Median` on `Data`
-/// would first copy them (it takes `&self`); `OrderStatistics` is the same
-/// selection on the values as they are.
-fn median_of(values: Vec<f64>) -> f64 {
-    OrderStatistics::median(&mut Data::new(values))
+/// The median of `values` (the mean of the two middle ones when they are
+/// even in number) in the total order `cmp`, reordering them. The same
+/// value, bit for bit, as statrs' `OrderStatistics::median` on the values
+/// as `f64` (a test checks it): one selection puts the upper middle value
+/// in place and every value below it to its left, so the lower middle one
+/// is the largest of those, where statrs selects a second time.
+fn median_in_place<T, F>(values: &mut [T], cmp: F) -> f64
+where
+    T: Copy + Into<f64>,
+    F: Fn(&T, &T) -> Ordering,
+{
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let (below, upper, _) = values.select_nth_unstable_by(n / 2, &cmp);
+    let upper: f64 = (*upper).into();
+    if n % 2 == 1 {
+        return upper;
+    }
+    match below.iter().max_by(|a, b| cmp(a, b)) {
+        Some(lower) => ((*lower).into() + upper) / 2.0,
+        None => upper,
+    }
 }
 
 /// What is remembered about one peer group.
@@ -232,18 +254,46 @@ impl GroupStats {
 mod tests {
     use super::*;
 
+    /// The median and MAD as they were computed with statrs: the ring's
+    /// values as `f64`, each median selected by `OrderStatistics`.
+    fn statrs_median_mad(r: &Ring) -> (f64, f64) {
+        use statrs::statistics::{Data, OrderStatistics};
+        let median = Data::new(r.to_vec()).median();
+        let deviations: Vec<f64> = r.to_vec().iter().map(|v| (v - median).abs()).collect();
+        (median, 1.4826 * Data::new(deviations).median())
+    }
+
     #[test]
-    fn the_median_in_place_is_statrs_median() {
-        use statrs::statistics::Median;
-        for v in [
-            vec![3.0, 1.0, 2.0],
-            vec![0.1, 0.7, 0.3, 0.2],
-            vec![5.5],
-            vec![2.0, 2.0, 1.0, 9.0, 4.0, 4.0],
-        ] {
-            let want = Data::new(v.clone()).median();
-            assert_eq!(median_of(v.clone()).to_bits(), want.to_bits(), "{v:?}");
+    fn median_and_mad_are_statrs_bit_for_bit() {
+        // Lengths odd and even, 1 and 2, a full default ring; values with
+        // ties, signed zeros and the f32 rounding of log call counts.
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for len in [1usize, 2, 3, 4, 5, 16, 17, 100, 511, 512] {
+            for round in 0..20 {
+                let mut r = Ring::new(len);
+                for _ in 0..len {
+                    let v = match round % 4 {
+                        0 => ((next() % 40 + 1) as f64).ln(),
+                        1 => (next() % 7) as f64 / 3.0,
+                        2 => [0.0, -0.0, 1.0][(next() % 3) as usize],
+                        _ => (next() % 1_000_000) as f64 * 1e-9,
+                    };
+                    r.push(v);
+                }
+                let (median, mad) = r.median_mad().unwrap();
+                let (want_median, want_mad) = statrs_median_mad(&r);
+                assert_eq!(median.to_bits(), want_median.to_bits(), "{len} {round}");
+                assert_eq!(mad.to_bits(), want_mad.to_bits(), "{len} {round}");
+                assert_eq!(r.median().unwrap().to_bits(), want_median.to_bits());
+            }
         }
+        assert_eq!(Ring::new(4).median_mad(), None);
     }
 
     #[test]

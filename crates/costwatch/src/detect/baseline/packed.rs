@@ -29,8 +29,12 @@ impl GroupBaseline {
         for r in rings {
             put_u32(&mut out, r.cap);
             put_u32(&mut out, r.values.len());
-            for v in &r.values {
-                out.extend_from_slice(&v.to_le_bytes());
+            // Sized once and filled four bytes at a time: a push per value
+            // checked the capacity every time.
+            let start = out.len();
+            out.resize(start + 4 * r.values.len(), 0);
+            for (dst, v) in out[start..].chunks_exact_mut(4).zip(&r.values) {
+                dst.copy_from_slice(&v.to_le_bytes());
             }
         }
         put_u32(&mut out, self.model_calls.len());

@@ -2,6 +2,7 @@
 
 use super::incidents::upsert_incident;
 use super::*;
+use std::fmt::Write as _;
 
 pub(super) async fn watermark(
     store: &SqlStore,
@@ -92,7 +93,8 @@ fn value_tuples(rows: usize, width: usize) -> String {
             if c > 0 {
                 out.push_str(", ");
             }
-            out.push_str(&format!("${}", r * width + c + 1));
+            // Writing to a `String` cannot fail.
+            let _ = write!(out, "${}", r * width + c + 1);
         }
         out.push(')');
     }
