@@ -31,10 +31,13 @@ impl GroupBaseline {
             put_u32(&mut out, r.values.len());
             // Sized once and filled four bytes at a time: a push per value
             // checked the capacity every time.
-            let start = out.len();
-            out.resize(start + 4 * r.values.len(), 0);
-            for (dst, v) in out[start..].chunks_exact_mut(4).zip(&r.values) {
-                dst.copy_from_slice(&v.to_le_bytes());
+            let (front, back) = r.values.as_slices();
+            for part in [front, back] {
+                let start = out.len();
+                out.resize(start + 4 * part.len(), 0);
+                for (dst, v) in out[start..].chunks_exact_mut(4).zip(part) {
+                    dst.copy_from_slice(&v.to_le_bytes());
+                }
             }
         }
         put_u32(&mut out, self.model_calls.len());
