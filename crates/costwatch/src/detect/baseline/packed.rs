@@ -120,7 +120,7 @@ impl Reader<'_> {
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
-        Ok(Ring { cap, values })
+        Ok(Ring::holding(cap, values))
     }
 }
 
