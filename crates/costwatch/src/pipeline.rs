@@ -477,7 +477,10 @@ where
                 error: source,
             })?;
         let history = self
-            .history(analysis.groups(), carried.as_deref().map(|c| &c.baselines))
+            .history(
+                analysis.groups(),
+                carried.as_deref_mut().map(|c| &mut c.baselines),
+            )
             .await?;
         let (mut pages, mut retries) = (stats.pages, stats.retries);
         let mut judgement = if analysis.overflowed() {
@@ -541,12 +544,14 @@ where
             .collect())
     }
 
-    /// The stored baselines of `groups`: those `carried` holds from it, the
-    /// others from the store.
+    /// The stored baselines of `groups`: those `carried` holds taken out of
+    /// it (the window's commit puts back what it stored; a window that
+    /// fails ends the run, and its carried state with it), the others from
+    /// the store.
     async fn history(
         &self,
         groups: Vec<String>,
-        carried: Option<&HashMap<String, GroupBaseline>>,
+        carried: Option<&mut HashMap<String, GroupBaseline>>,
     ) -> Result<HashMap<String, GroupBaseline>, StoreError> {
         let Some(carried) = carried else {
             return self.store.load_baselines(&groups).await;
@@ -554,9 +559,9 @@ where
         let mut history = HashMap::with_capacity(groups.len());
         let mut missing = Vec::new();
         for g in groups {
-            match carried.get(&g) {
+            match carried.remove(&g) {
                 Some(b) => {
-                    history.insert(g, b.clone());
+                    history.insert(g, b);
                 }
                 None => missing.push(g),
             }
