@@ -177,8 +177,9 @@ pub struct WindowReport {
 /// The most groups whose baselines a run carries from window to window
 /// (see [`Pipeline::carrying`]); past it, the others are read from the
 /// store each window, as without carrying. At the default 512 samples a
-/// ring, a carried baseline holds at most 12 KB of samples (its three
-/// rings and their sorted copies): about 50 MB for this many groups.
+/// ring, a carried baseline holds at most 10 KB of samples (its three
+/// rings, and sorted copies of the two whose medians are asked): about
+/// 40 MB for this many groups.
 pub const MAX_CARRIED_GROUPS: usize = 4_096;
 /// The most sessions whose request rows a run carries from window to
 /// window (those whose last call is before a window are let go at its
@@ -430,8 +431,10 @@ where
                 }
             }
             let kept = &mut carried.baselines;
-            for (group, b) in std::mem::take(&mut judgement.baselines) {
+            for (group, mut b) in std::mem::take(&mut judgement.baselines) {
                 if kept.len() < MAX_CARRIED_GROUPS || kept.contains_key(&group) {
+                    // Its medians are asked again every window it is seen.
+                    b.keep_sorted();
                     kept.insert(group, b);
                 }
             }

@@ -9,23 +9,24 @@ mod packed;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::OnceLock;
 
 /// The newest `cap` values, oldest first.
 ///
-/// The first median asked of a ring sorts a copy of its values, which the
-/// ring then keeps in order as values come and go (a binary search and a
-/// move of at most `cap` values each): a baseline carried from window to
-/// window answers its median in constant time and its MAD in half a pass,
-/// where selecting them costs several passes every window. The copy
-/// doubles the ring's memory while it is kept, and is not part of the
-/// ring's value: it is neither compared nor stored.
+/// A ring asked to [`keep_sorted`](Ring::keep_sorted) sorts a copy of its
+/// values once and keeps it in order as values come and go (a binary
+/// search and a move of at most `cap` values each): a baseline carried
+/// from window to window then answers its median in constant time and its
+/// MAD in half a pass, where selecting them costs several passes every
+/// window. A ring read afresh each window (the daemon's) selects, which is
+/// cheaper than sorting once. The copy doubles the ring's memory while it
+/// is kept, and is not part of the ring's value: it is neither compared
+/// nor stored.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Ring {
     cap: usize,
     values: VecDeque<f32>,
     #[serde(skip)]
-    sorted: OnceLock<Vec<f32>>,
+    sorted: Option<Vec<f32>>,
 }
 
 impl PartialEq for Ring {
@@ -45,7 +46,7 @@ impl Ring {
         Ring {
             cap,
             values,
-            sorted: OnceLock::new(),
+            sorted: None,
         }
     }
 
@@ -57,7 +58,7 @@ impl Ring {
         self.keep(self.cap.saturating_sub(1));
         let v = v as f32;
         self.values.push_back(v);
-        if let Some(sorted) = self.sorted.get_mut() {
+        if let Some(sorted) = &mut self.sorted {
             let at = sorted.partition_point(|x| x.total_cmp(&v).is_lt());
             sorted.insert(at, v);
         }
@@ -69,26 +70,28 @@ impl Ring {
             let Some(old) = self.values.pop_front() else {
                 return;
             };
-            if let Some(sorted) = self.sorted.get_mut() {
+            if let Some(sorted) = &mut self.sorted {
                 match sorted.binary_search_by(|x| x.total_cmp(&old)) {
                     Ok(at) => {
                         sorted.remove(at);
                     }
                     // Cannot happen while the copy is kept in step; if it
-                    // did, the next median sorts again.
-                    Err(_) => self.sorted = OnceLock::new(),
+                    // did, the medians select until it is kept again.
+                    Err(_) => self.sorted = None,
                 }
             }
         }
     }
 
-    /// The values in total order, sorted the first time they are asked for.
-    fn sorted(&self) -> &[f32] {
-        self.sorted.get_or_init(|| {
+    /// Keeps a sorted copy of the values from now on (sorting them now,
+    /// unless it is already kept), for a ring whose medians will be asked
+    /// again after more values come.
+    pub fn keep_sorted(&mut self) {
+        if self.sorted.is_none() {
             let mut v: Vec<f32> = self.values.iter().copied().collect();
             v.sort_unstable_by(f32::total_cmp);
-            v
-        })
+            self.sorted = Some(v);
+        }
     }
 
     /// Number of values held.
@@ -118,11 +121,14 @@ impl Ring {
 
     /// Median of the values; `None` when empty.
     pub fn median(&self) -> Option<f64> {
-        let sorted = self.sorted();
-        let n = sorted.len();
-        if n == 0 {
+        if self.values.is_empty() {
             return None;
         }
+        let Some(sorted) = &self.sorted else {
+            let mut values: Vec<f32> = self.values.iter().copied().collect();
+            return Some(median_in_place(&mut values, f32::total_cmp));
+        };
+        let n = sorted.len();
         let upper = f64::from(sorted[n / 2]);
         Some(if n % 2 == 1 {
             upper
@@ -135,19 +141,21 @@ impl Ring {
     /// deviation: 1.4826 x MAD); `None` when empty.
     pub fn median_mad(&self) -> Option<(f64, f64)> {
         let median = self.median()?;
-        let sorted = self.sorted();
         let finite = |v: Option<&f32>| v.is_some_and(|v| v.is_finite());
-        if !(finite(sorted.first()) && finite(sorted.last())) {
-            // Only a baseline read from damaged bytes holds these: the
-            // selection orders them as the copy cannot.
-            let mut deviations: Vec<f64> = self
-                .values
-                .iter()
-                .map(|v| (f64::from(*v) - median).abs())
-                .collect();
-            let mad = median_in_place(&mut deviations, f64::total_cmp);
-            return Some((median, 1.4826 * mad));
-        }
+        let sorted = match &self.sorted {
+            // Values only damaged bytes can hold (NaN, infinity) are left
+            // to the selection, which orders them as the walk cannot.
+            Some(sorted) if finite(sorted.first()) && finite(sorted.last()) => sorted,
+            _ => {
+                let mut deviations: Vec<f64> = self
+                    .values
+                    .iter()
+                    .map(|v| (f64::from(*v) - median).abs())
+                    .collect();
+                let mad = median_in_place(&mut deviations, f64::total_cmp);
+                return Some((median, 1.4826 * mad));
+            }
+        };
         // The deviations, smallest first, are those of the values walking
         // out from the median on either side: the middle one or two of
         // them are the MAD.
@@ -207,7 +215,8 @@ impl Ring {
 }
 
 /// The median of `values` (the mean of the two middle ones when they are
-/// even in number) in the total order `cmp`, reordering them. The same
+/// even in number) in the total order `cmp`, reordering them: a ring that
+/// keeps no sorted copy. The same
 /// value, bit for bit, as statrs' `OrderStatistics::median` on the values
 /// as `f64` (a test checks it): one selection puts the upper middle value
 /// in place and every value below it to its left, so the lower middle one
@@ -270,6 +279,14 @@ impl GroupBaseline {
         self.log_requests.set_cap(cap);
         self.cached_share.set_cap(cap);
         self.tiny_call_price.set_cap(cap);
+    }
+
+    /// Keeps sorted copies of the rings whose medians are asked (calls per
+    /// session and cached share; see [`Ring::keep_sorted`]): for a baseline
+    /// carried to the next windows.
+    pub fn keep_sorted(&mut self) {
+        self.log_requests.keep_sorted();
+        self.cached_share.keep_sorted();
     }
 
     /// Fades model weights once per window.
@@ -362,6 +379,15 @@ mod tests {
         (median, 1.4826 * Data::new(deviations).median())
     }
 
+    /// Asserts that `r`'s median and MAD are statrs', bit for bit.
+    fn assert_statrs_bits(r: &Ring, at: &str) {
+        let (median, mad) = r.median_mad().unwrap();
+        let (want_median, want_mad) = statrs_median_mad(r);
+        assert_eq!(median.to_bits(), want_median.to_bits(), "median {at}");
+        assert_eq!(mad.to_bits(), want_mad.to_bits(), "MAD {at}");
+        assert_eq!(r.median().unwrap().to_bits(), want_median.to_bits(), "{at}");
+    }
+
     #[test]
     fn median_and_mad_are_statrs_bit_for_bit() {
         // Lengths odd and even, 1 and 2, a full default ring; values with
@@ -385,32 +411,26 @@ mod tests {
                     };
                     r.push(v);
                 }
-                // The first median sorts; the pushes after it keep the
-                // sorted copy in step as the oldest values leave.
+                // Selected from the values, then read from the sorted copy,
+                // which the pushes after it keep in step as the oldest
+                // values leave.
+                assert_statrs_bits(&r, &format!("{len} {round} selected"));
+                r.keep_sorted();
                 for push in 0..=len.min(40) {
-                    let (median, mad) = r.median_mad().unwrap();
-                    let (want_median, want_mad) = statrs_median_mad(&r);
-                    let at = format!("{len} {round} {push}");
-                    assert_eq!(median.to_bits(), want_median.to_bits(), "{at}");
-                    assert_eq!(mad.to_bits(), want_mad.to_bits(), "{at}");
-                    assert_eq!(r.median().unwrap().to_bits(), want_median.to_bits());
+                    assert_statrs_bits(&r, &format!("{len} {round} {push}"));
                     r.push(((next() % 50 + 1) as f64).ln());
                 }
-                let mut half = r.clone();
-                half.set_cap(len.div_ceil(2));
-                assert_eq!(half.median_mad(), Some(statrs_median_mad(&half)));
+                r.set_cap(len.div_ceil(2));
+                assert_statrs_bits(&r, &format!("{len} {round} resized"));
             }
         }
         assert_eq!(Ring::new(4).median_mad(), None);
         // Values only damaged bytes can hold are still ordered as statrs
-        // orders them.
-        let damaged = Ring::holding(4, VecDeque::from([1.0, f32::NAN, 3.0, f32::INFINITY]));
-        let (median, mad) = damaged.median_mad().unwrap();
-        let (want_median, want_mad) = statrs_median_mad(&damaged);
-        assert_eq!(
-            (median.to_bits(), mad.to_bits()),
-            (want_median.to_bits(), want_mad.to_bits())
-        );
+        // orders them, with or without a sorted copy.
+        let mut damaged = Ring::holding(4, VecDeque::from([1.0, f32::NAN, 3.0, f32::INFINITY]));
+        assert_statrs_bits(&damaged, "damaged, selected");
+        damaged.keep_sorted();
+        assert_statrs_bits(&damaged, "damaged, sorted");
     }
 
     #[test]
