@@ -114,11 +114,6 @@ impl Ring {
         self.values.iter().map(|v| f64::from(*v))
     }
 
-    #[cfg(test)]
-    fn to_vec(&self) -> Vec<f64> {
-        self.values.iter().map(|v| f64::from(*v)).collect()
-    }
-
     /// Median of the values; `None` when empty.
     pub fn median(&self) -> Option<f64> {
         if self.values.is_empty() {
@@ -129,12 +124,8 @@ impl Ring {
             return Some(median_in_place(&mut values, f32::total_cmp));
         };
         let n = sorted.len();
-        let upper = f64::from(sorted[n / 2]);
-        Some(if n % 2 == 1 {
-            upper
-        } else {
-            (f64::from(sorted[n / 2 - 1]) + upper) / 2.0
-        })
+        let lower = (n / 2).checked_sub(1).map_or(0.0, |i| f64::from(sorted[i]));
+        Some(middle(n, lower, f64::from(sorted[n / 2])))
     }
 
     /// Median and the scaled median absolute deviation (a robust standard
@@ -186,12 +177,7 @@ impl Ring {
             };
             (lower, upper) = (upper, d);
         }
-        let mad = if n % 2 == 1 {
-            upper
-        } else {
-            (lower + upper) / 2.0
-        };
-        Some((median, 1.4826 * mad))
+        Some((median, 1.4826 * middle(n, lower, upper)))
     }
 
     /// Share of the values at or above `t` (0 when empty).
@@ -215,12 +201,12 @@ impl Ring {
 }
 
 /// The median of `values` (the mean of the two middle ones when they are
-/// even in number) in the total order `cmp`, reordering them: a ring that
-/// keeps no sorted copy. The same
-/// value, bit for bit, as statrs' `OrderStatistics::median` on the values
-/// as `f64` (a test checks it): one selection puts the upper middle value
-/// in place and every value below it to its left, so the lower middle one
-/// is the largest of those, where statrs selects a second time.
+/// even in number) in the total order `cmp`, reordering them: for a ring
+/// that keeps no sorted copy. The same value, bit for bit, as statrs'
+/// `OrderStatistics::median` on the values as `f64` (a test checks it):
+/// one selection puts the upper middle value in place and every value
+/// below it to its left, so the lower middle one is the largest of those,
+/// where statrs selects a second time.
 fn median_in_place<T, F>(values: &mut [T], cmp: F) -> f64
 where
     T: Copy + Into<f64>,
@@ -235,9 +221,20 @@ where
     if n % 2 == 1 {
         return upper;
     }
-    match below.iter().max_by(|a, b| cmp(a, b)) {
-        Some(lower) => ((*lower).into() + upper) / 2.0,
-        None => upper,
+    let lower = below
+        .iter()
+        .max_by(|a, b| cmp(a, b))
+        .map_or(upper, |v| (*v).into());
+    middle(n, lower, upper)
+}
+
+/// The median of `n` ordered values from their two middle ones (`lower`
+/// is ignored when `n` is odd): statrs' formula, so the bits are the same.
+fn middle(n: usize, lower: f64, upper: f64) -> f64 {
+    if n % 2 == 1 {
+        upper
+    } else {
+        (lower + upper) / 2.0
     }
 }
 
@@ -374,8 +371,8 @@ mod tests {
     /// values as `f64`, each median selected by `OrderStatistics`.
     fn statrs_median_mad(r: &Ring) -> (f64, f64) {
         use statrs::statistics::{Data, OrderStatistics};
-        let median = Data::new(r.to_vec()).median();
-        let deviations: Vec<f64> = r.to_vec().iter().map(|v| (v - median).abs()).collect();
+        let median = Data::new(r.values().collect::<Vec<f64>>()).median();
+        let deviations: Vec<f64> = r.values().map(|v| (v - median).abs()).collect();
         (median, 1.4826 * Data::new(deviations).median())
     }
 
@@ -439,7 +436,7 @@ mod tests {
         for v in [1.0, 2.0, 3.0, 4.0] {
             r.push(v);
         }
-        assert_eq!(r.to_vec(), vec![2.0, 3.0, 4.0]);
+        assert_eq!(r.values().collect::<Vec<_>>(), vec![2.0, 3.0, 4.0]);
         assert_eq!(r.median(), Some(3.0));
     }
 
