@@ -96,6 +96,9 @@ pub struct OversizedModelRule {
     pub cold_start_peers: usize,
     /// The group's newest sessions that show a change of habit.
     pub recent_sessions: usize,
+    /// A run of this many premium-only sessions shows a group that moved to
+    /// a premium model.
+    pub moved_after_sessions: usize,
     /// Smallest estimated waste worth a finding, in USD.
     pub min_impact_usd: f64,
 }

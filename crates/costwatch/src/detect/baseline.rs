@@ -198,6 +198,16 @@ impl Ring {
             hits as f64 / seen as f64
         }
     }
+
+    /// How many of the newest values in a row are at least `t` (with the
+    /// same tolerance as [`Ring::share_at_least`]) and above 0.
+    pub fn newest_run_at_least(&self, t: f64) -> usize {
+        self.values
+            .iter()
+            .rev()
+            .take_while(|v| **v > 0.0 && f64::from(**v) >= t * (1.0 - 1e-6))
+            .count()
+    }
 }
 
 /// The median of `values` (the mean of the two middle ones when they are
@@ -251,8 +261,23 @@ pub struct GroupBaseline {
     /// not a yes/no, so "premium" can be decided later against the models in
     /// use then.
     pub tiny_call_price: Ring,
+    /// Per newest session (at most [`CHEAPEST_KEPT`]), the blended price of
+    /// the cheapest model it called (0 when its aggregates do not say): a
+    /// run of sessions that called nothing but premium models is a group
+    /// that moved to one.
+    #[serde(default = "cheapest_ring")]
+    pub cheapest_call_price: Ring,
     /// Recent calls per model, decayed, to name the group's usual model.
     pub model_calls: BTreeMap<String, f64>,
+}
+
+/// Sessions [`GroupBaseline::cheapest_call_price`] keeps, whatever the
+/// baseline's size: the longest run of premium-only sessions a rule can ask
+/// for.
+pub const CHEAPEST_KEPT: usize = 64;
+
+fn cheapest_ring() -> Ring {
+    Ring::new(CHEAPEST_KEPT)
 }
 
 /// How fast old calls fade from `model_calls` (per window).
@@ -267,6 +292,7 @@ impl GroupBaseline {
             log_requests: Ring::new(cap),
             cached_share: Ring::new(cap),
             tiny_call_price: Ring::new(cap),
+            cheapest_call_price: cheapest_ring(),
             model_calls: BTreeMap::new(),
         }
     }
@@ -306,6 +332,12 @@ impl GroupBaseline {
         self.tiny_call_price.recent_share_at_least(floor, n)
     }
 
+    /// How many of the group's newest sessions in a row called only models
+    /// priced at `floor` or more.
+    pub fn premium_only_run(&self, floor: f64) -> usize {
+        self.cheapest_call_price.newest_run_at_least(floor)
+    }
+
     /// The statistics the checks compare against.
     pub fn stats(&self) -> GroupStats {
         let (log_req_median, log_req_sigma) = self.log_requests.median_mad().unwrap_or((0.0, 0.0));
@@ -318,6 +350,7 @@ impl GroupBaseline {
             premium_peers: self.tiny_call_price.len(),
             premium_tiny_share: 0.0,
             recent_premium_tiny_share: 0.0,
+            premium_only_run: 0,
             usual_model: self
                 .model_calls
                 .iter()
@@ -348,6 +381,10 @@ pub struct GroupStats {
     /// The same share among the group's newest sessions; filled in per rule
     /// by [`GroupBaseline::recent_premium_tiny_share`].
     pub recent_premium_tiny_share: f64,
+    /// How many of the group's newest sessions in a row called only premium
+    /// models ([`GroupBaseline::premium_only_run`]), when the session judged
+    /// is one of them; 0 otherwise. Filled in per rule and session.
+    pub premium_only_run: usize,
     /// The model the group calls most.
     pub usual_model: Option<String>,
 }

@@ -98,6 +98,25 @@ impl Catalogue {
         self.cheapest_in_use.as_ref().map(|(_, m)| m.as_str())
     }
 
+    /// The most `input` prompt and `output` completion tokens can cost on
+    /// any one model priced below `floor` (blended): every prompt token
+    /// billed at the dearer of its input and cache-write prices, none read
+    /// from the cache. A session that cost more called at least one model at
+    /// or above the floor. `None` when no listed model is below the floor.
+    pub fn dearest_cost_below(&self, floor: f64, input: u64, output: u64) -> Option<f64> {
+        self.prices
+            .values()
+            .filter(|p| blended_price(p) < floor)
+            .map(|p| {
+                let prompt = p
+                    .cache_write_usd_per_mtok
+                    .unwrap_or(0.0)
+                    .max(p.input_usd_per_mtok);
+                (input as f64 * prompt + output as f64 * p.output_usd_per_mtok) / 1e6
+            })
+            .max_by(f64::total_cmp)
+    }
+
     /// What `input`/`cached`/`output` tokens cost on `model`.
     pub fn cost(&self, model: &str, input: u64, cached: u64, output: u64) -> Option<f64> {
         let p = self.prices.get(model)?;

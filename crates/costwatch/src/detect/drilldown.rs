@@ -1,9 +1,10 @@
 //! Candidates that need their request rows before they are judged: retry-loop
-//! candidates, and no_cache candidates whose prompts are near the model's
-//! cacheable minimum. A session needing both is fetched once.
+//! candidates, no_cache candidates whose prompts are near the model's
+//! cacheable minimum, and oversized_model candidates whose aggregates could
+//! hide tiny premium calls. A session needing several is fetched once.
 
 use super::retry_loop::Trigger;
-use super::{Finding, GroupStats, Kind, no_cache, retry_loop};
+use super::{Finding, GroupStats, Kind, no_cache, oversized_model, retry_loop};
 use crate::config::RetryLoopRule;
 use crate::source::{RequestRecord, SessionRecord, Window};
 
@@ -16,6 +17,7 @@ pub struct Drilldown {
     pub group: String,
     pub(super) retry: Option<RetryCheck>,
     pub(super) no_cache: Option<no_cache::RowCheck>,
+    pub(super) oversized: Option<oversized_model::RowCheck>,
 }
 
 /// What a retry-loop candidate is confirmed against.
@@ -36,7 +38,8 @@ impl Drilldown {
     pub fn kinds(&self) -> impl Iterator<Item = Kind> + '_ {
         let retry = self.retry.as_ref().map(|_| Kind::RetryLoop);
         let no_cache = self.no_cache.as_ref().map(|_| Kind::NoCache);
-        no_cache.into_iter().chain(retry)
+        let oversized = self.oversized.as_ref().map(|_| Kind::OversizedModel);
+        no_cache.into_iter().chain(oversized).chain(retry)
     }
 
     /// Judges the candidate from its request rows (oldest first).
@@ -44,6 +47,15 @@ impl Drilldown {
         let mut found = Vec::new();
         if let Some(c) = &self.no_cache {
             found.extend(no_cache::confirm(
+                &self.session,
+                requests,
+                c,
+                &self.group,
+                window,
+            ));
+        }
+        if let Some(c) = &self.oversized {
+            found.extend(oversized_model::confirm(
                 &self.session,
                 requests,
                 c,

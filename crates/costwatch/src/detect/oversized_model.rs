@@ -10,11 +10,19 @@
 //! halved and counted among the other sessions, and findings are marked
 //! `cold_start`. A session with failed calls that also called the usual
 //! model is failing over, not choosing the dearer model: left alone.
+//!
+//! Aggregates hide tiny premium calls in two shapes, and those sessions are
+//! judged from their request rows instead ([`may_hide_tiny_premium`],
+//! [`confirm`]): a premium model's calls averaging above tiny although there
+//! are several of them (a big planning call beside tiny ones), and a
+//! session served without a per-model breakdown that cost more than any
+//! model below the premium floor could have charged for its tokens.
 
 use super::{Catalogue, Finding, GroupStats, Kind, ratio, usd};
 use crate::config::OversizedModelRule;
-use crate::source::{SessionRecord, Window};
+use crate::source::{ModelUsage, RequestRecord, RequestStatus, SessionRecord, Window};
 use serde_json::json;
+use std::sync::Arc;
 
 /// The tiny premium calls of one session.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +33,9 @@ pub struct TinyPremium {
     pub cost_usd: f64,
     /// Their share of the session's cost.
     pub cost_share: f64,
+    /// Whether only the session's request rows show them (its aggregates
+    /// do not).
+    pub from_rows: bool,
 }
 
 /// One premium model's tiny calls in a session.
@@ -72,6 +83,17 @@ pub fn tiny_call_price(s: &SessionRecord, cat: &Catalogue, rule: &OversizedModel
     0.0
 }
 
+/// The blended price of the cheapest model the session called; 0 when its
+/// aggregates do not say (no per-model breakdown, or no known model).
+pub fn cheapest_call_price(s: &SessionRecord, cat: &Catalogue) -> f64 {
+    s.by_model
+        .iter()
+        .filter(|m| m.requests > 0)
+        .filter_map(|m| cat.blended(&m.model))
+        .min_by(f64::total_cmp)
+        .unwrap_or(0.0)
+}
+
 fn is_tiny(input: u64, output: u64, requests: u64, rule: &OversizedModelRule) -> bool {
     let n = requests.max(1) as f64;
     input as f64 / n <= rule.max_avg_input_tokens as f64
@@ -90,19 +112,38 @@ pub fn tiny_premium(
         .iter()
         .filter(|m| m.requests > 0)
         .filter_map(|m| {
-            let price_ratio = cat.price_ratio(&m.model)?;
             let tiny = is_tiny(m.input_tokens, m.output_tokens, m.requests, rule);
-            (price_ratio >= rule.premium_price_ratio && tiny).then(|| PremiumCalls {
-                model: m.model.clone(),
-                requests: m.requests,
-                input_tokens: m.input_tokens,
-                cached_tokens: m.cached_tokens,
-                output_tokens: m.output_tokens,
-                cost_usd: m.cost_usd,
-                price_ratio,
-            })
+            premium_calls(m, cat, rule).filter(|_| tiny)
         })
         .collect();
+    share_of(calls, s, rule)
+}
+
+/// A model's calls as [`PremiumCalls`] when the model is premium.
+fn premium_calls(
+    m: &ModelUsage,
+    cat: &Catalogue,
+    rule: &OversizedModelRule,
+) -> Option<PremiumCalls> {
+    let price_ratio = cat.price_ratio(&m.model)?;
+    (price_ratio >= rule.premium_price_ratio).then(|| PremiumCalls {
+        model: m.model.clone(),
+        requests: m.requests,
+        input_tokens: m.input_tokens,
+        cached_tokens: m.cached_tokens,
+        output_tokens: m.output_tokens,
+        cost_usd: m.cost_usd,
+        price_ratio,
+    })
+}
+
+/// `calls` as the session's [`TinyPremium`], when they make at least
+/// `min_premium_cost_share` of its cost.
+fn share_of(
+    calls: Vec<PremiumCalls>,
+    s: &SessionRecord,
+    rule: &OversizedModelRule,
+) -> Option<TinyPremium> {
     if calls.is_empty() || s.cost_usd <= 0.0 {
         return None;
     }
@@ -112,7 +153,138 @@ pub fn tiny_premium(
         calls,
         cost_usd: cost,
         cost_share: share,
+        from_rows: false,
     })
+}
+
+/// Whether the session's aggregates could hide tiny premium calls that only
+/// its request rows show, `floor` being the blended price from which a
+/// model is premium: several calls to a premium model that average above
+/// tiny (one big call can hide tiny ones beside it), or, without a
+/// per-model breakdown, a cost above what any model below the floor could
+/// have charged for the session's tokens.
+pub fn may_hide_tiny_premium(
+    s: &SessionRecord,
+    cat: &Catalogue,
+    rule: &OversizedModelRule,
+    floor: f64,
+) -> bool {
+    if s.requests == 0 || s.cost_usd <= 0.0 {
+        return false;
+    }
+    if s.by_model.is_empty() {
+        return cat
+            .dearest_cost_below(floor, s.input_tokens, s.output_tokens)
+            .is_some_and(|most| s.cost_usd > most + COST_ROUNDING_USD);
+    }
+    s.by_model.iter().any(|m| {
+        m.requests >= 2
+            && !is_tiny(m.input_tokens, m.output_tokens, m.requests, rule)
+            && cat.blended(&m.model).is_some_and(|b| b >= floor)
+    })
+}
+
+/// The most a gateway's rounding of a session's cost can add, in USD.
+const COST_ROUNDING_USD: f64 = 1e-6;
+
+/// What an oversized_model candidate is confirmed against once its request
+/// rows are read: its group's figures, its rule, and the prices of the
+/// window (shared by the window's candidates).
+#[derive(Debug, Clone)]
+pub struct RowCheck {
+    pub(super) stats: GroupStats,
+    pub(super) rule: OversizedModelRule,
+    pub(super) catalogue: Arc<Catalogue>,
+}
+
+impl RowCheck {
+    /// A check against `stats` (with the group's premium shares) under
+    /// `rule`, priced by `catalogue`.
+    pub fn new(stats: GroupStats, rule: OversizedModelRule, catalogue: Arc<Catalogue>) -> Self {
+        RowCheck {
+            stats,
+            rule,
+            catalogue,
+        }
+    }
+}
+
+/// Judges a candidate from its request rows (oldest first): its successful
+/// calls to premium models, each tiny on its own, judged as [`judge`]
+/// judges a session's tiny premium calls. A session served without a
+/// per-model breakdown is judged with the breakdown its rows give.
+pub fn confirm(
+    s: &SessionRecord,
+    requests: &[RequestRecord],
+    check: &RowCheck,
+    group: &str,
+    window: Window,
+) -> Option<Finding> {
+    let (cat, rule) = (check.catalogue.as_ref(), &check.rule);
+    let mut tiny: Vec<ModelUsage> = Vec::new();
+    let mut all: Vec<ModelUsage> = Vec::new();
+    for r in requests {
+        add_call(&mut all, r);
+        if r.status == RequestStatus::Success && is_tiny(r.input_tokens, r.output_tokens, 1, rule) {
+            add_call(&mut tiny, r);
+        }
+    }
+    let calls: Vec<PremiumCalls> = tiny
+        .iter()
+        .filter_map(|m| premium_calls(m, cat, rule))
+        .collect();
+    let judged = |s: &SessionRecord| {
+        let tiny = TinyPremium {
+            from_rows: true,
+            ..share_of(calls, s, rule)?
+        };
+        judge(s, &tiny, group, &check.stats, cat, rule, window)
+    };
+    if s.by_model.is_empty() {
+        // The group's habits were learnt without knowing which models its
+        // sessions call: a group whose design is a premium model would look
+        // like one on the small model. Only a session that called a model
+        // below the premium floor shows the sub-task had a smaller home.
+        let floor = cat.premium_floor(rule.premium_price_ratio)?;
+        let below = all.iter().any(|m| {
+            cat.blended(&m.model)
+                .is_some_and(|b| b < floor * (1.0 - 1e-6))
+        });
+        if !below {
+            return None;
+        }
+        judged(&SessionRecord {
+            by_model: all,
+            ..s.clone()
+        })
+    } else {
+        judged(s)
+    }
+}
+
+/// Adds one call to its model's figures in `by_model`.
+fn add_call(by_model: &mut Vec<ModelUsage>, r: &RequestRecord) {
+    let i = match by_model.iter().position(|m| m.model == r.model) {
+        Some(i) => i,
+        None => {
+            by_model.push(ModelUsage {
+                model: r.model.clone(),
+                requests: 0,
+                input_tokens: 0,
+                cached_tokens: 0,
+                output_tokens: 0,
+                cost_usd: 0.0,
+            });
+            by_model.len() - 1
+        }
+    };
+    if let Some(m) = by_model.get_mut(i) {
+        m.requests += 1;
+        m.input_tokens += r.input_tokens;
+        m.cached_tokens += r.cached_tokens;
+        m.output_tokens += r.output_tokens;
+        m.cost_usd += r.cost_usd;
+    }
 }
 
 /// The model the group would normally use instead: its most called model,
@@ -137,14 +309,45 @@ fn usual_model<'a>(
 }
 
 /// The share of the group's baseline sessions making mostly tiny premium
-/// calls, leaving out the one judged (observed into the baseline before it
-/// is judged, and itself such a session).
-fn others_share(stats: &GroupStats) -> f64 {
+/// calls other than the one judged: the judged session was observed into
+/// the baseline before it is judged, and when `counted` it is itself among
+/// those sessions.
+fn others_share(stats: &GroupStats, counted: bool) -> f64 {
     let n = stats.premium_peers as f64;
     if n <= 1.0 {
         return 0.0;
     }
-    ((stats.premium_tiny_share * n - 1.0) / (n - 1.0)).max(0.0)
+    let own = if counted { 1.0 } else { 0.0 };
+    ((stats.premium_tiny_share * n - own) / (n - 1.0)).max(0.0)
+}
+
+/// The model the group's habits would have used for a session's tiny
+/// premium calls, when those habits allow a finding at all: `None` when
+/// the group has too few peers to know its habits, when tiny premium calls
+/// are what it normally does (or has done since it moved), or when its
+/// usual model is itself premium. `counted`: whether the judged session is
+/// among the group's sessions making mostly tiny premium calls.
+pub fn usual_if_judged<'a>(
+    stats: &'a GroupStats,
+    cat: &'a Catalogue,
+    rule: &OversizedModelRule,
+    counted: bool,
+) -> Option<&'a str> {
+    if stats.premium_peers < rule.min_peers
+        || stats.premium_tiny_share > rule.max_group_share
+        || stats.recent_premium_tiny_share > rule.max_group_share
+    {
+        return None;
+    }
+    // A thin baseline judges conservatively: at most half the share of
+    // sessions making tiny premium calls that a full one tolerates. The
+    // share is the other sessions': in a thin baseline the session's own
+    // weight would decide it.
+    let cold_start = stats.premium_peers < rule.cold_start_peers;
+    if cold_start && others_share(stats, counted) > rule.max_group_share / 2.0 {
+        return None;
+    }
+    usual_model(stats, cat, rule)
 }
 
 /// Judges a candidate against its group's habits.
@@ -157,23 +360,17 @@ pub fn judge(
     rule: &OversizedModelRule,
     window: Window,
 ) -> Option<Finding> {
-    if stats.premium_peers < rule.min_peers
-        || stats.premium_tiny_share > rule.max_group_share
-        || stats.recent_premium_tiny_share > rule.max_group_share
-    {
-        // Too few peers to know the group's habits, or tiny premium calls are
-        // what this group normally does, or has done since it moved.
+    // The group's baseline counted the session among those making mostly
+    // tiny premium calls exactly when its aggregates show them.
+    let usual = usual_if_judged(stats, cat, rule, !tiny.from_rows)?;
+    // A session in the group's newest run of sessions that called nothing
+    // but premium models, `moved_after_sessions` long: the group has moved
+    // to the premium model (its new design), before its recent share or
+    // its usual model can say so.
+    if stats.premium_only_run >= rule.moved_after_sessions {
         return None;
     }
-    // A thin baseline judges conservatively: at most half the share of
-    // sessions making tiny premium calls that a full one tolerates. The
-    // share is the other sessions': in a thin baseline the session's own
-    // weight would decide it.
     let cold_start = stats.premium_peers < rule.cold_start_peers;
-    if cold_start && others_share(stats) > rule.max_group_share / 2.0 {
-        return None;
-    }
-    let usual = usual_model(stats, cat, rule)?;
     // Failed calls beside calls to the usual model: the session was failing
     // over (a router's fallback after a rate limit or an outage), so the
     // dearer model was not chosen for the sub-task.
@@ -244,6 +441,12 @@ pub fn judge(
             tiny.cost_usd
         ),
     };
+    if tiny.from_rows
+        && let Some(e) = f.evidence.as_object_mut()
+    {
+        // Said only when true: a finding from aggregates reads as before.
+        e.insert("from_request_rows".to_owned(), json!(true));
+    }
     super::note_computed_cost(s, &mut f);
     Some(f)
 }

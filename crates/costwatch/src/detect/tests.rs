@@ -8,6 +8,7 @@ use chrono::{Duration, TimeZone, Utc};
 use std::collections::{BTreeSet, HashMap};
 
 mod held_out_patterns;
+mod hidden_premium;
 mod no_cache;
 
 const LUNA: &str = "gpt-6-luna";
@@ -267,7 +268,11 @@ fn with_history(
 #[test]
 fn detector_table() {
     let mut failures = Vec::new();
-    for case in cases().into_iter().chain(held_out_patterns::cases()) {
+    for case in cases()
+        .into_iter()
+        .chain(held_out_patterns::cases())
+        .chain(hidden_premium::cases())
+    {
         let rules = case.rules.map(rules_from).unwrap_or_else(shipped_rules);
         let requests: HashMap<String, Vec<RequestRecord>> = case
             .requests

@@ -22,6 +22,7 @@ use crate::config::rules::select;
 use crate::config::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules};
 use crate::source::{RequestRecord, SessionRecord, Window};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 /// The rules and settings every window is checked with.
 #[derive(Debug, Clone)]
@@ -42,14 +43,19 @@ struct Nomination {
     no_cache: bool,
     oversized: bool,
     retry: bool,
+    /// Its aggregates could hide tiny premium calls: its rows may show them.
+    oversized_rows: bool,
     /// The price level of its tiny calls (see
     /// [`oversized_model::tiny_call_price`]).
     tiny_price: f64,
+    /// Its place among the sessions of its group that entered the
+    /// baseline in this window (`None`: it did not, or beyond the ring).
+    position: Option<usize>,
 }
 
 impl Nomination {
     fn any(&self) -> bool {
-        self.no_cache || self.oversized || self.retry
+        self.no_cache || self.oversized || self.retry || self.oversized_rows
     }
 }
 
@@ -133,6 +139,8 @@ impl Detector {
     fn nominate(&self, s: &SessionRecord, catalogue: &Catalogue) -> Nomination {
         let os_rule = self.oversized_rule(s);
         let tiny_price = os_rule.map_or(0.0, |r| oversized_model::tiny_call_price(s, catalogue, r));
+        let lowest_floor =
+            |r: &OversizedModelRule| catalogue.lowest_premium_floor(r.premium_price_ratio);
         Nomination {
             no_cache: self
                 .no_cache_rule(s)
@@ -140,15 +148,17 @@ impl Detector {
             // Nominated against the cheapest model listed, which is never
             // dearer than the cheapest in use once the whole window is known.
             oversized: os_rule.is_some_and(|r| {
-                tiny_price > 0.0
-                    && catalogue
-                        .lowest_premium_floor(r.premium_price_ratio)
-                        .is_some_and(|f| tiny_price >= f)
+                tiny_price > 0.0 && lowest_floor(r).is_some_and(|f| tiny_price >= f)
+            }),
+            oversized_rows: os_rule.is_some_and(|r| {
+                lowest_floor(r)
+                    .is_some_and(|f| oversized_model::may_hide_tiny_premium(s, catalogue, r, f))
             }),
             retry: self
                 .retry_rule(s)
                 .is_some_and(|r| s.requests >= r.min_requests || s.errors >= r.min_error_burst),
             tiny_price,
+            position: None,
         }
     }
 
@@ -193,7 +203,7 @@ impl<'d> WindowAnalysis<'d> {
             }
         }
         write_group_key(&s.labels, &self.det.group_by, &mut self.key);
-        let n = self.det.nominate(&s, &self.catalogue);
+        let mut n = self.det.nominate(&s, &self.catalogue);
 
         // Looked up before inserting, so a known group costs no key copy.
         let b = match self.fresh.get_mut(&self.key) {
@@ -206,6 +216,8 @@ impl<'d> WindowAnalysis<'d> {
         // Each session enters its group's baseline once: in the window where
         // its first request falls.
         if self.window.contains(s.first_request_at) {
+            let entered = b.tiny_call_price.len();
+            n.position = (entered < self.det.baseline_samples).then_some(entered);
             if s.requests > 0 {
                 b.log_requests.push((s.requests as f64).ln());
             }
@@ -215,6 +227,8 @@ impl<'d> WindowAnalysis<'d> {
                     .push(no_cache::capable_cached_share(&s, &self.catalogue));
             }
             b.tiny_call_price.push(n.tiny_price);
+            b.cheapest_call_price
+                .push(oversized_model::cheapest_call_price(&s, &self.catalogue));
             for m in &s.by_model {
                 match b.model_calls.get_mut(&m.model) {
                     Some(n) => *n += m.requests as f64,
@@ -255,7 +269,9 @@ impl<'d> WindowAnalysis<'d> {
     fn verdicts(&mut self, mut history: HashMap<String, GroupBaseline>) -> Verdicts<'d> {
         let cap = self.det.baseline_samples;
         let mut baselines = HashMap::new();
+        let mut entered = HashMap::new();
         for (group, fresh) in std::mem::take(&mut self.fresh) {
+            entered.insert(group.clone(), fresh.tiny_call_price.len());
             let mut b = history
                 .remove(&group)
                 .unwrap_or_else(|| GroupBaseline::new(cap));
@@ -269,11 +285,13 @@ impl<'d> WindowAnalysis<'d> {
             window: self.window,
             catalogue: std::mem::take(&mut self.catalogue),
             baselines,
+            entered,
             stats: HashMap::new(),
             empty: GroupBaseline::new(1).stats(),
             findings: Vec::new(),
             drilldowns: Vec::new(),
             suspects: Suspects::default(),
+            shared_catalogue: None,
         }
     }
 
@@ -318,6 +336,7 @@ impl<'d> WindowAnalysis<'d> {
             sessions: self.sessions,
             models_seen: self.models_seen,
             key: String::new(),
+            entered: HashMap::new(),
         }
     }
 }
@@ -329,6 +348,9 @@ struct Verdicts<'d> {
     window: Window,
     catalogue: Catalogue,
     baselines: HashMap<String, GroupBaseline>,
+    /// Per group, how many of its sessions entered its baseline in this
+    /// window (the newest values of its rings).
+    entered: HashMap<String, usize>,
     /// The statistics of the groups judged so far: computed (medians of
     /// the rings) only for a group with a nominated session.
     stats: HashMap<String, GroupStats>,
@@ -336,6 +358,9 @@ struct Verdicts<'d> {
     findings: Vec<Finding>,
     drilldowns: Vec<Drilldown>,
     suspects: Suspects,
+    /// The catalogue shared by the window's oversized_model row checks,
+    /// made at the first.
+    shared_catalogue: Option<Arc<Catalogue>>,
 }
 
 impl Verdicts<'_> {
@@ -385,16 +410,30 @@ impl Verdicts<'_> {
                 no_cache::Verdict::Rows(check) => no_cache_rows = Some(*check),
             }
         }
-        if let Some(rule) = self.det.oversized_rule(&s).filter(|_| n.oversized) {
+        let mut oversized_rows = None;
+        let os_rule = self
+            .det
+            .oversized_rule(&s)
+            .filter(|_| n.oversized || n.oversized_rows);
+        let floor = os_rule.and_then(|r| self.catalogue.premium_floor(r.premium_price_ratio));
+        if let (Some(rule), Some(floor), Some(b)) = (os_rule, floor, self.baselines.get(group)) {
+            // The group's newest run of premium-only sessions counts for
+            // this session only when the session is in it: among the
+            // run's last sessions of this window. A group that filled its
+            // ring in this window has lost the places of its newest
+            // sessions: none is taken to be in the run.
+            let run = b.premium_only_run(floor);
+            let entered = self.entered.get(group).copied().unwrap_or(0);
+            let in_run = entered < self.det.baseline_samples
+                && n.position.is_some_and(|p| p + run >= entered);
+            let st = GroupStats {
+                premium_tiny_share: b.premium_tiny_share(floor),
+                recent_premium_tiny_share: b.recent_premium_tiny_share(floor, rule.recent_sessions),
+                premium_only_run: if in_run { run } else { 0 },
+                ..st.clone()
+            };
             let tiny = oversized_model::tiny_premium(&s, &self.catalogue, rule);
-            let floor = self.catalogue.premium_floor(rule.premium_price_ratio);
-            if let (Some(tiny), Some(floor), Some(b)) = (tiny, floor, self.baselines.get(group)) {
-                let st = GroupStats {
-                    premium_tiny_share: b.premium_tiny_share(floor),
-                    recent_premium_tiny_share: b
-                        .recent_premium_tiny_share(floor, rule.recent_sessions),
-                    ..st.clone()
-                };
+            if let Some(tiny) = tiny.filter(|_| n.oversized) {
                 self.findings.extend(oversized_model::judge(
                     &s,
                     &tiny,
@@ -404,6 +443,17 @@ impl Verdicts<'_> {
                     rule,
                     self.window,
                 ));
+            } else if n.oversized_rows
+                && oversized_model::may_hide_tiny_premium(&s, &self.catalogue, rule, floor)
+                && oversized_model::usual_if_judged(&st, &self.catalogue, rule, false).is_some()
+            {
+                // Only the rows can tell; read them only where the group's
+                // habits would let a finding stand.
+                let catalogue = self
+                    .shared_catalogue
+                    .get_or_insert_with(|| Arc::new(self.catalogue.clone()))
+                    .clone();
+                oversized_rows = Some(oversized_model::RowCheck::new(st, rule.clone(), catalogue));
             }
         }
         let retry_rule = self.det.retry_rule(&s).filter(|_| n.retry);
@@ -418,10 +468,10 @@ impl Verdicts<'_> {
         // others wait for their rule's budget.
         let suspect = retry
             .as_ref()
-            .filter(|_| no_cache_rows.is_none())
+            .filter(|_| no_cache_rows.is_none() && oversized_rows.is_none())
             .and_then(|r| Some((r.trigger.suspicion()?, r.rule.drilldown_budget)));
         let rule_name = retry.as_ref().map(|r| r.rule.meta.name.clone());
-        if retry.is_none() && no_cache_rows.is_none() {
+        if retry.is_none() && no_cache_rows.is_none() && oversized_rows.is_none() {
             return;
         }
         let d = Drilldown {
@@ -429,6 +479,7 @@ impl Verdicts<'_> {
             group: group.to_owned(),
             retry,
             no_cache: no_cache_rows,
+            oversized: oversized_rows,
         };
         match (suspect, rule_name) {
             (Some((suspicion, budget)), Some(rule)) => {
@@ -448,6 +499,10 @@ pub struct Rejudge<'d> {
     sessions: u64,
     models_seen: BTreeSet<String>,
     key: String,
+    /// Per group, the sessions of the second read that entered its
+    /// baseline on the first, so far: each one's place, as the first read
+    /// gave it.
+    entered: HashMap<String, usize>,
 }
 
 impl Rejudge<'_> {
@@ -456,9 +511,21 @@ impl Rejudge<'_> {
         // Odd figures were reported on the first read.
         s.cached_tokens = s.cached_tokens.min(s.input_tokens);
         let det = self.verdicts.det;
-        let n = det.nominate(&s, &self.verdicts.catalogue);
+        let mut n = det.nominate(&s, &self.verdicts.catalogue);
+        let entered = self.verdicts.window.contains(s.first_request_at);
+        if !n.any() && !entered {
+            return;
+        }
+        write_group_key(&s.labels, &det.group_by, &mut self.key);
+        if entered {
+            let count = match self.entered.get_mut(&self.key) {
+                Some(c) => c,
+                None => self.entered.entry(self.key.clone()).or_default(),
+            };
+            n.position = (*count < det.baseline_samples).then_some(*count);
+            *count += 1;
+        }
         if n.any() {
-            write_group_key(&s.labels, &det.group_by, &mut self.key);
             let group = std::mem::take(&mut self.key);
             self.verdicts.check(s, &group, n);
             self.key = group;
@@ -479,12 +546,14 @@ fn merge(into: &mut GroupBaseline, fresh: GroupBaseline) {
         log_requests,
         cached_share,
         tiny_call_price,
+        cheapest_call_price,
         model_calls,
     } = fresh;
     for (ring, new) in [
         (&mut into.log_requests, log_requests),
         (&mut into.cached_share, cached_share),
         (&mut into.tiny_call_price, tiny_call_price),
+        (&mut into.cheapest_call_price, cheapest_call_price),
     ] {
         for v in new.values() {
             ring.push(v);

@@ -6,6 +6,7 @@ use crate::config::locate::{Seg, child, path_string};
 use crate::config::raw::{RawNoCacheRule, RawOversizedModelRule, RawRetryLoopRule};
 use crate::config::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Selector};
 use crate::config::{Problem, Rules};
+use crate::detect::baseline::CHEAPEST_KEPT;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -309,6 +310,12 @@ impl RawRule for RawOversizedModelRule {
         doc.share(&child(path, "max_group_share"), self.max_group_share);
         doc.at_least_u64(&child(path, "cold_start_peers"), self.cold_start_peers, 1);
         doc.at_least_u64(&child(path, "recent_sessions"), self.recent_sessions, 1);
+        doc.between_u64(
+            &child(path, "moved_after_sessions"),
+            self.moved_after_sessions,
+            1,
+            CHEAPEST_KEPT as u64,
+        );
         OversizedModelRule {
             meta,
             premium_price_ratio: self.premium_price_ratio,
@@ -319,6 +326,7 @@ impl RawRule for RawOversizedModelRule {
             max_group_share: self.max_group_share,
             cold_start_peers: to_usize(self.cold_start_peers),
             recent_sessions: to_usize(self.recent_sessions),
+            moved_after_sessions: to_usize(self.moved_after_sessions),
             min_impact_usd: doc.min_impact_usd(path, self.min_impact_usd),
         }
     }

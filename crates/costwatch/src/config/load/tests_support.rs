@@ -84,11 +84,12 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             premium_price_ratio: 5.0,
             max_avg_input_tokens: 1000,
             max_avg_output_tokens: 500,
-            min_premium_cost_share: 0.5,
+            min_premium_cost_share: 0.0,
             min_peers: 2,
             max_group_share: 0.5,
             cold_start_peers: 20,
             recent_sessions: 20,
+            moved_after_sessions: 3,
             min_impact_usd: 0.0,
         }],
         retry_loop: vec![RetryLoopRule {

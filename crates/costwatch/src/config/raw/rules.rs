@@ -159,6 +159,12 @@ pub(crate) struct RawOversizedModelRule {
     #[serde(default = "oversized_recent_sessions")]
     #[schemars(range(min = 1))]
     pub recent_sessions: u64,
+    /// When this many of the group's newest sessions in a row called
+    /// nothing but premium models, the group has moved to one (its new
+    /// design): a session calling only premium models is then not flagged.
+    #[serde(default = "oversized_moved_after_sessions")]
+    #[schemars(range(min = 1, max = 64))]
+    pub moved_after_sessions: u64,
     /// Smallest estimated waste worth a finding, in USD.
     #[serde(default)]
     #[schemars(range(min = 0.0))]
@@ -289,7 +295,7 @@ fn oversized_max_avg_output_tokens() -> u64 {
     500
 }
 fn oversized_min_premium_cost_share() -> f64 {
-    0.5
+    0.0
 }
 fn oversized_min_peers() -> u64 {
     2
@@ -302,6 +308,9 @@ fn oversized_cold_start_peers() -> u64 {
 }
 fn oversized_recent_sessions() -> u64 {
     20
+}
+fn oversized_moved_after_sessions() -> u64 {
+    3
 }
 
 fn retry_min_requests() -> u64 {

@@ -1,18 +1,22 @@
 //! A baseline as compact bytes, the form the state database keeps.
 //!
-//! Layout (little-endian): the version byte [`VERSION`]; three rings
-//! (`log_requests`, `cached_share`, `tiny_call_price`), each its capacity
-//! and length as `u32` and its values as `f32`, oldest first; then the
+//! Layout (little-endian): the version byte [`VERSION`]; four rings
+//! (`log_requests`, `cached_share`, `tiny_call_price`,
+//! `cheapest_call_price`), each its capacity and length as `u32` and its
+//! values as `f32`, oldest first; then the
 //! number of models as `u32` and, per model in name order, the name's
 //! length as `u32`, its UTF-8 bytes and its decayed weight as `f64`.
 //! Every value is kept bit for bit, so a baseline read back is equal to the
-//! one written.
+//! one written. Version 1, written before `cheapest_call_price` existed,
+//! lacks that ring: it is read back empty.
 
 use super::{GroupBaseline, Ring};
 use std::collections::{BTreeMap, VecDeque};
 
 /// The layout's version, the first byte.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
+/// The layout without `cheapest_call_price`, still read.
+const VERSION_1: u8 = 1;
 
 impl GroupBaseline {
     /// The baseline as compact bytes (see the module's layout).
@@ -21,10 +25,11 @@ impl GroupBaseline {
             &self.log_requests,
             &self.cached_share,
             &self.tiny_call_price,
+            &self.cheapest_call_price,
         ];
         let values: usize = rings.iter().map(|r| r.values.len()).sum();
         let names: usize = self.model_calls.keys().map(|m| m.len() + 12).sum();
-        let mut out = Vec::with_capacity(1 + 24 + 4 * values + 4 + names);
+        let mut out = Vec::with_capacity(1 + 32 + 4 * values + 4 + names);
         out.push(VERSION);
         for r in rings {
             put_u32(&mut out, r.cap);
@@ -53,12 +58,17 @@ impl GroupBaseline {
     pub fn from_bytes(bytes: &[u8]) -> Result<GroupBaseline, String> {
         let mut r = Reader { bytes, at: 0 };
         let version = r.take(1)?[0];
-        if version != VERSION {
+        if version != VERSION && version != VERSION_1 {
             return Err(format!("unknown baseline layout {version}"));
         }
         let log_requests = r.ring()?;
         let cached_share = r.ring()?;
         let tiny_call_price = r.ring()?;
+        let cheapest_call_price = if version == VERSION_1 {
+            Ring::new(super::CHEAPEST_KEPT)
+        } else {
+            r.ring()?
+        };
         let models = r.u32()?;
         let mut model_calls = BTreeMap::new();
         for _ in 0..models {
@@ -76,6 +86,7 @@ impl GroupBaseline {
             log_requests,
             cached_share,
             tiny_call_price,
+            cheapest_call_price,
             model_calls,
         })
     }
@@ -136,6 +147,8 @@ mod tests {
         }
         b.cached_share.push(0.0);
         b.cached_share.push(0.93);
+        b.cheapest_call_price.push(0.175);
+        b.cheapest_call_price.push(4.375);
         b.model_calls
             .insert("gpt-6.1-luna".into(), 12.345_678_901_234);
         b.model_calls.insert("claude-é".into(), 0.5);
@@ -148,13 +161,34 @@ mod tests {
         let bytes = b.to_bytes();
         assert_eq!(GroupBaseline::from_bytes(&bytes).unwrap(), b);
         assert_eq!(bytes[0], VERSION);
-        // 1 + 3 rings (8 + 4 per value: 4, 2, 0 values) + 4 + two models.
+        // 1 + 4 rings (8 + 4 per value: 4, 2, 0, 2 values) + 4 + two models.
         assert_eq!(
             bytes.len(),
-            1 + 3 * 8 + 4 * 6 + 4 + (4 + 12 + 8) + (4 + 9 + 8)
+            1 + 4 * 8 + 4 * 8 + 4 + (4 + 12 + 8) + (4 + 9 + 8)
         );
         let empty = GroupBaseline::new(512);
         assert_eq!(GroupBaseline::from_bytes(&empty.to_bytes()).unwrap(), empty);
+    }
+
+    #[test]
+    fn a_version_1_baseline_reads_back_without_the_cheapest_prices() {
+        let b = sample();
+        let v2 = b.to_bytes();
+        // Version 1 is version 2 without the fourth ring (capacity 64, two
+        // values): its bytes sit after the three rings of 4, 2 and 0 values.
+        let fourth = 1 + 3 * 8 + 4 * 6;
+        let mut v1 = v2[..fourth].to_vec();
+        v1.extend_from_slice(&v2[fourth + 8 + 4 * 2..]);
+        v1[0] = 1;
+        let read = GroupBaseline::from_bytes(&v1).unwrap();
+        assert!(read.cheapest_call_price.is_empty());
+        assert_eq!(
+            GroupBaseline {
+                cheapest_call_price: Ring::new(super::super::CHEAPEST_KEPT),
+                ..b
+            },
+            read
+        );
     }
 
     #[test]

@@ -392,20 +392,75 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
-            name: "a group that moved to a premium model is flagged only until its newest sessions show the move",
+            // One session a window after the move: the first two are
+            // flagged, the third makes a run of three that called only the
+            // premium model (`moved_after_sessions`), and the move is
+            // recognised.
+            name: "a group that moved to a premium model is flagged until three sessions in a row call only it",
             rules: None,
             windows: add(
                 add(
                     healthy_history(14, 2),
                     tiny_sessions("digest", LUNA, 0, 8, 4),
                 ),
-                tiny_sessions("digest", SOL, 8, 14, 4),
+                tiny_sessions("digest", SOL, 8, 14, 1),
+            ),
+            requests: vec![],
+            expect: vec![
+                (Kind::OversizedModel, "digest-8-0"),
+                (Kind::OversizedModel, "digest-9-0"),
+            ],
+        },
+        Case {
+            // In one window: a premium-only session, one on the small
+            // model, then three premium-only ones. The run is the last
+            // three; the first premium-only session is not part of it.
+            name: "only the sessions of the newest premium-only run are taken for a move",
+            rules: None,
+            windows: add(
+                add(
+                    healthy_history(9, 2),
+                    tiny_sessions("digest", LUNA, 0, 8, 4),
+                ),
+                [
+                    ("digest-early", SOL),
+                    ("digest-luna", LUNA),
+                    ("digest-a", SOL),
+                    ("digest-b", SOL),
+                    ("digest-c", SOL),
+                ]
+                .into_iter()
+                .map(|(id, model)| (8, session(id, "digest", 8, &[(model, 3, 900, 0, 300)])))
+                .collect(),
+            ),
+            requests: vec![],
+            expect: vec![(Kind::OversizedModel, "digest-early")],
+        },
+        Case {
+            // Tiny premium calls beside the small model are sub-tasks sent
+            // to the wrong model, however many sessions in a row do it.
+            name: "sessions that also call the small model make no run: every one is flagged",
+            rules: None,
+            windows: add(
+                add(
+                    healthy_history(10, 2),
+                    tiny_sessions("triage", LUNA, 0, 8, 4),
+                ),
+                (8..10)
+                    .flat_map(|w| {
+                        (0..4).map(move |k| {
+                            let id = format!("triage-{w}-{k}");
+                            let calls = [(LUNA, 2, 200, 0, 30), (SOL, 2, 200, 0, 30)];
+                            (w, session(&id, "triage", w, &calls))
+                        })
+                    })
+                    .collect(),
             ),
             requests: vec![],
             expect: (8..10)
                 .flat_map(|w| (0..4).map(move |k| (w, k)))
                 .map(|(w, k)| {
-                    let id: &'static str = Box::leak(format!("digest-{w}-{k}").into_boxed_str());
+                    let id: &'static str = Box::leak(format!("triage-{w}-{k}").into_boxed_str());
                     (Kind::OversizedModel, id)
                 })
                 .collect(),
