@@ -17,7 +17,9 @@
 //! most `max_cached_share` of their prompt. A session whose caching starts
 //! partway (its first cacheable calls miss, the later ones read) reads a
 //! fair share of what it could and is not flagged; seen before its first
-//! read, it shows a single miss, which is not enough.
+//! read, it shows a single miss, which is not enough. A session quiet for
+//! a cache lifetime before the window's end has ended as far as its cache
+//! goes: for it a single miss is final, and enough.
 
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::config::NoCacheRule;
@@ -325,7 +327,15 @@ fn finding(
     let cacheable_calls: u64 = parts.iter().map(|p| p.calls).sum();
     let cacheable_cached: u64 = parts.iter().map(|p| p.cached).sum();
     let missed: u64 = parts.iter().map(|p| p.missed).sum();
-    if cacheable_calls == 0 || cacheable_input == 0 || missed < rule.min_missed_calls {
+    // A session quiet for a cache lifetime before the window's end has
+    // ended as far as its cache goes: a single miss is final. One still
+    // going may be caching late, seen before its first read.
+    let lifetime = models.iter().map(|m| m.lifetime).max().unwrap_or_default();
+    let ended = (window.end - s.last_request_at)
+        .to_std()
+        .is_ok_and(|quiet| quiet >= lifetime);
+    let enough = missed >= rule.min_missed_calls || (ended && missed >= 1);
+    if cacheable_calls == 0 || cacheable_input == 0 || !enough {
         return None;
     }
     // Caching that starts partway reads a fair share of what it could.

@@ -81,7 +81,9 @@ pub(crate) struct RawNoCacheRule {
     pub model_cache_lifetime_seconds: BTreeMap<String, u64>,
     /// Fewest calls that could have read the cache and did not before a
     /// session is judged uncached: a single miss is how caching that starts
-    /// partway looks before its first read.
+    /// partway looks before its first read. A session whose last call came
+    /// a cache lifetime before the window's end has ended: one miss is
+    /// enough.
     #[serde(default = "no_cache_min_missed_calls")]
     #[schemars(range(min = 1))]
     pub min_missed_calls: u64,

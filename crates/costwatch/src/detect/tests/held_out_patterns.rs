@@ -351,9 +351,20 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![(Kind::NoCache, "paused")],
         },
         Case {
+            // A window that ends mid-session: its calls two minutes before
+            // the end, the next one (its first read) after it.
             name: "caching that starts partway, seen before its first read, is not no_cache",
             rules: None,
-            windows: last_with_span(healthy_history(4, 6), vec![late]),
+            windows: {
+                let mut w = last_with_span(healthy_history(4, 6), vec![late]);
+                let end = window(w.len() as i64 - 1).end;
+                for s in w.last_mut().into_iter().flatten() {
+                    let span = s.last_request_at - s.first_request_at;
+                    s.first_request_at = end - Duration::seconds(120);
+                    s.last_request_at = s.first_request_at + span;
+                }
+                w
+            },
             requests: vec![late_rows],
             expect: vec![],
         },

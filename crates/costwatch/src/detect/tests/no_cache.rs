@@ -53,3 +53,30 @@ fn no_cache_far_above_the_minimum_is_judged_without_request_rows() {
     // Every call but one call's worth of prompt.
     assert_eq!(f.evidence["cacheable_input_tokens"], 24_557 - 24_557 / 6);
 }
+
+#[test]
+fn one_missed_read_is_enough_once_the_session_has_ended() {
+    // 900, 1,100 and 1,200 tokens: the first is below the minimum, so only
+    // the third call could have read the cache (from the second): one miss.
+    let sizes = [900, 1_100, 1_200];
+    let rows = prompts("one-miss", LUNA, &sizes);
+    // The session starts 40 s into the window; `span` is its first to last
+    // call.
+    let judged = |span: i64| {
+        let mut windows = with_history(
+            healthy_history(4, 6),
+            vec![uncached("one-miss", "support-agent", LUNA, &sizes)],
+        );
+        let last = windows.last_mut().unwrap();
+        last[0].last_request_at = last[0].first_request_at + Duration::seconds(span);
+        no_cache_finding(windows, &rows)
+    };
+    // Quiet for the rest of the window, longer than the cache lives: the
+    // miss is final.
+    let f = judged(10).expect("an ended session with one missed read is no_cache");
+    assert_eq!(f.evidence["missed_calls"], 1);
+    assert_eq!(f.evidence["cacheable_calls"], 1);
+    // Its last call 140 s before the window's end: it may be caching late,
+    // seen before its first read.
+    assert!(judged(720).is_none());
+}
