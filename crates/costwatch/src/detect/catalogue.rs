@@ -8,6 +8,8 @@ use std::collections::HashMap;
 pub struct Catalogue {
     prices: HashMap<String, ModelPrice>,
     cheapest_in_use: Option<(f64, String)>,
+    /// The lowest positive blended price listed, in use or not.
+    cheapest_listed: Option<f64>,
 }
 
 /// A price that weighs prompt and completion tokens 3:1, the usual mix of
@@ -22,9 +24,15 @@ impl Catalogue {
     pub fn new<'a>(models: Vec<ModelPrice>, in_use: impl IntoIterator<Item = &'a str>) -> Self {
         let prices: HashMap<String, ModelPrice> =
             models.into_iter().map(|m| (m.id.clone(), m)).collect();
+        let cheapest_listed = prices
+            .values()
+            .map(blended_price)
+            .filter(|b| *b > 0.0)
+            .min_by(f64::total_cmp);
         let mut cat = Catalogue {
             prices,
             cheapest_in_use: None,
+            cheapest_listed,
         };
         for m in in_use {
             cat.note_in_use(m);
@@ -85,12 +93,7 @@ impl Catalogue {
     /// listed at all (in use or not). Used to nominate candidates before the
     /// models in use are all known.
     pub fn lowest_premium_floor(&self, ratio: f64) -> Option<f64> {
-        self.prices
-            .values()
-            .map(blended_price)
-            .filter(|b| *b > 0.0)
-            .min_by(f64::total_cmp)
-            .map(|c| c * ratio)
+        self.cheapest_listed.map(|c| c * ratio)
     }
 
     /// The cheapest model known to carry traffic.

@@ -169,7 +169,7 @@ pub fn may_hide_tiny_premium(
     rule: &OversizedModelRule,
     floor: f64,
 ) -> bool {
-    if s.requests == 0 || s.cost_usd <= 0.0 {
+    if !may_hide_at_any_price(s, rule) {
         return false;
     }
     if s.by_model.is_empty() {
@@ -182,6 +182,18 @@ pub fn may_hide_tiny_premium(
             && !is_tiny(m.input_tokens, m.output_tokens, m.requests, rule)
             && cat.blended(&m.model).is_some_and(|b| b >= floor)
     })
+}
+
+/// [`may_hide_tiny_premium`] before prices: a session without a per-model
+/// breakdown, or one with several calls to a model averaging above tiny.
+/// Every session passes through it, so it looks at no price.
+pub fn may_hide_at_any_price(s: &SessionRecord, rule: &OversizedModelRule) -> bool {
+    s.requests > 0
+        && s.cost_usd > 0.0
+        && (s.by_model.is_empty()
+            || s.by_model.iter().any(|m| {
+                m.requests >= 2 && !is_tiny(m.input_tokens, m.output_tokens, m.requests, rule)
+            }))
 }
 
 /// The most a gateway's rounding of a session's cost can add, in USD.
@@ -364,10 +376,14 @@ pub fn judge(
     // tiny premium calls exactly when its aggregates show them.
     let usual = usual_if_judged(stats, cat, rule, !tiny.from_rows)?;
     // A session in the group's newest run of sessions that called nothing
-    // but premium models, `moved_after_sessions` long: the group has moved
-    // to the premium model (its new design), before its recent share or
-    // its usual model can say so.
-    if stats.premium_only_run >= rule.moved_after_sessions {
+    // but premium models, `moved_after_sessions` long (and itself calling
+    // only premium models): the group has moved to the premium model (its
+    // new design), before its recent share or its usual model can say so.
+    if stats.premium_only_run >= rule.moved_after_sessions
+        && cat
+            .premium_floor(rule.premium_price_ratio)
+            .is_some_and(|f| cheapest_call_price(s, cat) >= f * (1.0 - 1e-6))
+    {
         return None;
     }
     let cold_start = stats.premium_peers < rule.cold_start_peers;

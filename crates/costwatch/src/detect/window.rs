@@ -151,8 +151,9 @@ impl Detector {
                 tiny_price > 0.0 && lowest_floor(r).is_some_and(|f| tiny_price >= f)
             }),
             oversized_rows: os_rule.is_some_and(|r| {
-                lowest_floor(r)
-                    .is_some_and(|f| oversized_model::may_hide_tiny_premium(s, catalogue, r, f))
+                oversized_model::may_hide_at_any_price(s, r)
+                    && lowest_floor(r)
+                        .is_some_and(|f| oversized_model::may_hide_tiny_premium(s, catalogue, r, f))
             }),
             retry: self
                 .retry_rule(s)
