@@ -577,9 +577,10 @@ where
         Ok(history)
     }
 
-    /// Fetches the requests of each drill-down candidate (retry loops, and
-    /// no_cache sessions near the cacheable minimum; a few at a time) and
-    /// keeps the confirmed ones. Any failed drill-down fails the window.
+    /// Fetches the requests of each drill-down candidate (retry loops,
+    /// no_cache sessions near the cacheable minimum, sessions whose
+    /// aggregates could hide tiny premium calls; a few at a time) and keeps
+    /// the confirmed ones. Any failed drill-down fails the window.
     async fn drill_down(
         &self,
         window: Window,

@@ -160,9 +160,10 @@ fn share_of(
 /// Whether the session's aggregates could hide tiny premium calls that only
 /// its request rows show, `floor` being the blended price from which a
 /// model is premium: several calls to a premium model that average above
-/// tiny (one big call can hide tiny ones beside it), or, without a
-/// per-model breakdown, a cost above what any model below the floor could
-/// have charged for the session's tokens.
+/// tiny (one big call can hide tiny ones beside it) in a session that also
+/// called a model below the floor, or, without a per-model breakdown, a
+/// cost above what any model below the floor could have charged for the
+/// session's tokens.
 pub fn may_hide_tiny_premium(
     s: &SessionRecord,
     cat: &Catalogue,
@@ -173,27 +174,42 @@ pub fn may_hide_tiny_premium(
         return false;
     }
     if s.by_model.is_empty() {
-        return cat
-            .dearest_cost_below(floor, s.input_tokens, s.output_tokens)
-            .is_some_and(|most| s.cost_usd > most + COST_ROUNDING_USD);
+        return costs_above_the_floor(s, cat, floor);
     }
-    s.by_model.iter().any(|m| {
-        m.requests >= 2
-            && !is_tiny(m.input_tokens, m.output_tokens, m.requests, rule)
-            && cat.blended(&m.model).is_some_and(|b| b >= floor)
-    })
+    let below = s
+        .by_model
+        .iter()
+        .any(|m| m.requests > 0 && cat.blended(&m.model).is_some_and(|b| b < floor));
+    below
+        && s.by_model.iter().any(|m| {
+            several_above_tiny(m, rule) && cat.blended(&m.model).is_some_and(|b| b >= floor)
+        })
 }
 
 /// [`may_hide_tiny_premium`] before prices: a session without a per-model
-/// breakdown, or one with several calls to a model averaging above tiny.
-/// Every session passes through it, so it looks at no price.
+/// breakdown, or one that called several models, one of them several
+/// times averaging above tiny. Every session passes through it, so it
+/// looks at no price.
 pub fn may_hide_at_any_price(s: &SessionRecord, rule: &OversizedModelRule) -> bool {
-    s.requests > 0
-        && s.cost_usd > 0.0
-        && (s.by_model.is_empty()
-            || s.by_model.iter().any(|m| {
-                m.requests >= 2 && !is_tiny(m.input_tokens, m.output_tokens, m.requests, rule)
-            }))
+    if s.requests == 0 || s.cost_usd <= 0.0 {
+        return false;
+    }
+    s.by_model.is_empty()
+        || (s.by_model.iter().filter(|m| m.requests > 0).count() >= 2
+            && s.by_model.iter().any(|m| several_above_tiny(m, rule)))
+}
+
+/// Whether a session without a per-model breakdown cost more than any one
+/// model below `floor` could have charged for its tokens: it called a model
+/// at or above the floor. A lower floor leaves fewer models below it, so
+/// it says so of more sessions.
+pub fn costs_above_the_floor(s: &SessionRecord, cat: &Catalogue, floor: f64) -> bool {
+    cat.dearest_cost_below(floor, s.input_tokens, s.output_tokens)
+        .is_some_and(|most| s.cost_usd > most + COST_ROUNDING_USD)
+}
+
+fn several_above_tiny(m: &ModelUsage, rule: &OversizedModelRule) -> bool {
+    m.requests >= 2 && !is_tiny(m.input_tokens, m.output_tokens, m.requests, rule)
 }
 
 /// The most a gateway's rounding of a session's cost can add, in USD.

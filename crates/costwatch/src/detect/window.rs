@@ -150,10 +150,15 @@ impl Detector {
             oversized: os_rule.is_some_and(|r| {
                 tiny_price > 0.0 && lowest_floor(r).is_some_and(|f| tiny_price >= f)
             }),
+            // Before the models in use are all known: without prices for a
+            // session with a breakdown; without a breakdown, against the
+            // lowest floor, which leaves the fewest models below it.
             oversized_rows: os_rule.is_some_and(|r| {
                 oversized_model::may_hide_at_any_price(s, r)
-                    && lowest_floor(r)
-                        .is_some_and(|f| oversized_model::may_hide_tiny_premium(s, catalogue, r, f))
+                    && (!s.by_model.is_empty()
+                        || lowest_floor(r).is_some_and(|f| {
+                            oversized_model::costs_above_the_floor(s, catalogue, f)
+                        }))
             }),
             retry: self
                 .retry_rule(s)

@@ -251,6 +251,7 @@ fn only_sessions_whose_aggregates_could_hide_tiny_premium_calls_are_read() {
         &[(LUNA, 400, 90), (LUNA, 520, 60), (LUNA, 380, 120)],
     );
     let one_big = priced("rt-one", &[(LUNA, 2_751, 273), (SOL, 7_995, 458)]);
+    let sol_only = priced("rt-sol-only", &[(SOL, 7_995, 458), (SOL, 437, 14)]);
     let last = vec![
         // Cost no model below the premium floor could reach: read.
         total("fieldops", 4, &fieldops_misrouted(), false),
@@ -261,6 +262,9 @@ fn only_sessions_whose_aggregates_could_hide_tiny_premium_calls_are_read() {
         total("router", 4, &router_misrouted(), true),
         // One big Sol call cannot hide a tiny one: not read.
         total("router", 4, &one_big, true),
+        // Only the premium model, however its calls spread: no smaller
+        // model in the session to have done its sub-tasks; not read.
+        total("router", 4, &sol_only, true),
     ];
     assert_eq!(
         drilled(history_then(last)),
