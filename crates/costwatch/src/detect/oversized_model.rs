@@ -252,9 +252,13 @@ pub fn confirm(
     let mut tiny: Vec<ModelUsage> = Vec::new();
     let mut all: Vec<ModelUsage> = Vec::new();
     for r in requests {
-        add_call(&mut all, r);
+        let add = |by_model: &mut Vec<ModelUsage>| {
+            let (input, cached, output) = (r.input_tokens, r.cached_tokens, r.output_tokens);
+            ModelUsage::add_call(by_model, &r.model, input, cached, output, r.cost_usd);
+        };
+        add(&mut all);
         if r.status == RequestStatus::Success && is_tiny(r.input_tokens, r.output_tokens, 1, rule) {
-            add_call(&mut tiny, r);
+            add(&mut tiny);
         }
     }
     let calls: Vec<PremiumCalls> = tiny
@@ -287,31 +291,6 @@ pub fn confirm(
         })
     } else {
         judged(s)
-    }
-}
-
-/// Adds one call to its model's figures in `by_model`.
-fn add_call(by_model: &mut Vec<ModelUsage>, r: &RequestRecord) {
-    let i = match by_model.iter().position(|m| m.model == r.model) {
-        Some(i) => i,
-        None => {
-            by_model.push(ModelUsage {
-                model: r.model.clone(),
-                requests: 0,
-                input_tokens: 0,
-                cached_tokens: 0,
-                output_tokens: 0,
-                cost_usd: 0.0,
-            });
-            by_model.len() - 1
-        }
-    };
-    if let Some(m) = by_model.get_mut(i) {
-        m.requests += 1;
-        m.input_tokens += r.input_tokens;
-        m.cached_tokens += r.cached_tokens;
-        m.output_tokens += r.output_tokens;
-        m.cost_usd += r.cost_usd;
     }
 }
 

@@ -134,6 +134,37 @@ pub struct ModelUsage {
     pub cost_usd: f64,
 }
 
+impl ModelUsage {
+    /// Adds one call on `model` to its figures in the breakdown `by_model`
+    /// (a new entry for a model not in it yet).
+    pub fn add_call(
+        by_model: &mut Vec<ModelUsage>,
+        model: &str,
+        input: u64,
+        cached: u64,
+        output: u64,
+        cost_usd: f64,
+    ) {
+        match by_model.iter_mut().find(|m| m.model == model) {
+            Some(m) => {
+                m.requests += 1;
+                m.input_tokens = m.input_tokens.saturating_add(input);
+                m.cached_tokens = m.cached_tokens.saturating_add(cached);
+                m.output_tokens = m.output_tokens.saturating_add(output);
+                m.cost_usd += cost_usd;
+            }
+            None => by_model.push(ModelUsage {
+                model: model.to_owned(),
+                requests: 1,
+                input_tokens: input,
+                cached_tokens: cached,
+                output_tokens: output,
+                cost_usd,
+            }),
+        }
+    }
+}
+
 /// A session aggregated over its whole life so far.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRecord {

@@ -128,23 +128,14 @@ impl OpenSession {
         let usd = cost.usd();
         self.cost += usd;
         self.cost_computed |= cost.computed();
-        match self.by_model.iter_mut().find(|m| m.model == row.model) {
-            Some(m) => {
-                m.requests += 1;
-                m.input_tokens = m.input_tokens.saturating_add(row.input_tokens);
-                m.cached_tokens = m.cached_tokens.saturating_add(row.cached_tokens);
-                m.output_tokens = m.output_tokens.saturating_add(row.output_tokens);
-                m.cost_usd += usd;
-            }
-            None => self.by_model.push(ModelUsage {
-                model: row.model.clone(),
-                requests: 1,
-                input_tokens: row.input_tokens,
-                cached_tokens: row.cached_tokens,
-                output_tokens: row.output_tokens,
-                cost_usd: usd,
-            }),
-        }
+        ModelUsage::add_call(
+            &mut self.by_model,
+            &row.model,
+            row.input_tokens,
+            row.cached_tokens,
+            row.output_tokens,
+            usd,
+        );
         // The first value seen of each label stays.
         for (k, v) in &row.labels {
             if !self.labels.contains_key(k) {
