@@ -586,3 +586,97 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
     assert_eq!(carried.2, read.2);
     assert_eq!(carried.5, read.5);
 }
+
+/// Findings and request-row reads of one hourly window over the gateway:
+/// two sessions that never cached (four calls each, enough alone), one of
+/// two calls whose second missed, and one whose single missed read came
+/// two minutes before the window's end.
+async fn broken_cache_window(corroborating: u64) -> (Vec<(Kind, String)>, u64) {
+    let (from, to) = (ts("2026-10-12T10:00:00Z"), ts("2026-10-12T11:00:00Z"));
+    let uncached = |id: &str, start: DateTime<Utc>, sizes: &[u64]| {
+        let calls = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &input)| {
+                let at = start + ChronoDuration::seconds(20 * i as i64);
+                call(id, i, at, (input, 0), false)
+            })
+            .collect();
+        session(id, calls)
+    };
+    let four = [1_300, 1_350, 1_400, 1_450];
+    let sessions = vec![
+        uncached("broken-1", from + ChronoDuration::minutes(5), &four),
+        uncached("broken-2", from + ChronoDuration::minutes(10), &four),
+        uncached(
+            "two-calls",
+            from + ChronoDuration::minutes(20),
+            &[1_205, 1_278],
+        ),
+        uncached(
+            "still-going",
+            to - ChronoDuration::seconds(160),
+            &[900, 1_100, 1_200],
+        ),
+    ];
+    let sim = start_sim(Dataset::new(catalogue(), sessions, Truth::default())).await;
+    sim.set_now(Some(to));
+    let (source, _) = gateway(&sim, 10);
+    let dir = TempDir::new().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let mut det = detector();
+    for r in &mut det.rules.no_cache {
+        r.corroborating_sessions = corroborating;
+        r.corroborated_min_requests = 2;
+    }
+    let schedule = Schedule {
+        job: JOB.to_owned(),
+        size: HOUR,
+        settle_lag: Duration::ZERO,
+        start: Some(from),
+        max_backfill: Duration::ZERO,
+    };
+    let p = Pipeline::new(source, store, det, schedule, 4, clock(to));
+    let reports = p.run_due(to, |_| {}).await.unwrap();
+    assert_eq!(reports.len(), 1);
+    let mut found: Vec<(Kind, String)> = p
+        .store()
+        .findings(from, to)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|f| (f.kind, f.session_id))
+        .collect();
+    found.sort();
+    assert_eq!(
+        reports[0].drilldowns as u64,
+        sim.stats().hits("/v1/requests")
+    );
+    (found, sim.stats().hits("/v1/requests"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_cache_corroborates_single_misses_in_its_window() {
+    let nc = |ids: &[&str]| -> Vec<(Kind, String)> {
+        ids.iter()
+            .map(|id| (Kind::NoCache, id.to_string()))
+            .collect()
+    };
+    // Off (the default): the single misses do not count, and the session
+    // of two calls is never read.
+    let (found, reads) = broken_cache_window(0).await;
+    assert_eq!(found, nc(&["broken-1", "broken-2"]));
+    assert_eq!(reads, 3, "broken-1, broken-2 and still-going");
+    // Two uncached sessions corroborate both; the session of two calls is
+    // read only then, in a second round.
+    let (found, reads) = broken_cache_window(2).await;
+    assert_eq!(
+        found,
+        nc(&["broken-1", "broken-2", "still-going", "two-calls"])
+    );
+    assert_eq!(reads, 4);
+    // Three are needed and only two were found: no second round.
+    let (found, reads) = broken_cache_window(3).await;
+    assert_eq!(found, nc(&["broken-1", "broken-2"]));
+    assert_eq!(reads, 3);
+}

@@ -62,6 +62,12 @@ pub struct NoCacheRule {
     pub model_cache_lifetime: BTreeMap<String, std::time::Duration>,
     /// Fewest calls that could have read the cache and did not.
     pub min_missed_calls: u64,
+    /// Sessions of a group found uncached on their own in one window from
+    /// which its sessions with a single missed read count too (0: never).
+    pub corroborating_sessions: u64,
+    /// Fewest calls of a session that counts beside its group's uncached
+    /// sessions; below `min_requests`, never alone.
+    pub corroborated_min_requests: u64,
     /// Cached share of the prompt at or below which the session counts as uncached.
     pub max_cached_share: f64,
     /// Peers' median cached share needed before an uncached session is unusual.

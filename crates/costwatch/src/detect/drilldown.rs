@@ -43,16 +43,15 @@ impl Drilldown {
     }
 
     /// Judges the candidate from its request rows (oldest first).
-    pub fn confirm(&self, requests: &[RequestRecord], window: Window) -> Vec<Finding> {
-        let mut found = Vec::new();
+    pub fn confirm(&self, requests: &[RequestRecord], window: Window) -> Confirmed {
+        let mut out = Confirmed::default();
+        let found = &mut out.findings;
         if let Some(c) = &self.no_cache {
-            found.extend(no_cache::confirm(
-                &self.session,
-                requests,
-                c,
-                &self.group,
-                window,
-            ));
+            match no_cache::confirm(&self.session, requests, c, &self.group, window) {
+                Some(no_cache::Judged::Alone(f)) => found.push(f),
+                Some(no_cache::Judged::Weak(w)) => out.weak.push(w),
+                None => {}
+            }
         }
         if let Some(c) = &self.oversized {
             found.extend(oversized_model::confirm(
@@ -74,6 +73,29 @@ impl Drilldown {
                 window,
             ));
         }
-        found
+        out
+    }
+
+    /// The `corroborating_sessions` of its no_cache check, if it has one.
+    pub fn corroboration_needed(&self) -> Option<u64> {
+        self.no_cache.as_ref().map(no_cache::RowCheck::needs)
+    }
+}
+
+/// What a candidate's request rows confirmed.
+#[derive(Debug, Default)]
+pub struct Confirmed {
+    /// Findings that stand alone.
+    pub findings: Vec<Finding>,
+    /// Findings of a single missed read, standing only beside their
+    /// group's (see [`super::Corroboration`]).
+    pub weak: Vec<no_cache::Weak>,
+}
+
+impl Confirmed {
+    /// Adds what another candidate's rows confirmed.
+    pub fn extend(&mut self, other: Confirmed) {
+        self.findings.extend(other.findings);
+        self.weak.extend(other.weak);
     }
 }

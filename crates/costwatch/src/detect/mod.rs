@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod catalogue;
+mod corroborate;
 pub mod drilldown;
 pub mod no_cache;
 pub mod oversized_model;
@@ -13,7 +14,8 @@ pub mod window;
 
 pub use baseline::{GroupBaseline, GroupStats, Ring};
 pub use catalogue::Catalogue;
-pub use drilldown::Drilldown;
+pub use corroborate::Corroboration;
+pub use drilldown::{Confirmed, Drilldown};
 pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};
 
 use crate::config::Severity;

@@ -19,7 +19,12 @@
 //! fair share of what it could and is not flagged; seen before its first
 //! read, it shows a single miss, which is not enough. A session quiet for
 //! a cache lifetime before the window's end has ended as far as its cache
-//! goes: for it a single miss is final, and enough.
+//! goes: for it a single miss is final, and enough. With
+//! `corroborating_sessions` set, a single miss of a session still going
+//! (or of one with fewer than `min_requests` calls, from
+//! `corroborated_min_requests` up) is a [`Weak`] finding, which stands
+//! beside enough of its group's sessions found uncached on their own in the
+//! same window (see [`super::Corroboration`]).
 
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::config::NoCacheRule;
@@ -92,8 +97,22 @@ pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> C
 /// judged on the others); and whether its cache reads are known (a source
 /// that reported none for it says nothing either way).
 pub fn eligible(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
-    s.requests >= rule.min_requests
-        && !s.cache_unreported
+    s.requests >= rule.min_requests && could_cache(s, cat, rule)
+}
+
+/// Whether a session of too few calls to count alone (at least
+/// `corroborated_min_requests`, fewer than `min_requests`) may count beside
+/// its group's uncached sessions.
+pub fn weakly_eligible(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
+    rule.corroborating_sessions > 0
+        && s.requests >= rule.corroborated_min_requests.max(2)
+        && s.requests < rule.min_requests
+        && could_cache(s, cat, rule)
+}
+
+/// Eligibility without the number of calls.
+fn could_cache(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
+    !s.cache_unreported
         && avg_input(s) >= rule.min_avg_input_tokens as f64
         && cacheability(s, cat, rule) != Cacheability::Never
 }
@@ -116,7 +135,8 @@ pub fn capable_cached_share(s: &SessionRecord, cat: &Catalogue) -> f64 {
 
 /// The cheap test made on every session: eligible and uncached.
 pub fn is_candidate(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
-    eligible(s, cat, rule) && capable_cached_share(s, cat) <= rule.max_cached_share
+    (eligible(s, cat, rule) || weakly_eligible(s, cat, rule))
+        && capable_cached_share(s, cat) <= rule.max_cached_share
 }
 
 /// What the peers say a session of the group should cache.
@@ -147,6 +167,13 @@ pub struct RowCheck {
     rule: NoCacheRule,
 }
 
+impl RowCheck {
+    /// The rule's `corroborating_sessions`.
+    pub fn needs(&self) -> u64 {
+        self.rule.corroborating_sessions
+    }
+}
+
 /// The outcome of judging a candidate from its aggregates.
 #[derive(Debug)]
 pub enum Verdict {
@@ -154,8 +181,47 @@ pub enum Verdict {
     Clean,
     /// Wasteful, from the aggregates alone.
     Found(Box<Finding>),
+    /// A single missed read, from the aggregates: a finding only beside
+    /// its group's uncached sessions.
+    Weak(Box<Weak>),
     /// Its request rows decide.
     Rows(Box<RowCheck>),
+}
+
+/// A finding that a single missed read supports: the session had too few
+/// calls to count alone, or was still going at the window's end (it may be
+/// caching late). It stands when `corroborating_sessions` other sessions of
+/// its group were found uncached on their own in the same window.
+#[derive(Debug, Clone)]
+pub struct Weak {
+    /// The finding, as it reads once corroborated.
+    pub finding: Finding,
+    /// The rule's `corroborating_sessions`.
+    pub needs: u64,
+}
+
+impl Weak {
+    /// The finding, corroborated by `by` sessions of its group.
+    pub fn corroborated(mut self, by: u64) -> Finding {
+        let f = &mut self.finding;
+        if let Some(e) = f.evidence.as_object_mut() {
+            e.insert("corroborated_by".into(), by.into());
+        }
+        f.explanation.push_str(&format!(
+            "; a single missed read, which alone would not count, but {by} other sessions of {} were found uncached on their own in this window",
+            f.group
+        ));
+        self.finding
+    }
+}
+
+/// A judged session: wasteful on its own, or beside its group.
+#[derive(Debug)]
+pub enum Judged {
+    /// Enough missed reads to count alone.
+    Alone(Finding),
+    /// A single missed read.
+    Weak(Weak),
 }
 
 /// The cacheable part of one model's calls.
@@ -252,8 +318,11 @@ pub fn judge(
                         .unwrap_or_default()
                 })
                 .collect();
-            finding(s, group, &peers, &models, &parts, rule, window, false)
-                .map_or(Verdict::Clean, |f| Verdict::Found(Box::new(f)))
+            match finding(s, group, &peers, &models, &parts, rule, window, false) {
+                None => Verdict::Clean,
+                Some(Judged::Alone(f)) => Verdict::Found(Box::new(f)),
+                Some(Judged::Weak(w)) => Verdict::Weak(Box::new(w)),
+            }
         }
     }
 }
@@ -272,7 +341,7 @@ pub fn confirm(
     check: &RowCheck,
     group: &str,
     window: Window,
-) -> Option<Finding> {
+) -> Option<Judged> {
     let mut parts = vec![Part::default(); check.models.len()];
     let mut primed: Vec<Option<chrono::DateTime<chrono::Utc>>> = vec![None; check.models.len()];
     for r in requests {
@@ -322,7 +391,7 @@ fn finding(
     rule: &NoCacheRule,
     window: Window,
     from_rows: bool,
-) -> Option<Finding> {
+) -> Option<Judged> {
     let cacheable_input: u64 = parts.iter().map(|p| p.input).sum();
     let cacheable_calls: u64 = parts.iter().map(|p| p.calls).sum();
     let cacheable_cached: u64 = parts.iter().map(|p| p.cached).sum();
@@ -334,8 +403,12 @@ fn finding(
     let ended = (window.end - s.last_request_at)
         .to_std()
         .is_ok_and(|quiet| quiet >= lifetime);
-    let enough = missed >= rule.min_missed_calls || (ended && missed >= 1);
-    if cacheable_calls == 0 || cacheable_input == 0 || !enough {
+    let alone = s.requests >= rule.min_requests
+        && (missed >= rule.min_missed_calls || (ended && missed >= 1));
+    if cacheable_calls == 0 || cacheable_input == 0 || missed == 0 {
+        return None;
+    }
+    if !alone && rule.corroborating_sessions == 0 {
         return None;
     }
     // Caching that starts partway reads a fair share of what it could.
@@ -416,5 +489,12 @@ fn finding(
         ),
     };
     super::note_computed_cost(s, &mut f);
-    Some(f)
+    Some(if alone {
+        Judged::Alone(f)
+    } else {
+        Judged::Weak(Weak {
+            finding: f,
+            needs: rule.corroborating_sessions,
+        })
+    })
 }

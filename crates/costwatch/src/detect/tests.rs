@@ -165,10 +165,22 @@ fn run(
     windows: Vec<Vec<SessionRecord>>,
     requests: &HashMap<String, Vec<RequestRecord>>,
 ) -> BTreeSet<(Kind, String)> {
+    run_findings(rules, windows, requests)
+        .into_iter()
+        .map(|f| (f.kind, f.session_id))
+        .collect()
+}
+
+/// [`run`], returning the findings themselves.
+fn run_findings(
+    rules: Rules,
+    windows: Vec<Vec<SessionRecord>>,
+    requests: &HashMap<String, Vec<RequestRecord>>,
+) -> Vec<Finding> {
     let det = detector(rules, 10_000);
     let mut baselines: HashMap<String, GroupBaseline> = HashMap::new();
     let mut in_use: BTreeSet<String> = BTreeSet::new();
-    let mut found = BTreeSet::new();
+    let mut found = Vec::new();
     for (i, sessions) in windows.into_iter().enumerate() {
         let w = window(i as i64);
         let mut a = det.begin(
@@ -183,19 +195,28 @@ fn run(
             .into_iter()
             .filter_map(|g| baselines.remove(&g).map(|b| (g, b)))
             .collect();
-        let j = a.judge(history);
-        for f in &j.findings {
-            found.insert((f.kind, f.session_id.clone()));
-        }
-        for c in &j.drilldowns {
-            let reqs = requests
+        let mut j = a.judge(history);
+        let rows_of = |c: &Drilldown| {
+            requests
                 .get(&c.session.session_id)
                 .cloned()
-                .unwrap_or_default();
-            for f in det.confirm(c, &reqs, w) {
-                found.insert((f.kind, f.session_id.clone()));
-            }
+                .unwrap_or_default()
+        };
+        let mut confirmed = Confirmed::default();
+        for c in &j.drilldowns {
+            confirmed.extend(det.confirm(c, &rows_of(c), w));
         }
+        j.findings.append(&mut confirmed.findings);
+        // As the pipeline does: held-back sessions are read only for a
+        // corroborated group.
+        let corroboration = Corroboration::of(&j.findings);
+        for c in corroboration.wanted(std::mem::take(&mut j.weak_drilldowns)) {
+            confirmed.extend(det.confirm(&c, &rows_of(&c), w));
+        }
+        j.findings.append(&mut confirmed.findings);
+        confirmed.weak.append(&mut j.weak);
+        j.findings.extend(corroboration.stand(confirmed.weak));
+        found.append(&mut j.findings);
         in_use.extend(j.models_seen);
         baselines.extend(j.baselines);
     }
@@ -378,7 +399,7 @@ fn last_window_findings(
         let j = a.judge(std::mem::take(&mut baselines));
         last = j.findings;
         for c in &j.drilldowns {
-            last.extend(det.confirm(c, requests, w));
+            last.extend(det.confirm(c, requests, w).findings);
         }
         baselines = j.baselines;
     }

@@ -12,7 +12,7 @@
 //! result is the same as with no cap.
 
 use super::baseline::GroupBaseline;
-use super::drilldown::{Drilldown, RetryCheck};
+use super::drilldown::{Confirmed, Drilldown, RetryCheck};
 use super::suspects::Suspects;
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model, retry_loop,
@@ -100,6 +100,13 @@ pub struct Judgement {
     pub models_seen: BTreeSet<String>,
     /// Retry-loop suspects left unread by their rule's `drilldown_budget`.
     pub drilldowns_skipped: u64,
+    /// Findings of a single missed read, from the aggregates: they stand
+    /// only beside their group's (see [`super::Corroboration`]).
+    pub weak: Vec<no_cache::Weak>,
+    /// Sessions of too few calls to count alone whose request rows would
+    /// tell whether they missed the cache: worth reading only in a group
+    /// the window's findings corroborate.
+    pub weak_drilldowns: Vec<Drilldown>,
 }
 
 /// Most diagnostics kept per window; beyond it they are only counted.
@@ -169,12 +176,7 @@ impl Detector {
     }
 
     /// Judges a drill-down candidate from its requests (oldest first).
-    pub fn confirm(
-        &self,
-        c: &Drilldown,
-        requests: &[RequestRecord],
-        window: Window,
-    ) -> Vec<Finding> {
+    pub fn confirm(&self, c: &Drilldown, requests: &[RequestRecord], window: Window) -> Confirmed {
         c.confirm(requests, window)
     }
 }
@@ -296,6 +298,8 @@ impl<'d> WindowAnalysis<'d> {
             empty: GroupBaseline::new(1).stats(),
             findings: Vec::new(),
             drilldowns: Vec::new(),
+            weak: Vec::new(),
+            weak_drilldowns: Vec::new(),
             suspects: Suspects::default(),
             shared_catalogue: None,
         }
@@ -363,6 +367,8 @@ struct Verdicts<'d> {
     empty: GroupStats,
     findings: Vec<Finding>,
     drilldowns: Vec<Drilldown>,
+    weak: Vec<no_cache::Weak>,
+    weak_drilldowns: Vec<Drilldown>,
     suspects: Suspects,
     /// The catalogue shared by the window's oversized_model row checks,
     /// made at the first.
@@ -397,6 +403,8 @@ impl Verdicts<'_> {
             sessions,
             models_seen,
             drilldowns_skipped: skipped,
+            weak: self.weak,
+            weak_drilldowns: self.weak_drilldowns,
         }
     }
 
@@ -409,11 +417,16 @@ impl Verdicts<'_> {
         }
         let st = self.stats.get(group).unwrap_or(&self.empty);
         let mut no_cache_rows = None;
+        let mut weak_rows = false;
         if let Some(rule) = self.det.no_cache_rule(&s).filter(|_| n.no_cache) {
             match no_cache::judge(&s, group, st, &self.catalogue, rule, self.window) {
                 no_cache::Verdict::Clean => {}
                 no_cache::Verdict::Found(f) => self.findings.push(*f),
-                no_cache::Verdict::Rows(check) => no_cache_rows = Some(*check),
+                no_cache::Verdict::Weak(w) => self.weak.push(*w),
+                no_cache::Verdict::Rows(check) => {
+                    weak_rows = s.requests < rule.min_requests;
+                    no_cache_rows = Some(*check);
+                }
             }
         }
         let mut oversized_rows = None;
@@ -478,6 +491,17 @@ impl Verdicts<'_> {
             .and_then(|r| Some((r.trigger.suspicion()?, r.rule.drilldown_budget)));
         let rule_name = retry.as_ref().map(|r| r.rule.meta.name.clone());
         if retry.is_none() && no_cache_rows.is_none() && oversized_rows.is_none() {
+            return;
+        }
+        if weak_rows && retry.is_none() && oversized_rows.is_none() {
+            // Read only if its group turns out to need it.
+            self.weak_drilldowns.push(Drilldown {
+                session: s,
+                group: group.to_owned(),
+                retry: None,
+                no_cache: no_cache_rows,
+                oversized: None,
+            });
             return;
         }
         let d = Drilldown {

@@ -87,6 +87,20 @@ pub(crate) struct RawNoCacheRule {
     #[serde(default = "no_cache_min_missed_calls")]
     #[schemars(range(min = 1))]
     pub min_missed_calls: u64,
+    /// Sessions of a group found uncached on their own in one window from
+    /// which the group's sessions with a single missed read count too
+    /// (those of fewer than `min_requests` calls, and those still going at
+    /// the window's end): a cache broken for the whole group. 0 turns this
+    /// off.
+    #[serde(default = "no_cache_corroborating_sessions")]
+    pub corroborating_sessions: u64,
+    /// Fewest calls of a session that counts beside its group's uncached
+    /// sessions (see `corroborating_sessions`); below `min_requests` such a
+    /// session never counts alone. The default, `min_requests`'s own,
+    /// leaves sessions of fewer calls out.
+    #[serde(default)]
+    #[schemars(range(min = 2))]
+    pub corroborated_min_requests: Option<u64>,
     /// Cached share of the prompt at or below which the session counts as
     /// uncached.
     #[serde(default = "no_cache_max_cached_share")]
@@ -285,6 +299,9 @@ fn no_cache_cache_lifetime_seconds() -> u64 {
 }
 fn no_cache_min_missed_calls() -> u64 {
     2
+}
+fn no_cache_corroborating_sessions() -> u64 {
+    0
 }
 
 fn oversized_premium_price_ratio() -> f64 {

@@ -80,3 +80,147 @@ fn one_missed_read_is_enough_once_the_session_has_ended() {
     // seen before its first read.
     assert!(judged(720).is_none());
 }
+
+/// The no_cache findings of a window in which `broken` sessions of
+/// support-agent never cached (four calls each, enough alone) beside two
+/// with a single missed read: `two-calls` (1,205 and 1,278 tokens, too few
+/// calls to count alone) and `still-going` (900, 1,100 and 1,200 tokens,
+/// its last call 140 s before the window's end).
+fn beside_broken_sessions(broken: usize, rules: Rules) -> Vec<Finding> {
+    let four = [1_300, 1_350, 1_400, 1_450];
+    let mut last: Vec<SessionRecord> = (0..broken)
+        .map(|k| uncached(&format!("broken-{k}"), "support-agent", LUNA, &four))
+        .collect();
+    last.push(uncached(
+        "two-calls",
+        "support-agent",
+        LUNA,
+        &[1_205, 1_278],
+    ));
+    last.push(uncached(
+        "still-going",
+        "support-agent",
+        LUNA,
+        &[900, 1_100, 1_200],
+    ));
+    let mut windows = with_history(healthy_history(4, 6), last);
+    let going = windows.last_mut().unwrap().last_mut().unwrap();
+    going.last_request_at = going.first_request_at + Duration::seconds(720);
+    let mut rows: HashMap<String, Vec<RequestRecord>> = (0..broken)
+        .map(|k| {
+            let id = format!("broken-{k}");
+            let r = prompts(&id, LUNA, &four);
+            (id, r)
+        })
+        .collect();
+    rows.insert(
+        "two-calls".into(),
+        prompts("two-calls", LUNA, &[1_205, 1_278]),
+    );
+    rows.insert(
+        "still-going".into(),
+        prompts("still-going", LUNA, &[900, 1_100, 1_200]),
+    );
+    let mut found: Vec<Finding> = run_findings(rules, windows, &rows)
+        .into_iter()
+        .filter(|f| f.kind == Kind::NoCache)
+        .collect();
+    found.sort_by(|a, b| a.session_id.cmp(&b.session_id));
+    found
+}
+
+fn ids(found: &[Finding]) -> Vec<&str> {
+    found.iter().map(|f| f.session_id.as_str()).collect()
+}
+
+/// The shipped no_cache rule, corroborated by two sessions.
+fn corroborated() -> Rules {
+    rules_from("no_cache:\n  - name: nc\n    corroborating_sessions: 2\n")
+}
+
+/// [`corroborated`], counting sessions of two calls too.
+fn with_two_call_sessions() -> Rules {
+    rules_from(
+        "no_cache:\n  - name: nc\n    corroborating_sessions: 2\n    corroborated_min_requests: 2\n",
+    )
+}
+
+#[test]
+fn a_single_missed_read_counts_beside_its_groups_uncached_sessions() {
+    // Off by default: a single miss counts only once its session ended.
+    let shipped = beside_broken_sessions(2, shipped_rules());
+    assert_eq!(ids(&shipped), ["broken-0", "broken-1"]);
+    // Two sessions of the group never cached: the cache is broken for it,
+    // and a single miss of a session still going is that fault too.
+    let found = beside_broken_sessions(2, corroborated());
+    assert_eq!(ids(&found), ["broken-0", "broken-1", "still-going"]);
+    let going = &found[2];
+    assert_eq!(going.evidence["corroborated_by"], 2);
+    assert_eq!(going.evidence["missed_calls"], 1);
+    // A session of two calls only when asked for.
+    let found = beside_broken_sessions(2, with_two_call_sessions());
+    assert_eq!(
+        ids(&found),
+        ["broken-0", "broken-1", "still-going", "two-calls"]
+    );
+    let two = &found[3];
+    assert_eq!(two.evidence["corroborated_by"], 2);
+    assert_eq!(two.evidence["missed_calls"], 1);
+    assert_eq!(two.evidence["judged_from"], "requests");
+    assert!(
+        two.explanation.contains("2 other sessions of"),
+        "{}",
+        two.explanation
+    );
+    // Findings that stand alone say nothing of corroboration.
+    assert!(found[0].evidence.get("corroborated_by").is_none());
+
+    // One uncached session is not enough (corroborating_sessions: 2), and
+    // alone a single miss is a cache's rare miss or late caching.
+    let one = beside_broken_sessions(1, with_two_call_sessions());
+    assert_eq!(ids(&one), ["broken-0"]);
+    assert!(beside_broken_sessions(0, with_two_call_sessions()).is_empty());
+    // 0 turns it off, whatever the other setting.
+    let off = rules_from("no_cache:\n  - name: nc\n    corroborated_min_requests: 2\n");
+    assert_eq!(
+        ids(&beside_broken_sessions(3, off)),
+        ["broken-0", "broken-1", "broken-2"]
+    );
+}
+
+#[test]
+fn a_session_of_too_few_calls_is_read_only_for_a_corroborated_group() {
+    let det = detector(with_two_call_sessions(), 10_000);
+    let windows = with_history(
+        healthy_history(4, 6),
+        vec![uncached(
+            "two-calls",
+            "support-agent",
+            LUNA,
+            &[1_205, 1_278],
+        )],
+    );
+    let mut baselines = HashMap::new();
+    let mut last = None;
+    for (i, sessions) in windows.into_iter().enumerate() {
+        let mut a = det.begin(window(i as i64), Catalogue::new(models(), [LUNA]));
+        sessions.into_iter().for_each(|s| a.observe(s));
+        let j = a.judge(std::mem::take(&mut baselines));
+        baselines = j.baselines.clone();
+        last = Some(j);
+    }
+    let j = last.unwrap();
+    assert!(j.drilldowns.is_empty(), "read at once: {:?}", j.drilldowns);
+    let held: Vec<&str> = j
+        .weak_drilldowns
+        .iter()
+        .map(|d| d.session.session_id.as_str())
+        .collect();
+    assert_eq!(held, ["two-calls"]);
+    // No uncached session of its group in the window: never read.
+    assert!(
+        Corroboration::of(&j.findings)
+            .wanted(j.weak_drilldowns)
+            .is_empty()
+    );
+}
