@@ -12,7 +12,9 @@
 //! suspicious first, within the rule's per-window `drilldown_budget`, so a
 //! loop in a group whose call counts spread widely is still found. A long,
 //! healthy conversation also makes many calls, but its prompt grows every
-//! turn, so it never forms a run of near-identical calls.
+//! turn, so it never forms a run of near-identical calls; an agent that
+//! holds its context at a fixed budget makes prompts of one size, which
+//! its cache reads tell apart from resends (see [`analyse`]).
 
 use super::{Finding, GroupStats, Kind, ratio, usd};
 use crate::config::RetryLoopRule;
@@ -186,6 +188,33 @@ fn near_identical(
                     || delta as f64 <= rule.input_tolerance_ratio * prev.input_tokens as f64))
 }
 
+/// Whether the session's calls read whole earlier prompts from the cache:
+/// some call read at least `WHOLE_PROMPT_SHARE` of the prompt of the call
+/// just before it on the same model. Such a session caches its
+/// conversation, not only a fixed prefix (a system prompt marked alone).
+fn caches_whole_prompts(requests: &[RequestRecord]) -> bool {
+    requests.windows(2).any(|w| {
+        w[0].model == w[1].model
+            && w[0].input_tokens > 0
+            && w[1].cached_tokens as f64 >= WHOLE_PROMPT_SHARE * w[0].input_tokens as f64
+    })
+}
+
+/// Share of the previous prompt a call must read from the cache to show
+/// the session caches whole prompts (prompt caches work in blocks, 128
+/// tokens at OpenAI, so a read falls a little short of the prompt).
+const WHOLE_PROMPT_SHARE: f64 = 0.8;
+
+/// Whether the cache shows that `next` did not resend `prev`, in a session
+/// that caches whole prompts: a resent prompt is read back from the cache
+/// almost whole, so a call that read some of its prompt, but under half of
+/// the one it would repeat, shares only an early prefix with it (a context
+/// cut to a fixed budget keeps its system prompt and drops the oldest
+/// turns). A call that read nothing says nothing: a cache can miss.
+fn cache_denies(prev: &RequestRecord, next: &RequestRecord) -> bool {
+    next.cached_tokens > 0 && next.cached_tokens.saturating_mul(2) < prev.input_tokens
+}
+
 /// Whether `next` came soon enough after `prev` to continue a run.
 fn close(prev: &RequestRecord, next: &RequestRecord, rule: &RetryLoopRule) -> bool {
     let gap = (next.created_at - prev.created_at).num_milliseconds();
@@ -195,18 +224,23 @@ fn close(prev: &RequestRecord, next: &RequestRecord, rule: &RetryLoopRule) -> bo
 /// The longest stretch of calls that each resend the call `period` before
 /// them (1: the same call again; 2: a cycle between two calls), each close
 /// to the previous one. Returns `(repeats, index of the run's first call)`:
-/// the run holds `repeats + period` calls.
+/// the run holds `repeats + period` calls. With `whole_prompts` (see
+/// [`caches_whole_prompts`]), a call the cache shows to be new breaks the
+/// run.
 fn longest_run(
     requests: &[RequestRecord],
     period: usize,
     rule: &RetryLoopRule,
     exact: bool,
+    whole_prompts: bool,
 ) -> (usize, usize) {
     let (mut best, mut best_first) = (0usize, 0usize);
     let mut repeats = 0usize;
     for i in period..requests.len() {
-        let repeat = near_identical(&requests[i - period], &requests[i], rule, exact)
-            && close(&requests[i - 1], &requests[i], rule);
+        let (prev, next) = (&requests[i - period], &requests[i]);
+        let repeat = near_identical(prev, next, rule, exact)
+            && close(&requests[i - 1], next, rule)
+            && !(whole_prompts && cache_denies(prev, next));
         repeats = if repeat { repeats + 1 } else { 0 };
         if repeats > best {
             best = repeats;
@@ -217,11 +251,14 @@ fn longest_run(
 }
 
 /// Reads the session's calls (in time order) for runs and error streaks.
-/// With `exact`, runs count only prompts of exactly the same size.
+/// With `exact`, runs count only prompts of exactly the same size. In a
+/// session that caches whole prompts, a call whose cache read shows a new
+/// prompt breaks a run.
 pub fn analyse(requests: &[RequestRecord], rule: &RetryLoopRule, exact: bool) -> RunEvidence {
     let mut ev = RunEvidence::default();
-    let same = longest_run(requests, 1, rule, exact);
-    let cycle = longest_run(requests, 2, rule, exact);
+    let whole_prompts = caches_whole_prompts(requests);
+    let same = longest_run(requests, 1, rule, exact, whole_prompts);
+    let cycle = longest_run(requests, 2, rule, exact, whole_prompts);
     // Calls that repeat the one before also repeat the one two before: a
     // cycle counts only when it holds more repeats than any plain run.
     let ((repeats, first), period) = if cycle.0 > same.0 {
