@@ -237,8 +237,12 @@ struct Part {
 fn peers(stats: &GroupStats, rule: &NoCacheRule) -> Option<Peers> {
     let median = stats.cache_median;
     let cold_start = stats.cache_peers < rule.min_peers;
-    if !cold_start && median.is_none_or(|m| m < rule.min_peer_cached_share) {
-        // The peers do not cache either: nothing unusual about this session.
+    if median.is_some_and(|m| m < rule.min_peer_cached_share) || !cold_start && median.is_none() {
+        // The peers do not cache either: nothing unusual about this
+        // session. Said by fewer than `min_peers` too: a thin baseline is
+        // not evidence against its own sessions (a new batch feature whose
+        // shared template is below the minimum caches nothing from the
+        // start).
         return None;
     }
     // With too few peers, the rule's own floor is the expectation.

@@ -110,7 +110,9 @@ pub(crate) struct RawNoCacheRule {
     #[serde(default = "no_cache_min_peer_cached_share")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub min_peer_cached_share: f64,
-    /// Fewest eligible peers for the peer test; below it the rule alone decides.
+    /// Fewest eligible peers for the peer test; below it the expectation is
+    /// `min_peer_cached_share`, unless the few peers seen do not cache
+    /// either.
     #[serde(default = "no_cache_min_peers")]
     #[schemars(range(min = 1))]
     pub min_peers: u64,

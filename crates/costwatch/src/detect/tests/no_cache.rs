@@ -224,3 +224,43 @@ fn a_session_of_too_few_calls_is_read_only_for_a_corroborated_group() {
             .is_empty()
     );
 }
+
+#[test]
+fn a_new_group_that_caches_nothing_is_not_flagged_while_its_baseline_is_thin() {
+    // The first burst of a new `batch` feature (adversarial family, seed
+    // 17, `batch-d3c20ae33636` and two more): fan-outs of independent items
+    // whose shared template is below the cache minimum. Their prompts are
+    // over it, so each session has calls that look cacheable, and none of
+    // the group's three sessions so far read anything.
+    let bursts: [&[u64]; 3] = [
+        &[1_338, 1_116, 1_241, 1_211],
+        &[1_283, 1_200, 1_516, 1_478],
+        &[1_139, 1_153, 1_317, 1_273],
+    ];
+    let judged = |feature: &str, uncached_sessions: usize, cached_peers: usize| {
+        let mut last = Vec::new();
+        let mut rows = HashMap::new();
+        for (k, sizes) in bursts.iter().enumerate().take(uncached_sessions) {
+            let id = format!("{feature}-{k}");
+            last.push(uncached(&id, feature, LUNA, sizes));
+            rows.insert(id.clone(), prompts(&id, LUNA, sizes));
+        }
+        // Peers that cache: conversations of the same group.
+        for k in 0..cached_peers {
+            last.push(chat(&format!("{feature}-chat-{k}"), feature, 0, 4));
+        }
+        let windows = with_history(healthy_history(4, 6), last);
+        run_findings(shipped_rules(), windows, &rows)
+            .into_iter()
+            .filter(|f| f.kind == Kind::NoCache)
+            .collect::<Vec<_>>()
+    };
+    // Three peers (fewer than min_peers), none caching: nothing unusual.
+    assert!(judged("batch", 3, 0).is_empty());
+    // Beside three peers that cache, one such session stands out; the thin
+    // baseline is said.
+    let found = judged("fresh", 1, 3);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].evidence["cold_start"], true);
+    assert_eq!(found[0].evidence["peers"], 4);
+}
