@@ -6,7 +6,7 @@ use crate::support::{
     clock, detector, gateway, seed_dataset, sqlite_url, start_sim, ts, unique_keys,
 };
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
-use costwatch::detect::{Finding, Kind};
+use costwatch::detect::{Detector, Finding, Kind};
 use costwatch::pipeline::{Pipeline, PipelineError, Schedule, WindowReport};
 use costwatch::source::gateway::GatewaySource;
 use costwatch::source::{
@@ -34,6 +34,17 @@ fn pipeline<S: Source + Clone + 'static>(
     from: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Pipeline<S, SqlStore> {
+    pipeline_with(source, store, detector(), from, now)
+}
+
+/// [`pipeline`] with the detector `det`.
+fn pipeline_with<S: Source + Clone + 'static>(
+    source: S,
+    store: SqlStore,
+    det: Detector,
+    from: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Pipeline<S, SqlStore> {
     let schedule = Schedule {
         job: JOB.to_owned(),
         size: HOUR,
@@ -41,7 +52,7 @@ fn pipeline<S: Source + Clone + 'static>(
         start: Some(from),
         max_backfill: Duration::ZERO,
     };
-    Pipeline::new(source, store, detector(), schedule, 4, clock(now))
+    Pipeline::new(source, store, det, schedule, 4, clock(now))
 }
 
 /// Two days of generated traffic, small enough to replay in well under a second.
@@ -588,9 +599,9 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
 }
 
 /// Findings and request-row reads of one hourly window over the gateway:
-/// two sessions that never cached (four calls each, enough alone), one of
-/// two calls whose second missed, and one whose single missed read came
-/// two minutes before the window's end.
+/// among four sessions that cache, two that never cached (four calls each,
+/// enough alone), one of two calls whose second missed, and one whose
+/// single missed read came two minutes before the window's end.
 async fn broken_cache_window(corroborating: u64) -> (Vec<(Kind, String)>, u64) {
     let (from, to) = (ts("2026-10-12T10:00:00Z"), ts("2026-10-12T11:00:00Z"));
     let uncached = |id: &str, start: DateTime<Utc>, sizes: &[u64]| {
@@ -605,7 +616,26 @@ async fn broken_cache_window(corroborating: u64) -> (Vec<(Kind, String)>, u64) {
         session(id, calls)
     };
     let four = [1_300, 1_350, 1_400, 1_450];
-    let sessions = vec![
+    // Peers that cache: each call reads the prompt before it.
+    let caching = (0..4).map(|k| {
+        let id = format!("caching-{k}");
+        let t0 = from + ChronoDuration::minutes(30 + 5 * k);
+        let calls = (0..3)
+            .map(|i| {
+                let input = 1_500 + 400 * i as u64;
+                let cached = if i == 0 { 0 } else { input - 400 };
+                call(
+                    &id,
+                    i,
+                    t0 + ChronoDuration::seconds(30 * i as i64),
+                    (input, cached),
+                    false,
+                )
+            })
+            .collect();
+        session(&id, calls)
+    });
+    let mut sessions = vec![
         uncached("broken-1", from + ChronoDuration::minutes(5), &four),
         uncached("broken-2", from + ChronoDuration::minutes(10), &four),
         uncached(
@@ -619,6 +649,7 @@ async fn broken_cache_window(corroborating: u64) -> (Vec<(Kind, String)>, u64) {
             &[900, 1_100, 1_200],
         ),
     ];
+    sessions.extend(caching);
     let sim = start_sim(Dataset::new(catalogue(), sessions, Truth::default())).await;
     sim.set_now(Some(to));
     let (source, _) = gateway(&sim, 10);
@@ -629,14 +660,7 @@ async fn broken_cache_window(corroborating: u64) -> (Vec<(Kind, String)>, u64) {
         r.corroborating_sessions = corroborating;
         r.corroborated_min_requests = 2;
     }
-    let schedule = Schedule {
-        job: JOB.to_owned(),
-        size: HOUR,
-        settle_lag: Duration::ZERO,
-        start: Some(from),
-        max_backfill: Duration::ZERO,
-    };
-    let p = Pipeline::new(source, store, det, schedule, 4, clock(to));
+    let p = pipeline_with(source, store, det, from, to);
     let reports = p.run_due(to, |_| {}).await.unwrap();
     assert_eq!(reports.len(), 1);
     let mut found: Vec<(Kind, String)> = p
