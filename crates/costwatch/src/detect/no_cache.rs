@@ -188,10 +188,11 @@ pub enum Verdict {
     Rows(Box<RowCheck>),
 }
 
-/// A finding that a single missed read supports: the session had too few
-/// calls to count alone, or was still going at the window's end (it may be
-/// caching late). It stands when `corroborating_sessions` other sessions of
-/// its group were found uncached on their own in the same window.
+/// A finding that too few missed reads support (one, with the shipped
+/// `min_missed_calls`): the session had too few calls to count alone, or
+/// was still going at the window's end (it may be caching late). It stands
+/// when `corroborating_sessions` other sessions of its group were found
+/// uncached on their own in the same window.
 #[derive(Debug, Clone)]
 pub struct Weak {
     /// The finding, as it reads once corroborated.
@@ -208,7 +209,7 @@ impl Weak {
             e.insert("corroborated_by".into(), by.into());
         }
         f.explanation.push_str(&format!(
-            "; a single missed read, which alone would not count, but {by} other sessions of {} were found uncached on their own in this window",
+            "; alone its missed reads would not count, but {by} other sessions of {} were found uncached on their own in this window",
             f.group
         ));
         self.finding
@@ -220,7 +221,7 @@ impl Weak {
 pub enum Judged {
     /// Enough missed reads to count alone.
     Alone(Finding),
-    /// A single missed read.
+    /// Too few missed reads to count alone.
     Weak(Weak),
 }
 
