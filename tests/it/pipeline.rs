@@ -686,8 +686,8 @@ async fn a_broken_cache_corroborates_single_misses_in_its_window() {
             .map(|id| (Kind::NoCache, id.to_string()))
             .collect()
     };
-    // Off (the default): the single misses do not count, and the session
-    // of two calls is never read.
+    // Off: the single misses do not count, and the session of two calls is
+    // never read.
     let (found, reads) = broken_cache_window(0).await;
     assert_eq!(found, nc(&["broken-1", "broken-2"]));
     assert_eq!(reads, 3, "broken-1, broken-2 and still-going");

@@ -74,7 +74,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             cache_lifetime: std::time::Duration::from_secs(300),
             model_cache_lifetime: Default::default(),
             min_missed_calls: 2,
-            corroborating_sessions: 0,
+            corroborating_sessions: 2,
             corroborated_min_requests: 3,
             max_cached_share: 0.05,
             min_peer_cached_share: 0.15,

@@ -303,7 +303,7 @@ fn no_cache_min_missed_calls() -> u64 {
     2
 }
 fn no_cache_corroborating_sessions() -> u64 {
-    0
+    2
 }
 
 fn oversized_premium_price_ratio() -> f64 {

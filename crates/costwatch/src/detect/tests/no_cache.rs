@@ -133,26 +133,18 @@ fn ids(found: &[Finding]) -> Vec<&str> {
     found.iter().map(|f| f.session_id.as_str()).collect()
 }
 
-/// The shipped no_cache rule, corroborated by two sessions.
-fn corroborated() -> Rules {
-    rules_from("no_cache:\n  - name: nc\n    corroborating_sessions: 2\n")
-}
-
-/// [`corroborated`], counting sessions of two calls too.
+/// The shipped no_cache rule, counting sessions of two calls beside their
+/// group's uncached sessions too.
 fn with_two_call_sessions() -> Rules {
-    rules_from(
-        "no_cache:\n  - name: nc\n    corroborating_sessions: 2\n    corroborated_min_requests: 2\n",
-    )
+    rules_from("no_cache:\n  - name: nc\n    corroborated_min_requests: 2\n")
 }
 
 #[test]
 fn a_single_missed_read_counts_beside_its_groups_uncached_sessions() {
-    // Off by default: a single miss counts only once its session ended.
-    let shipped = beside_broken_sessions(2, shipped_rules());
-    assert_eq!(ids(&shipped), ["broken-0", "broken-1"]);
     // Two sessions of the group never cached: the cache is broken for it,
-    // and a single miss of a session still going is that fault too.
-    let found = beside_broken_sessions(2, corroborated());
+    // and a single miss of a session still going is that fault too (the
+    // shipped rules). The session of two calls is left out.
+    let found = beside_broken_sessions(2, shipped_rules());
     assert_eq!(ids(&found), ["broken-0", "broken-1", "still-going"]);
     let going = &found[2];
     assert_eq!(going.evidence["corroborated_by"], 2);
@@ -180,8 +172,11 @@ fn a_single_missed_read_counts_beside_its_groups_uncached_sessions() {
     let one = beside_broken_sessions(1, with_two_call_sessions());
     assert_eq!(ids(&one), ["broken-0"]);
     assert!(beside_broken_sessions(0, with_two_call_sessions()).is_empty());
-    // 0 turns it off, whatever the other setting.
-    let off = rules_from("no_cache:\n  - name: nc\n    corroborated_min_requests: 2\n");
+    // 0 turns it off, whatever the other setting: a single miss counts
+    // only once its session ended.
+    let off = rules_from(
+        "no_cache:\n  - name: nc\n    corroborating_sessions: 0\n    corroborated_min_requests: 2\n",
+    );
     assert_eq!(
         ids(&beside_broken_sessions(3, off)),
         ["broken-0", "broken-1", "broken-2"]
