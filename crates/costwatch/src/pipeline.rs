@@ -7,9 +7,7 @@
 //! Windows are processed strictly in order, so none is skipped or counted twice.
 
 use crate::clock::Clock;
-use crate::detect::{
-    Catalogue, Confirmed, Corroboration, Detector, Diagnostic, Finding, GroupBaseline,
-};
+use crate::detect::{Catalogue, Confirmed, Detector, Diagnostic, Finding, GroupBaseline};
 use crate::source::{ModelPrice, RequestRecord, SessionRecord, Source, SourceError, Window};
 use crate::store::{Store, StoreError, WindowCommit};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
@@ -509,33 +507,24 @@ where
             analysis.judge(history)
         };
         let mut drilldowns = judgement.drilldowns.len();
-        let mut confirmed = self
+        let confirmed = self
             .drill_down(
                 window,
                 std::mem::take(&mut judgement.drilldowns),
                 carried.as_deref_mut().map(|c| &mut c.drilled),
             )
             .await?;
-        // Drill-downs answer in any order; the findings keep one.
-        let found = &mut confirmed.findings;
-        found.sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
-        judgement.findings.append(found);
         // Single missed reads stand beside their group's uncached sessions;
         // sessions held back for that are read only now.
-        let corroboration = Corroboration::of(&judgement.findings);
-        let wanted = corroboration.wanted(std::mem::take(&mut judgement.weak_drilldowns));
+        let wanted = judgement.confirmed(confirmed);
+        let mut late = Confirmed::default();
         if !wanted.is_empty() {
             drilldowns += wanted.len();
-            let late = self
+            late = self
                 .drill_down(window, wanted, carried.map(|c| &mut c.drilled))
                 .await?;
-            confirmed.extend(late);
         }
-        // (Held-back sessions have too few calls to stand alone.)
-        judgement.findings.append(&mut confirmed.findings);
-        let mut weak = std::mem::take(&mut judgement.weak);
-        weak.append(&mut confirmed.weak);
-        judgement.findings.extend(corroboration.stand(weak));
+        judgement.corroborate(late);
         Ok(Read {
             judgement,
             pages,

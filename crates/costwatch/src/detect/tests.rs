@@ -206,16 +206,13 @@ fn run_findings(
         for c in &j.drilldowns {
             confirmed.extend(det.confirm(c, &rows_of(c), w));
         }
-        j.findings.append(&mut confirmed.findings);
         // As the pipeline does: held-back sessions are read only for a
         // corroborated group.
-        let corroboration = Corroboration::of(&j.findings);
-        for c in corroboration.wanted(std::mem::take(&mut j.weak_drilldowns)) {
-            confirmed.extend(det.confirm(&c, &rows_of(&c), w));
+        let mut late = Confirmed::default();
+        for c in j.confirmed(confirmed) {
+            late.extend(det.confirm(&c, &rows_of(&c), w));
         }
-        j.findings.append(&mut confirmed.findings);
-        confirmed.weak.append(&mut j.weak);
-        j.findings.extend(corroboration.stand(confirmed.weak));
+        j.corroborate(late);
         found.append(&mut j.findings);
         in_use.extend(j.models_seen);
         baselines.extend(j.baselines);

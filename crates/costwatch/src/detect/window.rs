@@ -109,6 +109,36 @@ pub struct Judgement {
     pub weak_drilldowns: Vec<Drilldown>,
 }
 
+impl Judgement {
+    /// Takes what the drill-downs' rows confirmed (in any order; the
+    /// findings keep one) and returns the sessions held back for their
+    /// group that its findings now make worth reading (see
+    /// [`super::Corroboration`]): read them and hand their rows'
+    /// confirmations to [`Judgement::corroborate`].
+    pub fn confirmed(&mut self, mut c: Confirmed) -> Vec<Drilldown> {
+        c.findings
+            .sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
+        self.findings.append(&mut c.findings);
+        self.weak.append(&mut c.weak);
+        super::Corroboration::of(&self.findings).wanted(std::mem::take(&mut self.weak_drilldowns))
+    }
+
+    /// Takes what the rows of the held-back sessions confirmed; the weak
+    /// findings their group corroborates join the findings, in session
+    /// order.
+    pub fn corroborate(&mut self, late: Confirmed) {
+        let Confirmed {
+            mut findings,
+            mut weak,
+        } = late;
+        // (Held-back sessions have too few calls to stand alone.)
+        self.findings.append(&mut findings);
+        weak.append(&mut self.weak);
+        let stand = super::Corroboration::of(&self.findings).stand(weak);
+        self.findings.extend(stand);
+    }
+}
+
 /// Most diagnostics kept per window; beyond it they are only counted.
 const MAX_DIAGNOSTICS: usize = 100;
 
