@@ -1,12 +1,12 @@
 //! Model prices and what counts as a premium model.
 
+use super::FastMap;
 use crate::source::ModelPrice;
-use std::collections::HashMap;
 
 /// Prices of the models the gateway serves, and which of them are in use.
 #[derive(Debug, Clone, Default)]
 pub struct Catalogue {
-    prices: HashMap<String, ModelPrice>,
+    prices: FastMap<String, ModelPrice>,
     cheapest_in_use: Option<(f64, String)>,
     /// The lowest positive blended price listed, in use or not.
     cheapest_listed: Option<f64>,
@@ -22,7 +22,7 @@ impl Catalogue {
     /// A catalogue of `models`; `in_use` names the models seen in traffic,
     /// against the cheapest of which "premium" is measured.
     pub fn new<'a>(models: Vec<ModelPrice>, in_use: impl IntoIterator<Item = &'a str>) -> Self {
-        let prices: HashMap<String, ModelPrice> =
+        let prices: FastMap<String, ModelPrice> =
             models.into_iter().map(|m| (m.id.clone(), m)).collect();
         let cheapest_listed = prices
             .values()

@@ -25,6 +25,11 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::domain::Kind;
 
+/// A map on the per-session path, keyed by model names or peer groups:
+/// foldhash instead of SipHash (several times cheaper for short keys;
+/// still seeded per process, and no order is relied on).
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 /// One session found wasting money, with the evidence.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {

@@ -11,6 +11,7 @@
 //! and drill-downs are kept. Memory stays bounded by what is found, and the
 //! result is the same as with no cap.
 
+use super::FastMap;
 use super::baseline::GroupBaseline;
 use super::drilldown::{Confirmed, Drilldown, RetryCheck};
 use super::suspects::Suspects;
@@ -73,7 +74,7 @@ pub struct WindowAnalysis<'d> {
     det: &'d Detector,
     window: Window,
     catalogue: Catalogue,
-    fresh: HashMap<String, GroupBaseline>,
+    fresh: FastMap<String, GroupBaseline>,
     candidates: Vec<Candidate>,
     sessions: u64,
     skipped_candidates: u64,
@@ -150,7 +151,7 @@ impl Detector {
             det: self,
             window,
             catalogue,
-            fresh: HashMap::new(),
+            fresh: FastMap::default(),
             candidates: Vec::new(),
             sessions: 0,
             skipped_candidates: 0,
@@ -307,7 +308,7 @@ impl<'d> WindowAnalysis<'d> {
     fn verdicts(&mut self, mut history: HashMap<String, GroupBaseline>) -> Verdicts<'d> {
         let cap = self.det.baseline_samples;
         let mut baselines = HashMap::new();
-        let mut entered = HashMap::new();
+        let mut entered = FastMap::default();
         for (group, fresh) in std::mem::take(&mut self.fresh) {
             entered.insert(group.clone(), fresh.tiny_call_price.len());
             let mut b = history
@@ -324,7 +325,7 @@ impl<'d> WindowAnalysis<'d> {
             catalogue: std::mem::take(&mut self.catalogue),
             baselines,
             entered,
-            stats: HashMap::new(),
+            stats: FastMap::default(),
             empty: GroupBaseline::new(1).stats(),
             findings: Vec::new(),
             drilldowns: Vec::new(),
@@ -376,7 +377,7 @@ impl<'d> WindowAnalysis<'d> {
             sessions: self.sessions,
             models_seen: self.models_seen,
             key: String::new(),
-            entered: HashMap::new(),
+            entered: FastMap::default(),
         }
     }
 }
@@ -390,10 +391,10 @@ struct Verdicts<'d> {
     baselines: HashMap<String, GroupBaseline>,
     /// Per group, how many of its sessions entered its baseline in this
     /// window (the newest values of its rings).
-    entered: HashMap<String, usize>,
+    entered: FastMap<String, usize>,
     /// The statistics of the groups judged so far: computed (medians of
     /// the rings) only for a group with a nominated session.
-    stats: HashMap<String, GroupStats>,
+    stats: FastMap<String, GroupStats>,
     empty: GroupStats,
     findings: Vec<Finding>,
     drilldowns: Vec<Drilldown>,
@@ -562,7 +563,7 @@ pub struct Rejudge<'d> {
     /// Per group, the sessions of the second read that entered its
     /// baseline on the first, so far: each one's place, as the first read
     /// gave it.
-    entered: HashMap<String, usize>,
+    entered: FastMap<String, usize>,
 }
 
 impl Rejudge<'_> {

@@ -65,7 +65,7 @@ pub(super) struct WireSession {
     #[serde(default)]
     models: ModelNames,
     #[serde(default, deserialize_with = "by_model_list")]
-    by_model: Vec<(String, WireModelUsage)>,
+    by_model: Vec<ModelUsage>,
     #[serde(default)]
     labels: Labels,
 }
@@ -130,18 +130,7 @@ impl WireModel {
 impl WireSession {
     /// Maps a checked row; `fallback_time` stands in for missing timestamps.
     pub(super) fn into_record(self, fallback_time: DateTime<Utc>) -> SessionRecord {
-        let mut by_model: Vec<ModelUsage> = self
-            .by_model
-            .into_iter()
-            .map(|(model, u)| ModelUsage {
-                model,
-                requests: u.requests,
-                input_tokens: u.input_tokens,
-                cached_tokens: u.cached_tokens,
-                output_tokens: u.output_tokens,
-                cost_usd: u.cost_usd,
-            })
-            .collect();
+        let mut by_model = self.by_model;
         // A gateway that lists models without a breakdown still tells which
         // models were used; with a single model the breakdown is the session.
         if by_model.is_empty() && self.models.count == 1 {
@@ -244,15 +233,14 @@ where
     d.deserialize_seq(V(std::marker::PhantomData))
 }
 
-/// `by_model` read straight into a list sorted by model name (as a map
-/// would hold it; a repeated model keeps its last entry), without building
-/// the map; more than [`check::MAX_MODELS_PER_SESSION`] models fail the row.
-fn by_model_list<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Vec<(String, WireModelUsage)>, D::Error> {
+/// `by_model` read straight into the record's list, sorted by model name
+/// (as a map would hold it; a repeated model keeps its last entry), without
+/// building the map; more than [`check::MAX_MODELS_PER_SESSION`] models fail
+/// the row.
+fn by_model_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ModelUsage>, D::Error> {
     struct V;
     impl<'de> serde::de::Visitor<'de> for V {
-        type Value = Vec<(String, WireModelUsage)>;
+        type Value = Vec<ModelUsage>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a map of model ids to usage")
         }
@@ -260,22 +248,29 @@ fn by_model_list<'de, D: serde::Deserializer<'de>>(
             self,
             mut map: A,
         ) -> Result<Self::Value, A::Error> {
-            let mut out: Vec<(String, WireModelUsage)> =
-                Vec::with_capacity(map.size_hint().unwrap_or(2));
-            while let Some((k, v)) = map.next_entry::<String, WireModelUsage>()? {
+            let mut out: Vec<ModelUsage> = Vec::with_capacity(map.size_hint().unwrap_or(1));
+            while let Some((model, u)) = map.next_entry::<String, WireModelUsage>()? {
+                let usage = ModelUsage {
+                    model,
+                    requests: u.requests,
+                    input_tokens: u.input_tokens,
+                    cached_tokens: u.cached_tokens,
+                    output_tokens: u.output_tokens,
+                    cost_usd: u.cost_usd,
+                };
                 let full = out.len() == check::MAX_MODELS_PER_SESSION;
-                match out.iter_mut().find(|(m, _)| *m == k) {
-                    Some(slot) => slot.1 = v,
+                match out.iter_mut().find(|m| m.model == usage.model) {
+                    Some(slot) => *slot = usage,
                     None if full => {
                         return Err(serde::de::Error::custom(format_args!(
                             "more than {} models, the limit",
                             check::MAX_MODELS_PER_SESSION
                         )));
                     }
-                    None => out.push((k, v)),
+                    None => out.push(usage),
                 }
             }
-            out.sort_by(|a, b| a.0.cmp(&b.0));
+            out.sort_by(|a, b| a.model.cmp(&b.model));
             Ok(out)
         }
     }

@@ -104,7 +104,8 @@ impl Row for WireSession {
         if let Some(model) = &self.models.first {
             id("models[0]", model)?;
         }
-        for (model, u) in &self.by_model {
+        for u in &self.by_model {
+            let model = &u.model;
             id("by_model", model)?;
             for (field, n, whole_field, whole) in [
                 (
