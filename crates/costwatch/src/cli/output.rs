@@ -8,7 +8,8 @@ use costwatch::backtest::Replay;
 use costwatch::detect::Finding;
 use costwatch::pipeline::WindowReport;
 use costwatch::printable::printable;
-use std::io::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
 
 /// One finding as a JSON line with the documented fields.
 pub fn jsonl_row(f: &Finding) -> serde_json::Value {
@@ -66,12 +67,18 @@ impl Progress {
     pub fn window(&mut self, r: &WindowReport) {
         self.windows += 1;
         self.findings += r.new_findings.len();
-        let mut out = std::io::stdout().lock();
+        // The window's rows are formatted first and written at once:
+        // formatting straight into the locked stdout makes a write call per
+        // token.
+        let mut text = String::new();
         for f in &r.new_findings {
             let _ = match self.format {
-                Format::Jsonl => writeln!(out, "{}", jsonl_row(f)),
-                Format::Table => writeln!(out, "{}", table_row(f)),
+                Format::Jsonl => writeln!(text, "{}", jsonl_row(f)),
+                Format::Table => writeln!(text, "{}", table_row(f)),
             };
+        }
+        if !text.is_empty() {
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
         }
         if self.windows.is_multiple_of(96) {
             eprintln!(
