@@ -336,12 +336,16 @@ $sweep
 - **A window with too many candidates** is read twice (the second row):
   the result is exact, at the cost of parsing the window twice and judging
   every nominated session in the second read.
-- **Idle RSS** includes about 14 MB of the binary's own mapped code. After
-  the million-session tick it is higher because glibc's allocator keeps the
-  heap the tick freed; \`malloc_trim(0)\` would give most of it back but
-  needs unsafe code, which the workspace forbids. mimalloc as the global
-  allocator was tried and measured worse (38 MB idle after an ordinary
-  window, 41 MB after the big one, 51 MB peak).
+- **Idle RSS** is mostly the binary's own code: measured by hand
+  (\`/proc/PID/smaps_rollup\`, 2026-12-02) an idle daemon held about 18 MB
+  of file-backed pages (the code it ran, faulted in 64 KB at a time) and
+  8 MB anonymous; the \`dist\` build (\`cargo install --profile dist\`)
+  about 3 MB less file-backed, 24.8 MB in all. After the million-session
+  tick it is higher because glibc's allocator keeps the heap the tick
+  freed; \`malloc_trim(0)\` would give most of it back but needs unsafe
+  code, which the workspace forbids. mimalloc as the global allocator was
+  tried and measured worse (38 MB idle after an ordinary window, 41 MB
+  after the big one, 51 MB peak).
 - **The fixed cost per window** is what a window costs whatever its
   sessions: the state database's statements (the watermark's
   compare-and-set, the window's row, one multi-row statement for its
@@ -358,21 +362,33 @@ $sweep
   has no state to keep, so its CPU barely moves with the window size: the
   ratio falls as windows get smaller.
 - **Where a window's cost goes**, measured by hand on this scenario
-  (callgrind and strace, 2026-12-02, not by this script). With
-  \`drilldown_budget: 0\`, a 5-minute window costs about 1.0M instructions
-  more than its share of the 6-hour run: the commit and SQLite's worker
-  about 340k (most of it the upsert of the packed baselines, about 6 KB
-  for each group seen in the window, which changes every window a group
-  is seen since its model weights decay), reading again the sessions
-  active in more than one window about 150k, and the groups' statistics
-  about 30k (200k before the rings kept a sorted copy). Each statement is
-  two thread wake-ups (SQLite's worker and back): the 90-day replay makes
-  about 18 voluntary context switches a window, and about a quarter of its
-  CPU is system time. With the shipped rules, drill-downs are the larger
-  part at small windows: at 5 minutes 3,102 sessions' request rows are
-  read over HTTP (about 16 rows each; the other drill-downs counted reuse
-  rows a replay carries), about 220k instructions each, of which the HTTP
-  exchange is about 60k and each request row about 7k to parse.
+  (callgrind, strace and perf stat, 2026-12-02, not by this script). With
+  \`drilldown_budget: 0\`, the 5-minute replay runs about 0.8M
+  instructions a window more than the 6-hour one: SQLite's worker and the
+  commit about 345k (most of it the upsert of the packed baselines, about
+  6 KB for each group seen in the window, which changes every window a
+  group is seen since its model weights decay: overflow pages and their
+  rollback journal), reading again the sessions active in more than one
+  window about 190k, and merging and judging the groups about 125k. Each
+  statement is two thread wake-ups (SQLite's worker and back): the 5-minute
+  replay makes about 27 context switches a window, and about a quarter of
+  its CPU is system time; without the commit it used 15 to 20% less CPU.
+  With the shipped rules, drill-downs are the larger part at small
+  windows: at 15 minutes, 3,964 against 257 with \`drilldown_budget: 0\`
+  (the same findings on this scenario), about 60 us of CPU each (perf
+  stat), of which parsing the request rows is about a quarter and the
+  rest the HTTP exchange and the kernel's loopback. For scale, serde_json
+  alone needs about 460 ns to skip a request row of 360 bytes and about
+  780 ns to read it into owned strings (a microbenchmark on this
+  machine).
+- **The per-session path**: callgrind counts about 30k instructions a
+  session in the 6-hour replay, 44% of them parsing pages (about 13k a
+  session row of about 460 bytes; glibc's allocator, mostly for the rows'
+  strings, labels and models, is a fifth of the whole run), 20% judging.
+  Since the figures of 2026-12-01, foldhash replaced SipHash in the maps
+  looked up for every session (catalogue, groups: 2.4% fewer
+  instructions) and the backtest writes a window's rows in one call
+  (1.5%).
 EOF
 if [ -n "$hand" ]; then
     printf '\n%s\n' "$hand" >> "$OUT"
