@@ -329,7 +329,12 @@ $sweep
   produced on, the same build measured between 2.6 and 3.5 us per session
   in runs an hour apart, most of the difference in system time (the
   loopback round trips and wake-ups), while the Python reference moved
-  far less. The range column shows the spread within this run.
+  far less. The range column shows the spread within this run. Between
+  runs days apart the whole machine moves more: the run of 2026-12-02
+  measured the Python reference at 35 to 45% less CPU than the run of
+  2026-12-01 on the same work, and costwatch likewise. Across runs,
+  compare the ratios, not the seconds; a change to the code is measured
+  by instruction counts (callgrind) or by both builds in one sitting.
 - **The Python reference** does far less per session (three thresholds, no
   baselines, no state) and parses JSON in C, which bounds the ratio; its
   precision on the same window is in the scores table.
