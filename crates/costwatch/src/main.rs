@@ -7,6 +7,14 @@ use cli::{Cli, Command, Exit};
 use costwatch::printable::printable;
 use std::process::ExitCode;
 
+/// jemalloc rather than glibc's allocator: after a big window glibc keeps
+/// the freed heap (a few live blocks at its top pin it), so a daemon that
+/// read a million sessions stayed at its peak; jemalloc gives freed pages
+/// back as they decay. It also costs less per allocation on the per-session
+/// path (BENCHMARKS.md).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     cli::init_tracing(cli.log_format, cli.verbose, cli.command.quiet_by_default());
@@ -16,6 +24,14 @@ fn main() -> ExitCode {
         Command::Backtest(_) => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
     };
+    if matches!(cli.command, Command::Run(_)) {
+        // jemalloc purges decayed pages only when the program allocates; a
+        // daemon idle between ticks would keep them. Its background thread
+        // purges them on time.
+        if let Err(e) = tikv_jemalloc_ctl::background_thread::write(true) {
+            tracing::warn!(error = %e, "the allocator's background purge is off; freed memory returns to the system only at the next tick");
+        }
+    }
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
