@@ -330,9 +330,9 @@ $sweep
   in runs an hour apart, most of the difference in system time (the
   loopback round trips and wake-ups), while the Python reference moved
   far less. The range column shows the spread within this run. Between
-  runs days apart the whole machine moves more: the run of 2026-12-02
-  measured the Python reference at 35 to 45% less CPU than the run of
-  2026-12-01 on the same work, and costwatch likewise. Across runs,
+  runs hours or days apart the whole machine moves more: the Python
+  reference's CPU on the same work moved by up to 40% between the runs of
+  2026-12-01 and 2026-12-02, and costwatch's likewise. Across runs,
   compare the ratios, not the seconds; a change to the code is measured
   by instruction counts (callgrind) or by both builds in one sitting.
 - **The Python reference** does far less per session (three thresholds, no
@@ -352,8 +352,10 @@ $sweep
   pin the rest, and only \`malloc_trim\`, which needs unsafe code, would
   release it; \`GLIBC_TUNABLES\` arena, trim and mmap thresholds changed
   it by under 4 MB); with jemalloc the freed pages go back as they decay,
-  within seconds. After an ordinary window jemalloc costs about 2 MB more
-  than glibc. mimalloc was tried earlier and measured worse (38 MB idle
+  within seconds to a minute (on 2026-12-02 the idle minute after the
+  million-session tick fell from 48.1 to 30.2 MiB; the target row takes
+  the minute's maximum). After an ordinary window jemalloc costs about
+  2 MB more than glibc. mimalloc was tried earlier and measured worse (38 MB idle
   after an ordinary window, 41 MB after the big one, 51 MB peak).
 - **The fixed cost per window** is what a window costs whatever its
   sessions: the state database's statements (the watermark's
