@@ -386,7 +386,9 @@ $sweep
   its CPU is system time; without the commit it used 15 to 20% less CPU.
   With the shipped rules, drill-downs are the larger part at small
   windows: at 15 minutes, 3,964 against 257 with \`drilldown_budget: 0\`
-  (the same findings on this scenario), about 60 us of CPU each (perf
+  (the same findings on this scenario; on the adversarial family's tuning
+  seeds these suspects are retry_loop's recall, 0.49 to 0.70 without
+  them), about 60 us of CPU each (perf
   stat), of which parsing the request rows is about a quarter and the
   rest the HTTP exchange and the kernel's loopback. For scale, serde_json
   alone needs about 460 ns to skip a request row of 360 bytes and about
@@ -395,7 +397,7 @@ $sweep
 - **The per-session path**: callgrind counts about 30k instructions a
   session in the 6-hour replay, 44% of them parsing pages (about 13k a
   session row of about 460 bytes; glibc's allocator, mostly for the rows'
-  strings, labels and models, is a fifth of the whole run), 20% judging.
+  strings, labels and models, was a fifth of the whole run), 20% judging.
   Since the figures of 2026-12-01, foldhash replaced SipHash in the maps
   looked up for every session (catalogue, groups: 2.4% fewer
   instructions), the backtest writes a window's rows in one call (1.5%),
