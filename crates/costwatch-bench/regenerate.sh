@@ -351,7 +351,7 @@ $sweep
   holding 20 MB of which 0.5 MB was in use (a few live blocks at the top
   pin the rest, and only \`malloc_trim\`, which needs unsafe code, would
   release it; \`GLIBC_TUNABLES\` arena, trim and mmap thresholds changed
-  it by under 4 MB); with jemalloc the freed pages go back as they decay,
+  it by at most 5 MB); with jemalloc the freed pages go back as they decay,
   within seconds to a minute (on 2026-12-02 the idle minute after the
   million-session tick fell from 48.1 to 30.2 MiB; the target row takes
   the minute's maximum). After an ordinary window jemalloc costs about
@@ -372,8 +372,9 @@ $sweep
   again only when its aggregate changed): that is in the slope too. The Python reference
   has no state to keep, so its CPU barely moves with the window size: the
   ratio falls as windows get smaller.
-- **Where a window's cost goes**, measured by hand on this scenario
-  (callgrind, strace and perf stat, 2026-12-02, not by this script). With
+- **Where a window's cost goes**, measured by hand on this scenario with
+  seed 42 (the sweep's is 7; 25,461 sessions) (callgrind, strace and perf
+  stat, 2026-12-02, not by this script). With
   \`drilldown_budget: 0\`, the 5-minute replay runs about 0.8M
   instructions a window more than the 6-hour one: SQLite's worker and the
   commit about 345k (most of it the upsert of the packed baselines, about

@@ -7,10 +7,10 @@ use cli::{Cli, Command, Exit};
 use costwatch::printable::printable;
 use std::process::ExitCode;
 
-/// jemalloc rather than glibc's allocator: after a big window glibc keeps
-/// the freed heap (a few live blocks at its top pin it), so a daemon that
-/// read a million sessions stayed at its peak; jemalloc gives freed pages
-/// back as they decay. It also costs less per allocation on the per-session
+/// jemalloc rather than glibc's allocator: after a big window glibc kept
+/// the freed heap (it returns only the top of its heap, and `malloc_trim`
+/// needs unsafe code), so a daemon that read a million sessions stayed near
+/// its peak; jemalloc gives freed pages back as they decay. It also costs less per allocation on the per-session
 /// path (BENCHMARKS.md).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
