@@ -72,6 +72,7 @@ async fn run(
             findings: &of_window,
             baselines: &baselines,
             models_seen: &models,
+            held: None,
             sessions: 10,
             pages: 1,
             now: window.end,

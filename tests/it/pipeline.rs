@@ -554,6 +554,7 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
                     findings: &[],
                     baselines: &std::collections::HashMap::new(),
                     models_seen: &every_model,
+                    held: None,
                     sessions: 0,
                     pages: 0,
                     now: from,
@@ -598,6 +599,29 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
     assert_eq!(carried.5, read.5);
 }
 
+/// Four peers that cache, from `from` five minutes apart: three calls
+/// each, every call reading the prompt before it.
+fn caching_peers(from: DateTime<Utc>) -> impl Iterator<Item = SimSession> {
+    (0..4).map(move |k| {
+        let id = format!("caching-{k}");
+        let t0 = from + ChronoDuration::minutes(5 * k);
+        let calls = (0..3)
+            .map(|i| {
+                let input = 1_500 + 400 * i as u64;
+                let cached = if i == 0 { 0 } else { input - 400 };
+                call(
+                    &id,
+                    i,
+                    t0 + ChronoDuration::seconds(30 * i as i64),
+                    (input, cached),
+                    false,
+                )
+            })
+            .collect();
+        session(&id, calls)
+    })
+}
+
 /// Findings and request-row reads of one hourly window over the gateway:
 /// among four sessions that cache, two that never cached (four calls each,
 /// enough alone), one of two calls whose second missed, and one whose
@@ -616,25 +640,7 @@ async fn broken_cache_window(corroborating: u64) -> (Vec<(Kind, String)>, u64) {
         session(id, calls)
     };
     let four = [1_300, 1_350, 1_400, 1_450];
-    // Peers that cache: each call reads the prompt before it.
-    let caching = (0..4).map(|k| {
-        let id = format!("caching-{k}");
-        let t0 = from + ChronoDuration::minutes(30 + 5 * k);
-        let calls = (0..3)
-            .map(|i| {
-                let input = 1_500 + 400 * i as u64;
-                let cached = if i == 0 { 0 } else { input - 400 };
-                call(
-                    &id,
-                    i,
-                    t0 + ChronoDuration::seconds(30 * i as i64),
-                    (input, cached),
-                    false,
-                )
-            })
-            .collect();
-        session(&id, calls)
-    });
+    let caching = caching_peers(from + ChronoDuration::minutes(30));
     let mut sessions = vec![
         uncached("broken-1", from + ChronoDuration::minutes(5), &four),
         uncached("broken-2", from + ChronoDuration::minutes(10), &four),
@@ -703,4 +709,96 @@ async fn a_broken_cache_corroborates_single_misses_in_its_window() {
     let (found, reads) = broken_cache_window(3).await;
     assert_eq!(found, nc(&["broken-1", "broken-2"]));
     assert_eq!(reads, 3);
+}
+
+/// Two hourly windows over the gateway: four sessions that cache and
+/// `still-going`, whose three calls (one missed read) end two minutes
+/// before the first window's end, then `later` calls of it in the second
+/// window. Each window is read by a pipeline of its own, as the daemon's
+/// ticks do, or both by one carrying run, as a replay does. Returns the
+/// no_cache findings stored and how many findings the store held after
+/// each window.
+async fn still_going_across(later: &[(u64, u64)], carrying: bool) -> (Vec<Finding>, [usize; 2]) {
+    let (from, boundary, to) = (
+        ts("2026-10-12T10:00:00Z"),
+        ts("2026-10-12T11:00:00Z"),
+        ts("2026-10-12T12:00:00Z"),
+    );
+    let id = "still-going";
+    let start = boundary - ChronoDuration::seconds(160);
+    let mut calls: Vec<SimRequest> = [900, 1_100, 1_200]
+        .iter()
+        .enumerate()
+        .map(|(i, &input)| {
+            call(
+                id,
+                i,
+                start + ChronoDuration::seconds(20 * i as i64),
+                (input, 0),
+                false,
+            )
+        })
+        .collect();
+    for (k, &tokens) in later.iter().enumerate() {
+        let at = boundary + ChronoDuration::minutes(2 + k as i64);
+        calls.push(call(id, 3 + k, at, tokens, false));
+    }
+    let mut sessions = vec![session(id, calls)];
+    sessions.extend(caching_peers(from + ChronoDuration::minutes(10)));
+    let sim = start_sim(Dataset::new(catalogue(), sessions, Truth::default())).await;
+    let dir = TempDir::new().unwrap();
+    let store = SqlStore::open(&sqlite_url(&dir)).await.unwrap();
+    let mut held = [0; 2];
+    if carrying {
+        // A replay's gateway has every call of both windows already.
+        let (source, _) = gateway(&sim, 10);
+        let p = pipeline(source, store.clone(), from, to).carrying();
+        let reports = p.run_due(to, |_| {}).await.unwrap();
+        assert_eq!(reports.len(), 2);
+        held[1] = store.held_findings(JOB).await.unwrap().len();
+    } else {
+        for (k, now) in [boundary, to].into_iter().enumerate() {
+            // Live: the gateway shows only what happened by now.
+            sim.set_now(Some(now));
+            let (source, _) = gateway(&sim, 10);
+            let p = pipeline(source, store.clone(), from, now);
+            assert_eq!(p.run_due(now, |_| {}).await.unwrap().len(), 1);
+            held[k] = store.held_findings(JOB).await.unwrap().len();
+        }
+    }
+    let found = store
+        .findings(from, to)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|f| f.kind == Kind::NoCache)
+        .collect();
+    (found, held)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_missed_read_stands_once_its_session_has_ended() {
+    let window_2 = Window {
+        start: ts("2026-10-12T11:00:00Z"),
+        end: ts("2026-10-12T12:00:00Z"),
+    };
+    // Ended right after the first window: held there (stored with the
+    // window), and standing in the second, which shows no call of it.
+    let (found, held) = still_going_across(&[], false).await;
+    assert_eq!(held, [1, 0]);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].session_id, "still-going");
+    assert_eq!(found[0].window, window_2);
+    assert_eq!(found[0].evidence["judged_once_ended"], true);
+    // A replay carries it from window to window: the same finding.
+    let (replayed, held) = still_going_across(&[], true).await;
+    assert_eq!(held[1], 0);
+    assert_eq!(replayed, found);
+    // Caching from its fourth call on, in the second window: it was
+    // caching late, and is not flagged.
+    let (found, held) = still_going_across(&[(1_300, 1_024)], false).await;
+    assert_eq!(held, [1, 0]);
+    assert!(found.is_empty(), "{found:?}");
+    let (found, _) = still_going_across(&[(1_300, 1_024)], true).await;
+    assert!(found.is_empty(), "{found:?}");
 }

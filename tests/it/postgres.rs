@@ -39,6 +39,7 @@ async fn store_contract(store: &SqlStore) {
         findings: &[],
         baselines: &empty,
         models_seen: &models,
+        held: None,
         sessions: 3,
         pages: 1,
         now,
@@ -66,6 +67,7 @@ async fn store_contract(store: &SqlStore) {
     let with_baselines = costwatch::store::WindowCommit {
         baselines: &baselines,
         models_seen: &seen,
+        held: None,
         ..commit(t(1))
     };
     store
@@ -269,10 +271,99 @@ async fn store_contract(store: &SqlStore) {
     assert_eq!(active[0].reason, "sooner", "the one ending first");
     assert_eq!(store.active_silences(t(4), 10).await.unwrap().len(), 1);
     assert!(store.active_silences(t(1), 10).await.unwrap().is_empty());
+    // Last: it adds jobs of its own.
+    held_contract(store).await;
 }
 
 /// What prompt estimators learned: one row per model and method, replaced
 /// whole, bounded when read.
+/// Held findings: replaced by the commit that changes them, left by one
+/// that does not, per job, and dropped when windows are skipped.
+async fn held_contract(store: &SqlStore) {
+    use costwatch::detect::Held;
+    use costwatch::domain::{Kind, Severity};
+    let t =
+        |m: i64| Utc.with_ymd_and_hms(2026, 11, 3, 0, 0, 0).unwrap() + ChronoDuration::minutes(m);
+    let window = |i: i64| Window {
+        start: t(15 * i),
+        end: t(15 * i + 15),
+    };
+    let held = |id: &str, quiet: i64| Held {
+        finding: Finding {
+            kind: Kind::NoCache,
+            session_id: id.into(),
+            window: window(0),
+            severity: Severity::Warning,
+            rule: "nc".into(),
+            group: "feature=faq".into(),
+            labels: [("feature".to_owned(), "faq".to_owned())].into(),
+            cost_usd: 0.0012,
+            impact_usd: 0.0001,
+            evidence: serde_json::json!({"missed_calls": 1, "models": ["gpt-6-luna"]}),
+            explanation: "one miss, 'quoted' \"text\"".into(),
+        },
+        quiet_at: t(quiet),
+        alone: quiet % 2 == 0,
+    };
+    fn commit(
+        held: Option<&[Held]>,
+        now: chrono::DateTime<Utc>,
+    ) -> costwatch::store::WindowCommit<'_> {
+        static EMPTY: std::sync::LazyLock<
+            std::collections::HashMap<String, costwatch::detect::GroupBaseline>,
+        > = std::sync::LazyLock::new(Default::default);
+        static MODELS: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+        costwatch::store::WindowCommit {
+            findings: &[],
+            baselines: &EMPTY,
+            models_seen: &MODELS,
+            held,
+            sessions: 1,
+            pages: 1,
+            now,
+        }
+    }
+    for job in ["held-a", "held-b"] {
+        store.init_watermark(job, t(0), t(0)).await.unwrap();
+    }
+    let first = [held("s-1", 17), held("s-2", 20)];
+    store
+        .commit_window("held-a", window(0), commit(Some(&first), t(15)))
+        .await
+        .unwrap();
+    store
+        .commit_window("held-b", window(0), commit(Some(&first[..1]), t(15)))
+        .await
+        .unwrap();
+    assert_eq!(store.held_findings("held-a").await.unwrap(), first);
+    // A commit that changes nothing leaves them.
+    store
+        .commit_window("held-a", window(1), commit(None, t(30)))
+        .await
+        .unwrap();
+    assert_eq!(store.held_findings("held-a").await.unwrap(), first);
+    // One that changes them replaces them, for its job only.
+    let second = [held("s-3", 50)];
+    store
+        .commit_window("held-a", window(2), commit(Some(&second), t(45)))
+        .await
+        .unwrap();
+    assert_eq!(store.held_findings("held-a").await.unwrap(), second);
+    assert_eq!(store.held_findings("held-b").await.unwrap(), first[..1]);
+    // A commit the watermark refuses writes none of them.
+    assert!(matches!(
+        store
+            .commit_window("held-a", window(2), commit(Some(&[]), t(45)))
+            .await,
+        Err(StoreError::AlreadyProcessed(_))
+    ));
+    assert_eq!(store.held_findings("held-a").await.unwrap(), second);
+    // Skipped windows were never looked at: what was held is dropped.
+    store.skip_to("held-a", t(45), t(90), t(90)).await.unwrap();
+    assert!(store.held_findings("held-a").await.unwrap().is_empty());
+    assert_eq!(store.held_findings("held-b").await.unwrap(), first[..1]);
+}
+
 async fn calibration_contract(store: &SqlStore) {
     use costwatch::investigate::CalibrationStore;
     use costwatch::investigate::model::ToolChoice;

@@ -7,7 +7,9 @@
 //! Windows are processed strictly in order, so none is skipped or counted twice.
 
 use crate::clock::Clock;
-use crate::detect::{Catalogue, Confirmed, Detector, Diagnostic, Finding, GroupBaseline};
+use crate::detect::{
+    Catalogue, Confirmed, Detector, Diagnostic, Finding, GroupBaseline, Held, HeldFindings,
+};
 use crate::source::{ModelPrice, RequestRecord, SessionRecord, Source, SourceError, Window};
 use crate::store::{Store, StoreError, WindowCommit};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
@@ -197,6 +199,9 @@ struct Carried {
     /// When each model was last seen carrying traffic (the end of its last
     /// window), read from the store once and then kept as committed.
     models_seen: Option<BTreeMap<String, DateTime<Utc>>>,
+    /// The findings held after the last window (see `detect::held`), read
+    /// from the store once and then kept as committed.
+    held: Option<Vec<Held>>,
 }
 
 /// Request rows by session, with the aggregate row they were read for.
@@ -396,18 +401,29 @@ where
             c.drilled
                 .retain(|_, (seen, _)| seen.last_request_at >= window.start);
         }
-        let read = Deadline::bound(deadline, self.read_window(window, models, carried.as_mut()))
-            .await
-            .ok_or_else(|| PipelineError::Deadline {
-                window: Some(window),
-                after: deadline.map(|d| d.after).unwrap_or_default(),
-            })??;
+        let prior = match carried.as_mut().and_then(|c| c.held.take()) {
+            Some(held) => held,
+            None => self.store.held_findings(&self.schedule.job).await?,
+        };
+        let mut held = HeldFindings::new(prior);
+        let read = Deadline::bound(
+            deadline,
+            self.read_window(window, models, &mut held, carried.as_mut()),
+        )
+        .await
+        .ok_or_else(|| PipelineError::Deadline {
+            window: Some(window),
+            after: deadline.map(|d| d.after).unwrap_or_default(),
+        })??;
         let Read {
             mut judgement,
             pages,
             retries,
             drilldowns,
         } = read;
+        // Sessions held before this window that it showed ended now stand.
+        let settled = held.settle(window, std::mem::take(&mut judgement.held));
+        judgement.findings.extend(settled.stand);
         let all = judgement.findings.len();
         let new_findings = self
             .store
@@ -418,13 +434,16 @@ where
                     findings: &judgement.findings,
                     baselines: &judgement.baselines,
                     models_seen: &judgement.models_seen,
+                    held: settled.changed.then_some(settled.held.as_slice()),
                     sessions: judgement.sessions,
                     pages,
                     now: self.clock.now(),
                 },
             )
             .await?;
+        let held_after = settled.held.len();
         if let Some(carried) = carried {
+            carried.held = Some(settled.held);
             if let Some(seen) = &mut carried.models_seen {
                 for m in &judgement.models_seen {
                     seen.insert(m.clone(), window.end);
@@ -446,6 +465,7 @@ where
             drilldowns,
             drilldowns_skipped = judgement.drilldowns_skipped,
             new_findings = new_findings.len(),
+            held = held_after,
             "window processed"
         );
         Ok(WindowReport {
@@ -467,6 +487,7 @@ where
         &self,
         window: Window,
         models: &[ModelPrice],
+        held: &mut HeldFindings,
         mut carried: Option<&mut Carried>,
     ) -> Result<Read, PipelineError> {
         let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
@@ -475,7 +496,10 @@ where
         let mut analysis = self.detector.begin(window, catalogue);
         let stats = self
             .source
-            .sessions(window, |s: SessionRecord| analysis.observe(s))
+            .sessions(window, |s: SessionRecord| {
+                held.saw(&s.session_id);
+                analysis.observe(s)
+            })
             .await
             .map_err(|source| PipelineError::Source {
                 window,

@@ -68,6 +68,9 @@ pub struct NoCacheRule {
     /// Fewest calls of a session that counts beside its group's uncached
     /// sessions; below `min_requests`, never alone.
     pub corroborated_min_requests: u64,
+    /// Whether a single missed read of a session still going at the
+    /// window's end is judged again once the session has ended.
+    pub judge_once_ended: bool,
     /// Cached share of the prompt at or below which the session counts as uncached.
     pub max_cached_share: f64,
     /// Peers' median cached share needed before an uncached session is unusual.

@@ -17,10 +17,16 @@ pub struct Corroboration {
 
 impl Corroboration {
     /// Counts the no_cache findings of a window's `findings` (weak ones are
-    /// never among them).
-    pub fn of(findings: &[Finding]) -> Self {
+    /// never among them) and those of `weak` that count alone (held only
+    /// because their session is still going).
+    pub fn of(findings: &[Finding], weak: &[Weak]) -> Self {
         let mut uncached: HashMap<String, u64> = HashMap::new();
-        for f in findings.iter().filter(|f| f.kind == Kind::NoCache) {
+        let alone = weak.iter().filter(|w| w.alone).map(|w| &w.finding);
+        for f in findings
+            .iter()
+            .filter(|f| f.kind == Kind::NoCache)
+            .chain(alone)
+        {
             match uncached.get_mut(&f.group) {
                 Some(n) => *n += 1,
                 None => {
@@ -49,16 +55,23 @@ impl Corroboration {
             .collect()
     }
 
-    /// The weak findings that stand, in session order.
-    pub fn stand(&self, weak: Vec<Weak>) -> Vec<Finding> {
-        let mut out: Vec<Finding> = weak
-            .into_iter()
-            .filter_map(|w| {
-                let by = self.enough(&w.finding.group, w.needs)?;
-                Some(w.corroborated(by))
-            })
-            .collect();
-        out.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-        out
+    /// The weak findings that corroboration lets stand, in session order,
+    /// and the others.
+    pub fn stand(&self, weak: Vec<Weak>) -> (Vec<Finding>, Vec<Weak>) {
+        let mut out = Vec::new();
+        let mut rest = Vec::new();
+        for w in weak {
+            if w.alone {
+                // It needs no corroboration, only its next window.
+                rest.push(w);
+                continue;
+            }
+            match self.enough(&w.finding.group, w.needs) {
+                Some(by) => out.push(w.corroborated(by)),
+                None => rest.push(w),
+            }
+        }
+        out.sort_by(|a: &Finding, b: &Finding| a.session_id.cmp(&b.session_id));
+        (out, rest)
     }
 }

@@ -6,6 +6,7 @@ pub mod baseline;
 pub mod catalogue;
 mod corroborate;
 pub mod drilldown;
+pub mod held;
 pub mod no_cache;
 pub mod oversized_model;
 pub mod retry_loop;
@@ -16,6 +17,7 @@ pub use baseline::{GroupBaseline, GroupStats, Ring};
 pub use catalogue::Catalogue;
 pub use corroborate::Corroboration;
 pub use drilldown::{Confirmed, Drilldown};
+pub use held::{Held, HeldFindings, Settled};
 pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};
 
 use crate::config::Severity;

@@ -24,11 +24,15 @@
 //! (or of one with fewer than `min_requests` calls, from
 //! `corroborated_min_requests` up) is a [`Weak`] finding, which stands
 //! beside enough of its group's sessions found uncached on their own in the
-//! same window (see [`super::Corroboration`]).
+//! same window (see [`super::Corroboration`]). With `judge_once_ended`, a
+//! finding of a session still going that nothing corroborates is a weak
+//! one too, held for the windows after it to decide (see
+//! [`super::held`]).
 
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::config::NoCacheRule;
 use crate::source::{ModelUsage, RequestRecord, RequestStatus, SessionRecord, Window};
+use chrono::{DateTime, Utc};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -199,6 +203,16 @@ pub struct Weak {
     pub finding: Finding,
     /// The rule's `corroborating_sessions`.
     pub needs: u64,
+    /// For a session still going that would count alone once ended (the
+    /// rule's `judge_once_ended`): when a cache lifetime will have passed
+    /// since its last call. Uncorroborated, it is held until then (see
+    /// [`super::held`]).
+    pub once_ended: Option<DateTime<Utc>>,
+    /// Enough missed reads to count alone: weak only because its session
+    /// is still going and may start reading the cache in its next window
+    /// (held one window; it corroborates its group's single misses as a
+    /// finding does).
+    pub alone: bool,
 }
 
 impl Weak {
@@ -413,7 +427,16 @@ fn finding(
     if cacheable_calls == 0 || cacheable_input == 0 || missed == 0 {
         return None;
     }
-    if !alone && rule.corroborating_sessions == 0 {
+    // Still going with enough calls: alone once it has ended, and judged
+    // in full only then or in its next window.
+    let once_ended = (rule.judge_once_ended && !ended && s.requests >= rule.min_requests)
+        .then(|| {
+            chrono::Duration::from_std(lifetime)
+                .ok()
+                .and_then(|l| s.last_request_at.checked_add_signed(l))
+        })
+        .flatten();
+    if !alone && rule.corroborating_sessions == 0 && once_ended.is_none() {
         return None;
     }
     // Caching that starts partway reads a fair share of what it could.
@@ -494,12 +517,14 @@ fn finding(
         ),
     };
     super::note_computed_cost(s, &mut f);
-    Some(if alone {
+    Some(if alone && once_ended.is_none() {
         Judged::Alone(f)
     } else {
         Judged::Weak(Weak {
             finding: f,
             needs: rule.corroborating_sessions,
+            once_ended,
+            alone,
         })
     })
 }

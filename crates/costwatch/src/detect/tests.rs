@@ -181,13 +181,16 @@ fn run_findings(
     let mut baselines: HashMap<String, GroupBaseline> = HashMap::new();
     let mut in_use: BTreeSet<String> = BTreeSet::new();
     let mut found = Vec::new();
+    let mut held = Vec::new();
     for (i, sessions) in windows.into_iter().enumerate() {
         let w = window(i as i64);
         let mut a = det.begin(
             w,
             Catalogue::new(models(), in_use.iter().map(String::as_str)),
         );
+        let mut before = HeldFindings::new(std::mem::take(&mut held));
         for s in sessions {
+            before.saw(&s.session_id);
             a.observe(s);
         }
         let history = a
@@ -213,7 +216,11 @@ fn run_findings(
             late.extend(det.confirm(&c, &rows_of(&c), w));
         }
         j.corroborate(late);
+        // As the pipeline does: what was held stands once its session ended.
+        let settled = before.settle(w, std::mem::take(&mut j.held));
+        held = settled.held;
         found.append(&mut j.findings);
+        found.extend(settled.stand);
         in_use.extend(j.models_seen);
         baselines.extend(j.baselines);
     }

@@ -14,6 +14,7 @@
 use super::FastMap;
 use super::baseline::GroupBaseline;
 use super::drilldown::{Confirmed, Drilldown, RetryCheck};
+use super::held::Held;
 use super::suspects::Suspects;
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model, retry_loop,
@@ -108,6 +109,11 @@ pub struct Judgement {
     /// tell whether they missed the cache: worth reading only in a group
     /// the window's findings corroborate.
     pub weak_drilldowns: Vec<Drilldown>,
+    /// Weak findings of sessions still going that no session of their
+    /// group corroborated but that would count alone once their session
+    /// ended (no_cache's `judge_once_ended`): held for later windows (see
+    /// [`super::held`]). Filled by [`Judgement::corroborate`].
+    pub held: Vec<Held>,
 }
 
 impl Judgement {
@@ -121,7 +127,8 @@ impl Judgement {
             .sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
         self.findings.append(&mut c.findings);
         self.weak.append(&mut c.weak);
-        super::Corroboration::of(&self.findings).wanted(std::mem::take(&mut self.weak_drilldowns))
+        super::Corroboration::of(&self.findings, &self.weak)
+            .wanted(std::mem::take(&mut self.weak_drilldowns))
     }
 
     /// Takes what the rows of the held-back sessions confirmed; the weak
@@ -135,8 +142,9 @@ impl Judgement {
         // (Held-back sessions have too few calls to stand alone.)
         self.findings.append(&mut findings);
         weak.append(&mut self.weak);
-        let stand = super::Corroboration::of(&self.findings).stand(weak);
+        let (stand, rest) = super::Corroboration::of(&self.findings, &weak).stand(weak);
         self.findings.extend(stand);
+        self.held = rest.into_iter().filter_map(Held::of).collect();
     }
 }
 
@@ -436,6 +444,7 @@ impl Verdicts<'_> {
             drilldowns_skipped: skipped,
             weak: self.weak,
             weak_drilldowns: self.weak_drilldowns,
+            held: Vec::new(),
         }
     }
 

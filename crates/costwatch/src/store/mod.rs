@@ -16,7 +16,7 @@ pub use silences::SilenceStore;
 pub use sql::SqlStore;
 pub use status::StatusStore;
 
-use crate::detect::{Finding, GroupBaseline};
+use crate::detect::{Finding, GroupBaseline, Held};
 use crate::incidents::{Incident, TickSpan};
 use crate::investigate::InvestigationReport;
 use crate::notify::Alert;
@@ -71,6 +71,9 @@ pub struct WindowCommit<'a> {
     pub baselines: &'a HashMap<String, GroupBaseline>,
     /// Models seen carrying traffic.
     pub models_seen: &'a BTreeSet<String>,
+    /// The findings held after the window (see `detect::held`), when they
+    /// changed: they replace the job's; `None` leaves them as they are.
+    pub held: Option<&'a [Held]>,
     /// Sessions read.
     pub sessions: u64,
     /// Pages read.
@@ -185,6 +188,13 @@ pub trait Store: Send + Sync {
         &self,
         groups: &[String],
     ) -> impl Future<Output = Result<HashMap<String, GroupBaseline>, StoreError>> + Send;
+
+    /// The findings `job` holds until their sessions end, in session
+    /// order.
+    fn held_findings(
+        &self,
+        job: &str,
+    ) -> impl Future<Output = Result<Vec<Held>, StoreError>> + Send;
 
     /// Models seen carrying traffic since `since`.
     fn models_in_use(

@@ -273,6 +273,7 @@ impl RawRule for RawNoCacheRule {
             min_missed_calls: self.min_missed_calls,
             corroborating_sessions: self.corroborating_sessions,
             corroborated_min_requests: self.corroborated_min_requests.unwrap_or(self.min_requests),
+            judge_once_ended: self.judge_once_ended,
             max_cached_share: self.max_cached_share,
             min_peer_cached_share: self.min_peer_cached_share,
             min_peers: doc.min_peers(path, self.min_peers),

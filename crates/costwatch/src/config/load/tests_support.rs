@@ -76,6 +76,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_missed_calls: 2,
             corroborating_sessions: 2,
             corroborated_min_requests: 3,
+            judge_once_ended: true,
             max_cached_share: 0.05,
             min_peer_cached_share: 0.15,
             min_peers: 5,

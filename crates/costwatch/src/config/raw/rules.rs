@@ -101,6 +101,15 @@ pub(crate) struct RawNoCacheRule {
     #[serde(default)]
     #[schemars(range(min = 2))]
     pub corroborated_min_requests: Option<u64>,
+    /// Whether a session still going at the window's end is judged by the
+    /// windows after it: its finding is held, stands in the next window if
+    /// that window does not list the session or still finds it uncached,
+    /// and is dropped if it reads the cache there; a single missed read
+    /// waits until a cache lifetime has passed since the session's last
+    /// call, and then stands alone. false judges such a session in its
+    /// own window only, and drops a single miss.
+    #[serde(default = "yes")]
+    pub judge_once_ended: bool,
     /// Cached share of the prompt at or below which the session counts as
     /// uncached.
     #[serde(default = "no_cache_max_cached_share")]

@@ -74,6 +74,13 @@ fn last_with_span(
     windows
 }
 
+/// `windows` followed by a window without a call of their sessions: what
+/// the last one held for its sessions still going stands there.
+fn then_nothing(mut windows: Vec<Vec<SessionRecord>>) -> Vec<Vec<SessionRecord>> {
+    windows.push(Vec::new());
+    windows
+}
+
 /// Healthy history plus a wide `agent` group: tool loops whose call counts
 /// spread from 2 to 60 around a median of 7 (a robust spread of ln(calls)
 /// near 1), eight sessions a window, none reading the prompt cache.
@@ -332,9 +339,11 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
+            // Still going at its window's end: it stands once the next
+            // window shows no call of it.
             name: "an uncached conversation with turns inside the cache lifetime is no_cache",
             rules: None,
-            windows: last_with_span(healthy_history(4, 6), vec![slow]),
+            windows: then_nothing(last_with_span(healthy_history(4, 6), vec![slow])),
             requests: vec![slow_rows],
             expect: vec![(Kind::NoCache, "slow")],
         },
@@ -343,10 +352,10 @@ pub(super) fn cases() -> Vec<Case> {
             rules: Some(
                 "no_cache:\n  - name: nc\n    model_cache_lifetime_seconds: {gpt-6-luna: 3600}\n",
             ),
-            windows: last_with_span(
+            windows: then_nothing(last_with_span(
                 healthy_history(4, 6),
                 vec![case_session("paused", "support-agent", timed("paused", &turns(360))).0],
-            ),
+            )),
             requests: vec![("paused", timed("paused", &turns(360)))],
             expect: vec![(Kind::NoCache, "paused")],
         },

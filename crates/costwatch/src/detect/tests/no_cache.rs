@@ -214,7 +214,7 @@ fn a_session_of_too_few_calls_is_read_only_for_a_corroborated_group() {
     assert_eq!(held, ["two-calls"]);
     // No uncached session of its group in the window: never read.
     assert!(
-        Corroboration::of(&j.findings)
+        Corroboration::of(&j.findings, &j.weak)
             .wanted(j.weak_drilldowns)
             .is_empty()
     );
@@ -258,4 +258,143 @@ fn a_new_group_that_caches_nothing_is_not_flagged_while_its_baseline_is_thin() {
     assert_eq!(found.len(), 1, "{found:?}");
     assert_eq!(found[0].evidence["cold_start"], true);
     assert_eq!(found[0].evidence["peers"], 4);
+}
+
+/// The no_cache findings of every window when the uncached session `id`
+/// of prompts `sizes` is still going at its window's end (its last call
+/// 140 s before it), followed by `next` in the next window if any, judged
+/// with `rules`.
+fn going_then(
+    id: &str,
+    sizes: &[u64],
+    rules: Rules,
+    next: Option<Vec<SessionRecord>>,
+) -> Vec<Finding> {
+    let mut windows = with_history(
+        healthy_history(4, 6),
+        vec![uncached(id, "support-agent", LUNA, sizes)],
+    );
+    let going = windows.last_mut().unwrap().last_mut().unwrap();
+    going.last_request_at = going.first_request_at + Duration::seconds(720);
+    windows.extend(next);
+    let mut rows = HashMap::new();
+    rows.insert(id.to_owned(), prompts(id, LUNA, sizes));
+    run_findings(rules, windows, &rows)
+        .into_iter()
+        .filter(|f| f.kind == Kind::NoCache)
+        .collect()
+}
+
+/// [`going_then`] for `still-going` (900, 1,100 and 1,200 tokens: one
+/// missed read).
+fn still_going_then(rules: Rules, next: Vec<SessionRecord>) -> Vec<Finding> {
+    going_then("still-going", &[900, 1_100, 1_200], rules, Some(next))
+}
+
+#[test]
+fn a_single_missed_read_stands_once_its_session_has_ended() {
+    // Not seen again in the next window: it ended right after its own, and
+    // its one missed read is final. It stands in the window that showed it.
+    let found = still_going_then(shipped_rules(), Vec::new());
+    assert_eq!(ids(&found), ["still-going"]);
+    let f = &found[0];
+    assert_eq!(f.window, window(5));
+    assert_eq!(f.evidence["judged_once_ended"], true);
+    assert_eq!(f.evidence["missed_calls"], 1);
+    assert!(
+        f.explanation
+            .contains("made no call again by 2026-11-02T01:17:40Z"),
+        "{}",
+        f.explanation
+    );
+    // Seen again, caching from its fourth call on: judged afresh, it was
+    // caching late.
+    let mut later = session(
+        "still-going",
+        "support-agent",
+        4,
+        &[(LUNA, 4, 4_500, 1_024, 160)],
+    );
+    later.last_request_at = window(5).start + Duration::seconds(30);
+    assert!(still_going_then(shipped_rules(), vec![later]).is_empty());
+    // Seen again, still uncached, and now ended: found in that window, on
+    // its own.
+    let mut again = uncached("still-going", "support-agent", LUNA, &[900, 1_100, 1_200]);
+    again.first_request_at = window(4).start + Duration::seconds(40);
+    again.last_request_at = window(5).start + Duration::seconds(10);
+    let found = still_going_then(shipped_rules(), vec![again]);
+    assert_eq!(ids(&found), ["still-going"]);
+    assert_eq!(found[0].window, window(5));
+    assert!(found[0].evidence.get("judged_once_ended").is_none());
+    // Turned off, a session still going is dropped as before, even when
+    // nothing else can corroborate it.
+    let off = rules_from("no_cache:\n  - name: nc\n    judge_once_ended: false\n");
+    assert!(still_going_then(off, Vec::new()).is_empty());
+    let off = rules_from(
+        "no_cache:\n  - name: nc\n    judge_once_ended: false\n    corroborating_sessions: 0\n",
+    );
+    assert!(still_going_then(off, Vec::new()).is_empty());
+    // On without corroboration: held all the same.
+    let alone = rules_from("no_cache:\n  - name: nc\n    corroborating_sessions: 0\n");
+    assert_eq!(ids(&still_going_then(alone, Vec::new())), ["still-going"]);
+}
+
+#[test]
+fn a_session_of_too_few_calls_is_never_held() {
+    // Two calls: even ended, one missed read is not enough alone.
+    let mut two = uncached("two-calls", "support-agent", LUNA, &[1_205, 1_278]);
+    two.last_request_at = two.first_request_at + Duration::seconds(720);
+    let mut windows = with_history(healthy_history(4, 6), vec![two]);
+    windows.push(Vec::new());
+    let mut rows = HashMap::new();
+    rows.insert(
+        "two-calls".to_owned(),
+        prompts("two-calls", LUNA, &[1_205, 1_278]),
+    );
+    let rules = rules_from("no_cache:\n  - name: nc\n    corroborated_min_requests: 2\n");
+    assert!(
+        run_findings(rules, windows, &rows)
+            .iter()
+            .all(|f| f.kind != Kind::NoCache)
+    );
+}
+
+#[test]
+fn a_session_still_going_that_never_cached_waits_one_window() {
+    // Four calls, three of them missed reads: enough alone, but still
+    // going at the window's end (its last call 140 s before it).
+    let sizes = [1_300, 1_350, 1_400, 1_450];
+    let judged_with = |rules: Rules, next| going_then("going", &sizes, rules, next);
+    let judged = |next: Vec<SessionRecord>| judged_with(shipped_rules(), Some(next));
+    // The next window shows no call of it: it stands there.
+    let found = judged(Vec::new());
+    assert_eq!(ids(&found), ["going"]);
+    assert_eq!(found[0].window, window(5));
+    assert_eq!(found[0].evidence["judged_once_ended"], true);
+    assert_eq!(found[0].evidence["missed_calls"], 3);
+    // It started reading the cache at its fifth call: caching late, not
+    // flagged.
+    let mut cached = session("going", "support-agent", 4, &[(LUNA, 5, 6_950, 1_400, 200)]);
+    cached.last_request_at = window(5).start + Duration::seconds(30);
+    assert!(judged(vec![cached]).is_empty());
+    // Still going and still uncached in the next window: it has waited its
+    // window and stands there, as that window judged it.
+    let mut more = uncached(
+        "going",
+        "support-agent",
+        LUNA,
+        &[1_300, 1_350, 1_400, 1_450, 1_500],
+    );
+    more.first_request_at = window(4).start + Duration::seconds(40);
+    more.last_request_at = window(5).end - Duration::seconds(60);
+    let found = judged(vec![more]);
+    assert_eq!(ids(&found), ["going"]);
+    assert_eq!(found[0].window, window(5));
+    assert_eq!(found[0].evidence["requests"], 5);
+    assert!(found[0].evidence.get("judged_once_ended").is_none());
+    // With judge_once_ended off it stands in its own window, as before.
+    let off = rules_from("no_cache:\n  - name: nc\n    judge_once_ended: false\n");
+    let found = judged_with(off, None);
+    assert_eq!(ids(&found), ["going"]);
+    assert_eq!(found[0].window, window(4));
 }

@@ -354,6 +354,7 @@ async fn state(dir: &tempfile::TempDir, now: DateTime<Utc>) -> SqlStore {
             findings: &found,
             baselines: &baselines,
             models_seen: &models,
+            held: None,
             sessions: 10,
             pages: 1,
             now: w.end + ChronoDuration::minutes(2),

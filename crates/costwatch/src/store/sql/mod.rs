@@ -2,7 +2,7 @@
 //!
 //! This file opens the pool and holds the row conversions; the statements
 //! live with their job: [`windows`] (watermarks, windows, findings,
-//! baselines), [`incidents`], [`outbox`] (alert delivery), [`leases`],
+//! baselines), [`held`] (findings waiting for their session to end), [`incidents`], [`outbox`] (alert delivery), [`leases`],
 //! [`investigations`], [`budget`] (the day's investigation budget) and
 //! [`calibration`] (what prompt-token estimators learned);
 //! [`silences`], the calls received over OTLP ([`calls`]), the
@@ -12,6 +12,7 @@
 mod budget;
 mod calibration;
 mod calls;
+mod held;
 mod incidents;
 mod inspect;
 mod investigations;
@@ -242,6 +243,10 @@ impl Store for SqlStore {
         groups: &[String],
     ) -> Result<HashMap<String, GroupBaseline>, StoreError> {
         windows::load_baselines(self, groups).await
+    }
+
+    async fn held_findings(&self, job: &str) -> Result<Vec<crate::detect::Held>, StoreError> {
+        held::held_findings(self, job).await
     }
 
     async fn models_in_use(&self, since: DateTime<Utc>) -> Result<Vec<String>, StoreError> {

@@ -78,11 +78,11 @@ pub(super) async fn load_baselines(
 
 /// Rows per multi-row statement: far under SQLite's and PostgreSQL's
 /// limits on bound values.
-const ROWS_PER_STATEMENT: usize = 100;
+pub(super) const ROWS_PER_STATEMENT: usize = 100;
 
 /// `($1, $2, $3), ($4, $5, $6), ...`: `rows` tuples of `width` numbered
 /// placeholders.
-fn value_tuples(rows: usize, width: usize) -> String {
+pub(super) fn value_tuples(rows: usize, width: usize) -> String {
     let mut out = String::with_capacity(rows * width * 5);
     for r in 0..rows {
         if r > 0 {
@@ -245,6 +245,9 @@ pub(super) async fn commit_window(
     upsert_baselines(&mut tx, &baselines, now).await?;
     let models: Vec<&String> = c.models_seen.iter().collect();
     upsert_models_seen(&mut tx, &models, ms(window.end)).await?;
+    if let Some(held) = c.held {
+        super::held::replace_held(&mut tx, job, held).await?;
+    }
     sqlx::query(
         "INSERT INTO windows (job, start_ms, end_ms, status, sessions, pages, findings, attempts, last_error, updated_ms) \
          VALUES ($1, $2, $3, 'done', $4, $5, $6, 1, NULL, $7) \
@@ -342,6 +345,7 @@ pub(super) async fn skip_to(
     to: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
+    let mut tx = store.pool.begin().await.map_err(unavailable)?;
     let moved = sqlx::query(
         "UPDATE jobs SET watermark_ms = $1, updated_ms = $2 WHERE job = $3 AND watermark_ms = $4",
     )
@@ -349,15 +353,20 @@ pub(super) async fn skip_to(
     .bind(ms(now))
     .bind(job)
     .bind(ms(from))
-    .execute(&store.pool)
+    .execute(&mut *tx)
     .await
     .map_err(unavailable)?;
     if moved.rows_affected() != 1 {
+        tx.rollback().await.map_err(unavailable)?;
         return Err(StoreError::AlreadyProcessed(Window {
             start: from,
             end: to,
         }));
     }
+    // Nobody looked at the skipped windows: whether a held finding's
+    // session made a call there is unknown.
+    super::held::replace_held(&mut tx, job, &[]).await?;
+    tx.commit().await.map_err(unavailable)?;
     Ok(())
 }
 

@@ -1,0 +1,64 @@
+//! The findings held until their session has ended (`detect::held`), one
+//! row per job and session. A window's commit replaces them in its
+//! transaction when they changed; skipping windows drops them, since the
+//! skipped windows were never looked at.
+
+use super::windows::{ROWS_PER_STATEMENT, value_tuples};
+use super::*;
+use crate::detect::Held;
+
+pub(super) async fn held_findings(store: &SqlStore, job: &str) -> Result<Vec<Held>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT quiet_at_ms, alone, finding FROM held_findings WHERE job = $1 ORDER BY session_id",
+    )
+    .bind(job)
+    .fetch_all(&store.pool)
+    .await
+    .map_err(unavailable)?;
+    let c = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+    rows.iter()
+        .map(|r| {
+            let quiet_at = from_ms(r.try_get("quiet_at_ms").map_err(c)?)?;
+            let alone: i64 = r.try_get("alone").map_err(c)?;
+            let finding: String = r.try_get("finding").map_err(c)?;
+            let finding: Finding = serde_json::from_str(&finding)
+                .map_err(|e| StoreError::Corrupt(format!("held finding: {e}")))?;
+            Ok(Held {
+                finding,
+                quiet_at,
+                alone: alone != 0,
+            })
+        })
+        .collect()
+}
+
+/// Replaces the job's held findings with `held`.
+pub(super) async fn replace_held(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    job: &str,
+    held: &[Held],
+) -> Result<(), StoreError> {
+    sqlx::query("DELETE FROM held_findings WHERE job = $1")
+        .bind(job)
+        .execute(&mut **tx)
+        .await
+        .map_err(unavailable)?;
+    for chunk in held.chunks(ROWS_PER_STATEMENT) {
+        let sql = format!(
+            "INSERT INTO held_findings (job, session_id, quiet_at_ms, alone, finding) VALUES {}",
+            value_tuples(chunk.len(), 5)
+        );
+        // Only numbered placeholders are formatted in; the values are bound.
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for h in chunk {
+            q = q
+                .bind(job)
+                .bind(h.finding.session_id.as_str())
+                .bind(ms(h.quiet_at))
+                .bind(i64::from(h.alone))
+                .bind(json(&h.finding)?);
+        }
+        q.execute(&mut **tx).await.map_err(unavailable)?;
+    }
+    Ok(())
+}
