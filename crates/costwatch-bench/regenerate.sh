@@ -335,6 +335,11 @@ $sweep
   2026-12-01 and 2026-12-02, and costwatch's likewise. Across runs,
   compare the ratios, not the seconds; a change to the code is measured
   by instruction counts (callgrind) or by both builds in one sitting.
+  The window sweep's slope is the noisiest figure: on 2026-12-02 at 19:07
+  this script measured 0.584 ms, while by hand in the same hour
+  (`costwatch-bench sweep --long-days 0 --runs 5 --windows 5m,6h`, the
+  build of that run and the one before it, each twice) it came out at
+  1.07 to 1.13 ms for both.
 - **The Python reference** does far less per session (three thresholds, no
   baselines, no state) and parses JSON in C, which bounds the ratio; its
   precision on the same window is in the scores table.
