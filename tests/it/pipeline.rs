@@ -762,8 +762,13 @@ async fn still_going_across(later: &[(u64, u64)], carrying: bool) -> (Vec<Findin
             sim.set_now(Some(now));
             let (source, _) = gateway(&sim, 10);
             let p = pipeline(source, store.clone(), from, now);
-            assert_eq!(p.run_due(now, |_| {}).await.unwrap().len(), 1);
+            let reports = p.run_due(now, |_| {}).await.unwrap();
+            assert_eq!(reports.len(), 1);
             held[k] = store.held_findings(JOB).await.unwrap().len();
+            assert_eq!(
+                reports[0].held, held[k],
+                "the report says what the store holds"
+            );
         }
     }
     let found = store

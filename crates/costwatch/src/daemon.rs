@@ -173,6 +173,7 @@ where
                     m.windows_processed(1);
                     m.sessions_read(r.sessions);
                     m.drilldowns_skipped(r.drilldowns_skipped);
+                    m.set_findings_held(r.held as u64);
                     for f in &r.new_findings {
                         m.finding(f.kind.as_str());
                     }

@@ -168,6 +168,9 @@ pub struct WindowReport {
     pub drilldowns: usize,
     /// Retry-loop suspects left unread by their rule's `drilldown_budget`.
     pub drilldowns_skipped: u64,
+    /// no_cache findings held after this window for the windows after it
+    /// to decide (sessions still going at its end; see `detect::held`).
+    pub held: usize,
     /// Findings first seen in this window.
     pub new_findings: Vec<Finding>,
     /// Findings of sessions already reported, with updated figures.
@@ -475,6 +478,7 @@ where
             retries,
             drilldowns,
             drilldowns_skipped: judgement.drilldowns_skipped,
+            held: held_after,
             seen_again: all - new_findings.len(),
             new_findings,
             diagnostics: std::mem::take(&mut judgement.diagnostics),

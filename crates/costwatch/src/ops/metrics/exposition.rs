@@ -72,6 +72,19 @@ impl Metrics {
 
         family(
             &mut out,
+            "costwatch_findings_held",
+            "gauge",
+            "no_cache findings of sessions still going at the last window's end, held for the windows after it to decide.",
+        );
+        sample(
+            &mut out,
+            "costwatch_findings_held",
+            &[],
+            self.findings_held.load(Ordering::Relaxed) as f64,
+        );
+
+        family(
+            &mut out,
             "costwatch_watermark_lag_seconds",
             "gauge",
             "Seconds between the daemon's current time and the end of the last completed window.",

@@ -37,6 +37,7 @@ pub struct Metrics {
     window_failures: AtomicU64,
     sessions_read: AtomicU64,
     drilldowns_skipped: AtomicU64,
+    findings_held: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -85,6 +86,7 @@ impl Metrics {
             window_failures: AtomicU64::new(0),
             sessions_read: AtomicU64::new(0),
             drilldowns_skipped: AtomicU64::new(0),
+            findings_held: AtomicU64::new(0),
             state: Mutex::new(State {
                 gateway_errors,
                 config_ok: true,
@@ -112,6 +114,12 @@ impl Metrics {
     /// `drilldown_budget`.
     pub fn drilldowns_skipped(&self, n: u64) {
         self.drilldowns_skipped.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Records how many findings the last window held for the windows
+    /// after it (a gauge).
+    pub fn set_findings_held(&self, n: u64) {
+        self.findings_held.store(n, Ordering::Relaxed);
     }
 
     /// Records the end of the last completed window.

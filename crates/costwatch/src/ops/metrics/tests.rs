@@ -133,11 +133,12 @@ fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 2, h, m, s).unwrap()
 }
 
-const FAMILIES: [(&str, &str); 18] = [
+const FAMILIES: [(&str, &str); 19] = [
     ("costwatch_windows_processed_total", "counter"),
     ("costwatch_window_failures_total", "counter"),
     ("costwatch_sessions_read_total", "counter"),
     ("costwatch_drilldowns_skipped_total", "counter"),
+    ("costwatch_findings_held", "gauge"),
     ("costwatch_watermark_lag_seconds", "gauge"),
     ("costwatch_findings_total", "counter"),
     ("costwatch_alerts_enqueued_total", "counter"),
@@ -170,6 +171,7 @@ fn fresh_metrics_declare_every_family_and_start_at_zero() {
         "costwatch_window_failures_total",
         "costwatch_sessions_read_total",
         "costwatch_drilldowns_skipped_total",
+        "costwatch_findings_held",
         "costwatch_investigation_spend_usd_total",
     ] {
         assert_eq!(value(&samples, name, &[]), Some(0.0), "{name}");
@@ -206,6 +208,8 @@ fn every_call_shows_up_in_its_sample() {
     m.sessions_read(2);
     m.drilldowns_skipped(7);
     m.drilldowns_skipped(0);
+    m.set_findings_held(4);
+    m.set_findings_held(2);
     m.set_watermark(at(12, 0, 0));
     m.set_now(at(12, 7, 30));
     m.finding("no_cache");
@@ -234,6 +238,7 @@ fn every_call_shows_up_in_its_sample() {
     assert_eq!(v("costwatch_window_failures_total", &[]), Some(1.0));
     assert_eq!(v("costwatch_sessions_read_total", &[]), Some(42.0));
     assert_eq!(v("costwatch_drilldowns_skipped_total", &[]), Some(7.0));
+    assert_eq!(v("costwatch_findings_held", &[]), Some(2.0), "the last one");
     assert_eq!(v("costwatch_watermark_lag_seconds", &[]), Some(450.0));
     let findings = "costwatch_findings_total";
     assert_eq!(v(findings, &[("kind", "no_cache")]), Some(2.0));
