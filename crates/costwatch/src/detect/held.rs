@@ -58,12 +58,12 @@ impl Held {
         }
         let why = if self.alone {
             format!(
-                "; it was still going when first judged, and no call of it came in the next window, up to {}",
+                "; its last call came within a cache lifetime of its window's end, and the next window, up to {}, shows no call of it",
                 at(window.end)
             )
         } else {
             format!(
-                "; it was still going when first judged and made no call again by {}, so its missed read is final",
+                "; its last call came within a cache lifetime of its window's end, and it made no call again by {}, so its missed read is final",
                 at(self.quiet_at)
             )
         };
@@ -276,7 +276,7 @@ mod tests {
         assert!(
             s.stand[0]
                 .explanation
-                .ends_with("no call of it came in the next window, up to 2026-11-02T00:30:00Z"),
+                .ends_with("the next window, up to 2026-11-02T00:30:00Z, shows no call of it"),
             "{}",
             s.stand[0].explanation
         );
