@@ -4,13 +4,14 @@
 //! last), what it missed is final, and for a session of enough calls one
 //! miss is enough. A session that ends right after a window is never in
 //! the next window's listing, so its no_cache finding waits here
-//! (`judge_once_ended`): held with the window that found it, it stands in
-//! the first later window that shows no call of it once the lifetime has
-//! passed, and is dropped where a later window sees the session again,
-//! which judges it afresh. A finding that counted alone already (enough
-//! misses) waits one window only: seen again and still uncached, it
-//! stands there, as that window judged it, even if the session is still
-//! going; a single miss waits until its session has ended.
+//! (`judge_once_ended`): held with the window that found it, it is
+//! dropped where a later window sees the session again, which judges it
+//! afresh. A single missed read stands in the first later window that
+//! shows no call of the session once the lifetime has passed. A finding
+//! that counted alone already (enough misses) waits one window only: it
+//! stands in the next window if that window does not list the session,
+//! and, seen there still uncached, stands as that window judged it, even
+//! if the session is still going.
 //!
 //! Windows are processed in order, each one after the last: a held
 //! finding still held at a window was not seen in any window since its
@@ -113,10 +114,11 @@ impl HeldFindings {
 
     /// Settles the held findings at the end of `window`, adding the ones
     /// the window itself would hold (`fresh`): a session the window saw is
-    /// dropped (the window judged it afresh), one it did not see stands
-    /// once its `quiet_at` is within the window, and is held on before. A
-    /// fresh finding that counts alone, of a session held before, stands
-    /// now: it has waited its window.
+    /// dropped (the window judged it afresh); one it did not see stands if
+    /// it counted alone (it has waited its window) or once its `quiet_at`
+    /// is within the window, and is held on before. A fresh finding that
+    /// counts alone, of a session held before, stands now: it has waited
+    /// its window.
     pub fn settle(self, window: Window, fresh: Vec<Held>) -> Settled {
         let before = self.held.len();
         let mut stand = Vec::new();
