@@ -68,8 +68,8 @@ pub struct NoCacheRule {
     /// Fewest calls of a session that counts beside its group's uncached
     /// sessions; below `min_requests`, never alone.
     pub corroborated_min_requests: u64,
-    /// Whether a single missed read of a session still going at the
-    /// window's end is judged again once the session has ended.
+    /// Whether a finding of a session still going at the window's end is
+    /// held for the windows after it to decide (`detect::held`).
     pub judge_once_ended: bool,
     /// Cached share of the prompt at or below which the session counts as uncached.
     pub max_cached_share: f64,

@@ -2,7 +2,8 @@
 //!
 //! This file opens the pool and holds the row conversions; the statements
 //! live with their job: [`windows`] (watermarks, windows, findings,
-//! baselines), [`held`] (findings waiting for their session to end), [`incidents`], [`outbox`] (alert delivery), [`leases`],
+//! baselines), [`held`] (findings waiting for their session to end),
+//! [`incidents`], [`outbox`] (alert delivery), [`leases`],
 //! [`investigations`], [`budget`] (the day's investigation budget) and
 //! [`calibration`] (what prompt-token estimators learned);
 //! [`silences`], the calls received over OTLP ([`calls`]), the
