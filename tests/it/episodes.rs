@@ -25,7 +25,7 @@ fn hour(h: i64) -> DateTime<Utc> {
 
 /// A retry_loop finding in `feature=checkout` for the window starting at
 /// hour `h`.
-fn finding(h: i64, session: &str, impact_usd: f64) -> Finding {
+pub(crate) fn finding(h: i64, session: &str, impact_usd: f64) -> Finding {
     let labels = Labels::from([("feature".to_owned(), "checkout".to_owned())]);
     Finding {
         kind: Kind::RetryLoop,

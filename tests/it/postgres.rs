@@ -281,7 +281,6 @@ async fn store_contract(store: &SqlStore) {
 /// that does not, per job, and dropped when windows are skipped.
 async fn held_contract(store: &SqlStore) {
     use costwatch::detect::Held;
-    use costwatch::domain::{Kind, Severity};
     let t =
         |m: i64| Utc.with_ymd_and_hms(2026, 11, 3, 0, 0, 0).unwrap() + ChronoDuration::minutes(m);
     let window = |i: i64| Window {
@@ -290,17 +289,8 @@ async fn held_contract(store: &SqlStore) {
     };
     let held = |id: &str, quiet: i64| Held {
         finding: Finding {
-            kind: Kind::NoCache,
-            session_id: id.into(),
-            window: window(0),
-            severity: Severity::Warning,
-            rule: "nc".into(),
-            group: "feature=faq".into(),
-            labels: [("feature".to_owned(), "faq".to_owned())].into(),
-            cost_usd: 0.0012,
-            impact_usd: 0.0001,
-            evidence: serde_json::json!({"missed_calls": 1, "models": ["gpt-6-luna"]}),
             explanation: "one miss, 'quoted' \"text\"".into(),
+            ..crate::episodes::finding(0, id, 0.0001)
         },
         quiet_at: t(quiet),
         alone: quiet % 2 == 0,

@@ -104,10 +104,10 @@ impl HeldFindings {
         }
     }
 
-    /// Notes a session the window lists (O(1); nothing when none is held).
+    /// Notes a session the window lists (O(1); an empty set answers
+    /// without hashing).
     pub fn saw(&mut self, session_id: &str) {
-        if !self.ids.is_empty() && self.ids.contains(session_id) && !self.seen.contains(session_id)
-        {
+        if self.ids.contains(session_id) {
             self.seen.insert(session_id.to_owned());
         }
     }

@@ -205,8 +205,9 @@ pub struct Weak {
     pub needs: u64,
     /// For a session still going that would count alone once ended (the
     /// rule's `judge_once_ended`): when a cache lifetime will have passed
-    /// since its last call. Uncorroborated, it is held until then (see
-    /// [`super::held`]).
+    /// since its last call. Uncorroborated, it is held for the windows
+    /// after it: a single miss until then, one that counts `alone` for one
+    /// window (see [`super::held`]).
     pub once_ended: Option<DateTime<Utc>>,
     /// Enough missed reads to count alone: weak only because its session
     /// is still going and may start reading the cache in its next window
