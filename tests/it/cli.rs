@@ -447,7 +447,7 @@ fn a_missing_rule_folder_names_the_config_line_and_the_resolved_path() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_at_a_future_time_commits_no_window_that_has_not_happened() {
     use costwatch::clock::{Clock, SystemClock};
-    use costwatch::store::{SqlStore, Store};
+    use costwatch::store::{SqlStore, Store, WindowStore};
     let sim = start_sim(seed_dataset()).await;
     let dir = TempDir::new().unwrap();
     let now = SystemClock.now();

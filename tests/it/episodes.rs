@@ -13,7 +13,7 @@ use costwatch::detect::{Finding, Kind};
 use costwatch::incidents::AlertPolicy;
 use costwatch::notify::AlertStatus;
 use costwatch::source::{Labels, Window};
-use costwatch::store::{SqlStore, Store, WindowCommit};
+use costwatch::store::{SqlStore, Store, WindowCommit, WindowStore};
 use std::collections::{BTreeSet, HashMap};
 use tempfile::TempDir;
 

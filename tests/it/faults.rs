@@ -14,7 +14,7 @@ use costwatch::backtest::{self, RetriedRead, WindowRetries};
 use costwatch::clock::RecordingSleeper;
 use costwatch::detect::Finding;
 use costwatch::source::Window;
-use costwatch::store::{SqlStore, Store};
+use costwatch::store::{SqlStore, Store, WindowStore};
 use costwatch_sim::scenario::{ScenarioParams, generate};
 use costwatch_sim::{Dataset, Fault, FaultKind, FaultPath, RandomFaults, SimServer};
 use std::collections::BTreeMap;

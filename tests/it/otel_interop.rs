@@ -18,7 +18,7 @@
 use crate::support::{Running, eventually, manifest_dir, seed_dataset, seed_models_file};
 use chrono::{DurationRound, TimeDelta, Timelike};
 use costwatch::clock::{Clock, SystemClock};
-use costwatch::store::{SqlStore, Store};
+use costwatch::store::{SqlStore, Store, WindowStore};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

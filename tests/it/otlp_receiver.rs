@@ -526,7 +526,7 @@ async fn replicas_on_one_postgresql_store_a_span_once() {
 #[tokio::test]
 async fn retention_deletes_old_calls_but_never_those_a_window_still_reads() {
     use costwatch::app::receiver::{Retention, sweep};
-    use costwatch::store::Store;
+    use costwatch::store::{Store, WindowStore};
     let dir = TempDir::new().unwrap();
     let store = sqlite(&dir).await;
     let now = ts(NOW);
@@ -694,7 +694,7 @@ async fn a_conversation_id_arriving_after_its_calls_could_be_read_changes_nothin
 /// but never judged live: `/metrics` and the log say so.
 #[tokio::test]
 async fn spans_behind_the_watermark_are_counted_as_late() {
-    use costwatch::store::Store;
+    use costwatch::store::WindowStore;
     let dir = TempDir::new().unwrap();
     let store = sqlite(&dir).await;
     store

@@ -12,7 +12,7 @@ use costwatch::source::gateway::GatewaySource;
 use costwatch::source::{
     ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
 };
-use costwatch::store::{SqlStore, Store};
+use costwatch::store::{SqlStore, Store, WindowStore};
 use costwatch_sim::scenario::catalogue;
 use costwatch_sim::{
     Dataset, Fault, FaultHandle, FaultKind, FaultPath, ScenarioParams, SimRequest, SimSession,
@@ -806,4 +806,61 @@ async fn a_single_missed_read_stands_once_its_session_has_ended() {
     assert!(found.is_empty(), "{found:?}");
     let (found, _) = still_going_across(&[(1_300, 1_024)], true).await;
     assert!(found.is_empty(), "{found:?}");
+}
+
+/// A replay whose state is thrown away keeps it in memory; one given a
+/// database keeps it there. Both report the same findings, figure for
+/// figure and in the same order, on both scenario families (sessions
+/// crossing windows, findings held until their session ends, baselines
+/// carried from window to window).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_in_memory_finds_what_a_replay_into_a_database_finds() {
+    let params = ScenarioParams {
+        days: 2,
+        sessions_per_day: 1500,
+        ..Default::default()
+    };
+    let families = [
+        ("base", generate(&params)),
+        (
+            "adversarial",
+            costwatch_sim::scenario::adversarial::generate(&params),
+        ),
+    ];
+    let (from, to) = (params.start, params.start + ChronoDuration::days(2));
+    for (family, dataset) in families {
+        let sim = start_sim(dataset).await;
+        let dir = TempDir::new().unwrap();
+        let mut runs = Vec::new();
+        for url in ["sqlite::memory:".to_owned(), sqlite_url(&dir)] {
+            let (source, _) = gateway(&sim, 50);
+            let r = costwatch::backtest::replay(
+                source,
+                detector(),
+                &url,
+                from,
+                to,
+                Duration::from_secs(900),
+                4,
+                clock(to),
+                &costwatch::backtest::WindowRetries::none(),
+                |_| {},
+            )
+            .await
+            .unwrap();
+            assert_eq!(r.windows, 192, "{family}: every window of {url}");
+            runs.push(serde_json::to_value(&r.findings).unwrap());
+        }
+        let found = runs[0].as_array().map_or(0, Vec::len);
+        assert!(found > 20, "{family}: a real amount of findings: {found}");
+        assert_eq!(runs[0], runs[1], "{family}: the same findings");
+        // The database really was written: its findings are the reported ones.
+        let stored = SqlStore::open(&sqlite_url(&dir))
+            .await
+            .unwrap()
+            .findings(from, to)
+            .await
+            .unwrap();
+        assert_eq!(stored.len(), found, "{family}: stored as reported");
+    }
 }

@@ -14,7 +14,7 @@ use costwatch::notify::AlertStatus;
 use costwatch::notify::outbox::Channel;
 use costwatch::pipeline::Pipeline;
 use costwatch::source::Window;
-use costwatch::store::{SilenceStore, SqlStore, StatusStore, Store, StoreError};
+use costwatch::store::{SilenceStore, SqlStore, StatusStore, Store, StoreError, WindowStore};
 use costwatch_sim::scenario::{ScenarioParams, generate};
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,7 +7,7 @@ use crate::support::{costwatch_command, manifest_dir, start_sim};
 use axum::http::{HeaderMap, StatusCode};
 use chrono::Duration as ChronoDuration;
 use costwatch::clock::{Clock, SystemClock};
-use costwatch::store::{SqlStore, Store};
+use costwatch::store::{SqlStore, Store, WindowStore};
 use costwatch_sim::scenario::{ScenarioParams, generate};
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};

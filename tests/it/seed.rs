@@ -3,7 +3,7 @@
 use crate::support::{clock, detector, gateway, seed_dataset, sqlite_url, start_sim, ts};
 use costwatch::backtest::{self, Replay};
 use costwatch::detect::{Finding, Kind};
-use costwatch::store::{SqlStore, Store};
+use costwatch::store::{SqlStore, Store, WindowStore};
 use std::collections::BTreeSet;
 use std::time::Duration;
 use tempfile::TempDir;

@@ -5,7 +5,7 @@ use crate::support::{costwatch_command, free_port, manifest_dir, metric, seed_da
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use costwatch::store::{SqlStore, Store};
+use costwatch::store::{SqlStore, Store, WindowStore};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -12,7 +12,7 @@ use crate::detect::{Detector, Finding, Kind};
 use crate::http::RetryPolicy;
 use crate::pipeline::{Pipeline, PipelineError, Schedule, WindowReport};
 use crate::source::{HttpLimits, Source, Window};
-use crate::store::SqlStore;
+use crate::store::{MemoryStore, SqlStore, WindowStore, is_throwaway};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -125,9 +125,12 @@ fn failed_read(e: &PipelineError) -> Option<Option<Window>> {
     }
 }
 
-/// Replays `[from, to)` window by window into the store at `state_url`
-/// (`sqlite::memory:` for a throwaway one), reading a failed window again
-/// as `retries` says. `on_window` sees each window.
+/// Replays `[from, to)` window by window into the store at `state_url`,
+/// reading a failed window again as `retries` says. `on_window` sees each
+/// window. A throwaway URL (`sqlite::memory:`, see
+/// [`crate::store::is_throwaway`]) keeps the state in process memory
+/// ([`MemoryStore`]): nobody can read it afterwards, and a window's commit
+/// then costs no database statements; any other URL opens that database.
 #[allow(clippy::too_many_arguments)]
 pub async fn replay<S, F>(
     source: S,
@@ -139,13 +142,55 @@ pub async fn replay<S, F>(
     drilldown_concurrency: usize,
     clock: Arc<dyn Clock>,
     retries: &WindowRetries,
-    mut on_window: F,
+    on_window: F,
 ) -> Result<Replay, PipelineError>
 where
     S: Source + Clone + 'static,
     F: FnMut(&WindowReport),
 {
-    let store = SqlStore::open(state_url).await?;
+    let range = Range {
+        from,
+        to,
+        window,
+        drilldown_concurrency,
+    };
+    if is_throwaway(state_url) {
+        let store = MemoryStore::new();
+        replay_into(source, detector, store, range, clock, retries, on_window).await
+    } else {
+        let store = SqlStore::open(state_url).await?;
+        replay_into(source, detector, store, range, clock, retries, on_window).await
+    }
+}
+
+/// What [`replay`] reads, and how.
+struct Range {
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    window: Duration,
+    drilldown_concurrency: usize,
+}
+
+async fn replay_into<S, St, F>(
+    source: S,
+    detector: Detector,
+    store: St,
+    range: Range,
+    clock: Arc<dyn Clock>,
+    retries: &WindowRetries,
+    mut on_window: F,
+) -> Result<Replay, PipelineError>
+where
+    S: Source + Clone + 'static,
+    St: WindowStore,
+    F: FnMut(&WindowReport),
+{
+    let Range {
+        from,
+        to,
+        window,
+        drilldown_concurrency,
+    } = range;
     let schedule = Schedule {
         job: BACKTEST_JOB.to_owned(),
         size: window,

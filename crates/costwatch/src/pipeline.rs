@@ -11,7 +11,7 @@ use crate::detect::{
     Catalogue, Confirmed, Detector, Diagnostic, Finding, GroupBaseline, Held, HeldFindings,
 };
 use crate::source::{ModelPrice, RequestRecord, SessionRecord, Source, SourceError, Window};
-use crate::store::{Store, StoreError, WindowCommit};
+use crate::store::{StoreError, WindowCommit, WindowStore};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -232,7 +232,7 @@ pub struct Pipeline<S, St> {
 impl<S, St> Pipeline<S, St>
 where
     S: Source + Clone + 'static,
-    St: Store,
+    St: WindowStore,
 {
     /// Ties a source, a store and the detector together.
     pub fn new(

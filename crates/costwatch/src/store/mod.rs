@@ -6,12 +6,14 @@
 
 pub mod calls;
 pub mod inspect;
+mod memory;
 pub mod silences;
 mod sql;
 pub mod status;
 
 pub use calls::{CallCursor, CallStore};
 pub use inspect::Inspect;
+pub use memory::{MemoryStore, is_throwaway};
 pub use silences::SilenceStore;
 pub use sql::SqlStore;
 pub use status::StatusStore;
@@ -166,8 +168,12 @@ pub struct OutboxRow {
     pub alert: Alert,
 }
 
-/// The state a pipeline needs.
-pub trait Store: Send + Sync {
+/// What the window path needs: watermarks, baselines, held findings,
+/// the models seen, and the commit that writes a window's results and
+/// moves its watermark in one step. [`SqlStore`] keeps it in the state
+/// database; [`MemoryStore`], in process memory, for a replay whose state
+/// is thrown away at its end.
+pub trait WindowStore: Send + Sync {
     /// Where `job` stands: every window before it is done. `None` for a new job.
     fn watermark(
         &self,
@@ -228,7 +234,11 @@ pub trait Store: Send + Sync {
         error: &str,
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
 
+/// The state a daemon needs: the window path's and the rest (incidents,
+/// the outbox, leases, investigations, budgets).
+pub trait Store: WindowStore {
     /// Findings first seen in windows starting in `[from, to)`, oldest first.
     fn findings(
         &self,

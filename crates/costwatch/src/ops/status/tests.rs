@@ -11,7 +11,7 @@ use crate::investigate::BudgetLedger;
 use crate::pipeline::Schedule;
 use crate::silence::NewSilence;
 use crate::source::Window;
-use crate::store::{SilenceStore, SqlStore, Store, WindowCommit};
+use crate::store::{SilenceStore, SqlStore, Store, WindowCommit, WindowStore};
 use chrono::{DateTime, Duration as ChronoDuration, NaiveDate, TimeZone, Utc};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -28,7 +28,7 @@ mod windows;
 
 use super::{
     Delivery, Evaluated, IncidentUpdate, OutboxRow, Store, StoreError, StoredInvestigation,
-    WindowCommit, WindowRow,
+    WindowCommit, WindowRow, WindowStore,
 };
 use crate::config::Severity;
 use crate::detect::{Finding, GroupBaseline, Kind};
@@ -225,7 +225,7 @@ fn alert_from(text: &str) -> Result<Alert, StoreError> {
 fn json(v: &impl serde::Serialize) -> Result<String, StoreError> {
     serde_json::to_string(v).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
-impl Store for SqlStore {
+impl WindowStore for SqlStore {
     async fn watermark(&self, job: &str) -> Result<Option<DateTime<Utc>>, StoreError> {
         windows::watermark(self, job).await
     }
@@ -276,7 +276,9 @@ impl Store for SqlStore {
     ) -> Result<(), StoreError> {
         windows::record_failure(self, job, window, error, now).await
     }
+}
 
+impl Store for SqlStore {
     async fn findings(
         &self,
         from: DateTime<Utc>,

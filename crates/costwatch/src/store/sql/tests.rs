@@ -5,7 +5,7 @@
 use super::SqlStore;
 use crate::detect::GroupBaseline;
 use crate::source::Window;
-use crate::store::{Store, WindowCommit};
+use crate::store::{WindowCommit, WindowStore};
 use chrono::{Duration, TimeZone, Utc};
 use std::collections::{BTreeSet, HashMap};
 
