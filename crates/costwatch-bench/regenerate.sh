@@ -319,7 +319,7 @@ $sweep
 ## Reading the figures
 
 - **CPU per session** is the whole \`costwatch\` process (start-up, the
-  catalogue, SQLite state, drill-downs, output) divided by the sessions in
+  catalogue, the state, drill-downs, output) divided by the sessions in
   the window. Profiles of this build (perf, callgrind) put about 40% of it
   in parsing each page's JSON into owned session records, about a quarter
   in the kernel's loopback TCP and wake-ups (one request per 50 sessions,
@@ -337,7 +337,7 @@ $sweep
   by instruction counts (callgrind) or by both builds in one sitting.
   The window sweep's slope is the noisiest figure: on 2026-12-02 at 19:07
   this script measured 0.584 ms, while by hand in the same hour
-  (`costwatch-bench sweep --long-days 0 --runs 5 --windows 5m,6h`, the
+  (\`costwatch-bench sweep --long-days 0 --runs 5 --windows 5m,6h\`, the
   build of that run and the one before it, each twice) it came out at
   1.07 to 1.13 ms for both.
 - **The Python reference** does far less per session (three thresholds, no
@@ -363,13 +363,15 @@ $sweep
   2 MB more than glibc. mimalloc was tried earlier and measured worse (38 MB idle
   after an ordinary window, 41 MB after the big one, 51 MB peak).
 - **The fixed cost per window** is what a window costs whatever its
-  sessions: the state database's statements (the watermark's
-  compare-and-set, the window's row, one multi-row statement for its
-  groups' baselines, packed as bytes, and one for its models, then the
-  commit; the models in use and the baselines read before, except in a
-  replay, which carries what it committed; each statement a round trip to
-  SQLite's worker thread and back), at least one page request to the
-  gateway, and the statistics of each group with a nominated session.
+  sessions: at least one page request to the gateway, the statistics of
+  each group with a nominated session, and the window's commit. A
+  backtest with its default throwaway state (\`--state sqlite::memory:\`)
+  commits into \`MemoryStore\`, the window path's state in process memory
+  (ARCHITECTURE.md, "store/"); with \`--state URL\` each window is the
+  database's statements, as in the daemon (the watermark's
+  compare-and-set, one statement per finding, one multi-row statement for
+  the groups' packed baselines and one for the models, the window's row,
+  the commit; each a round trip to SQLite's worker thread and back).
   Smaller windows also read a session again in each window it is active
   in (at 5-minute windows 32,221 session rows against 25,809 at 6 hours),
   and judge a candidate again in each (5,863 drill-downs against 911, most
@@ -377,9 +379,22 @@ $sweep
   again only when its aggregate changed): that is in the slope too. The Python reference
   has no state to keep, so its CPU barely moves with the window size: the
   ratio falls as windows get smaller.
+- **What the in-memory commit changed**, measured by hand on 2026-12-03
+  with the sweep's scenario (seed 7), both builds in one sitting, seven
+  runs each, median task-clock (\`perf stat\`): 576 empty 5-minute
+  windows 444 ms before, 152 ms after (10 context switches a window
+  before, 1 after: only the page request is left); the two days at
+  5-minute windows 830 ms before, 521 ms after with the shipped rules,
+  1,491 ms and 237 ms with \`suspect_min_suspicion: 1000\` (no suspects
+  drilled), 253 ms and 211 ms at 6-hour windows. The findings were byte
+  for byte the same, and so were the quality and held-out tables. The
+  SQLite build's figures are the noisier (its thread wake-ups depend on
+  how the virtual machine schedules them): its seven runs spread from 588
+  to 2,010 ms without suspects, the in-memory build's from 232 to 257 ms.
 - **Where a window's cost goes**, measured by hand on this scenario with
   seed 42 (the sweep's is 7; 25,461 sessions) (callgrind, strace and perf
-  stat, 2026-12-02, not by this script). With
+  stat, 2026-12-02, not by this script, with the replay's state still in
+  SQLite). With
   \`drilldown_budget: 0\`, the 5-minute replay runs about 0.8M
   instructions a window more than the 6-hour one: SQLite's worker and the
   commit about 345k (most of it the upsert of the packed baselines, about
