@@ -3,7 +3,7 @@
 //! watermark; nothing is reported twice.
 
 use crate::support::{
-    clock, detector, gateway, seed_dataset, sqlite_url, start_sim, ts, unique_keys,
+    clock, detector, gateway, replay_15m, seed_dataset, sqlite_url, start_sim, ts, unique_keys,
 };
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::detect::{Detector, Finding, Kind};
@@ -834,20 +834,7 @@ async fn a_replay_in_memory_finds_what_a_replay_into_a_database_finds() {
         let mut runs = Vec::new();
         for url in ["sqlite::memory:".to_owned(), sqlite_url(&dir)] {
             let (source, _) = gateway(&sim, 50);
-            let r = costwatch::backtest::replay(
-                source,
-                detector(),
-                &url,
-                from,
-                to,
-                Duration::from_secs(900),
-                4,
-                clock(to),
-                &costwatch::backtest::WindowRetries::none(),
-                |_| {},
-            )
-            .await
-            .unwrap();
+            let r = replay_15m(source, &url, from, to).await;
             assert_eq!(r.windows, 192, "{family}: every window of {url}");
             runs.push(serde_json::to_value(&r.findings).unwrap());
         }

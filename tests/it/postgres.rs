@@ -5,7 +5,6 @@ use crate::daemon::{Recorder, settings};
 use crate::pg::PgCluster;
 use crate::support::*;
 use chrono::{Duration as ChronoDuration, NaiveDate, TimeZone, Utc};
-use costwatch::backtest;
 use costwatch::clock::{Clock, FakeClock};
 use costwatch::daemon::Daemon;
 use costwatch::detect::Finding;
@@ -17,7 +16,6 @@ use costwatch::source::Window;
 use costwatch::store::{SilenceStore, SqlStore, StatusStore, Store, StoreError, WindowStore};
 use costwatch_sim::scenario::{ScenarioParams, generate};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The store's contract, run against one backend.
 async fn store_contract(store: &SqlStore) {
@@ -459,20 +457,7 @@ async fn the_same_data_gives_the_same_findings_on_sqlite_and_postgres() {
     let mut results = Vec::new();
     for url in [sqlite_url(&dir), pg.url()] {
         let (source, _) = gateway(&sim, 50);
-        let r = backtest::replay(
-            source,
-            detector(),
-            &url,
-            from,
-            to,
-            Duration::from_secs(900),
-            4,
-            clock(to),
-            &backtest::WindowRetries::none(),
-            |_| {},
-        )
-        .await
-        .unwrap();
+        let r = replay_15m(source, &url, from, to).await;
         // Stored figures are the latest (a session seen again updates them);
         // reported ones are from the window that first found it.
         let stored = SqlStore::open(&url)

@@ -258,3 +258,27 @@ pub fn seed_models_file() -> serde_json::Value {
         "supports_prompt_cache": m.supports_prompt_cache,
     })).collect::<Vec<_>>() })
 }
+
+/// Replays `[from, to)` from `source` into the state at `url` with the
+/// shipped rules, 15-minute windows and no retries of a failed window.
+pub async fn replay_15m<S: costwatch::source::Source + Clone + 'static>(
+    source: S,
+    url: &str,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> costwatch::backtest::Replay {
+    costwatch::backtest::replay(
+        source,
+        detector(),
+        url,
+        from,
+        to,
+        std::time::Duration::from_secs(900),
+        4,
+        clock(to),
+        &costwatch::backtest::WindowRetries::none(),
+        |_| {},
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the replay into {url} failed: {e}"))
+}
