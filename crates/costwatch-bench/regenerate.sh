@@ -177,6 +177,9 @@ episode after 2 hours without a finding; first alert and re-alerts per the
 default cooldown of 6 hours and growth of 2x, evaluated after every window);
 the alerts sent are divided by the real incidents (clusters of truly
 wasteful sessions of one kind in one feature, less than 2 hours apart). A
+**missed incident** is a real one none of whose sessions is in an episode
+that alerted (under 1.0 alerts per incident can hide some: one alert
+covering two incidents, another incident never told). A
 false alert is one whose episode holds no truly wasteful session. The
 baseline's findings are grouped the same way by feature, which is kinder to
 it than one alert per session.

@@ -13,7 +13,10 @@
 //! one feature whose starts are less than `resolve_after` apart: the
 //! simulator's broken deploy is one incident, an isolated retry loop
 //! another. An alert is false when its episode holds no truly wasteful
-//! session of its kind.
+//! session of its kind. A real incident is missed when none of its
+//! sessions is in an episode that alerted (first alert or re-alert, before
+//! or after the session joined it: either way a person was told about the
+//! episode it is part of).
 
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::detect::{Finding, Kind};
@@ -38,23 +41,32 @@ pub struct AlertTally {
     pub false_alerts: usize,
     /// Episodes opened.
     pub episodes: usize,
+    /// Real incidents none of whose sessions is in an episode that alerted.
+    pub missed_incidents: usize,
 }
 
 struct Episode {
     incident: Incident,
     kind: Kind,
     has_true: bool,
+    /// The sessions of its findings.
+    sessions: Vec<String>,
+    /// Whether it sent an alert.
+    alerted: bool,
     /// Set at its resolution: until when a finding continues it.
     reopen_until: Option<DateTime<Utc>>,
 }
 
 /// Replays the daemon's incident grouping over `findings` (each carrying the
 /// window it was first found in), evaluating after every window of
-/// `windows` (in order). `truth` maps kind names to wasteful session ids.
+/// `windows` (in order). `truth` maps kind names to wasteful session ids;
+/// `incidents` lists each kind's real incidents (their sessions, as
+/// [`truth_incidents`] gives them), to count the missed ones.
 pub fn tally(
     findings: &[Finding],
     windows: &[Window],
     truth: &BTreeMap<String, BTreeSet<String>>,
+    incidents: &BTreeMap<Kind, Vec<BTreeSet<String>>>,
     policy: &AlertPolicy,
 ) -> BTreeMap<Kind, AlertTally> {
     let mut by_window: HashMap<DateTime<Utc>, Vec<&Finding>> = HashMap::new();
@@ -67,6 +79,7 @@ pub fn tally(
             .is_some_and(|ids| ids.contains(&f.session_id))
     };
     let mut open: BTreeMap<String, Episode> = BTreeMap::new();
+    let mut closed: Vec<Episode> = Vec::new();
     let mut out: BTreeMap<Kind, AlertTally> = Kind::ALL
         .into_iter()
         .map(|k| (k, AlertTally::default()))
@@ -87,11 +100,12 @@ pub fn tally(
                     e.incident.last_finding = w.end;
                     e.incident.impact_usd += f.impact_usd;
                     e.has_true |= is_true(f);
+                    e.sessions.push(f.session_id.clone());
                 }
                 _ => {
                     let sequence = open.get(&fp).map_or(0, |e| e.incident.sequence);
                     out.entry(f.kind).or_default().episodes += 1;
-                    open.insert(
+                    let previous = open.insert(
                         fp.clone(),
                         Episode {
                             incident: Incident {
@@ -114,9 +128,12 @@ pub fn tally(
                             },
                             kind: f.kind,
                             has_true: is_true(f),
+                            sessions: vec![f.session_id.clone()],
+                            alerted: false,
                             reopen_until: None,
                         },
                     );
+                    closed.extend(previous);
                 }
             }
         }
@@ -126,6 +143,7 @@ pub fn tally(
                     let t = out.entry(e.kind).or_default();
                     t.alerts += 1;
                     t.false_alerts += usize::from(!e.has_true);
+                    e.alerted = true;
                     e.incident.notified = Some(w.end);
                     e.incident.notified_sessions = e.incident.session_count;
                     e.incident.sequence += 1;
@@ -144,41 +162,72 @@ pub fn tally(
             }
         }
     }
+    let mut told: BTreeMap<Kind, BTreeSet<&str>> = BTreeMap::new();
+    for e in closed.iter().chain(open.values()).filter(|e| e.alerted) {
+        told.entry(e.kind)
+            .or_default()
+            .extend(e.sessions.iter().map(String::as_str));
+    }
+    for (kind, list) in incidents {
+        let told = told.get(kind);
+        out.entry(*kind).or_default().missed_incidents = list
+            .iter()
+            .filter(|sessions| {
+                !sessions
+                    .iter()
+                    .any(|s| told.is_some_and(|t| t.contains(s.as_str())))
+            })
+            .count();
+    }
     out
 }
 
-/// Real incidents per kind: the dataset's wasteful sessions of one kind and
-/// one feature, clustered by start time with gaps under `gap`.
-pub fn truth_incidents(dataset: &Dataset, gap: Duration) -> BTreeMap<Kind, usize> {
+/// Real incidents per kind, each as its sessions: the dataset's wasteful
+/// sessions of one kind and one feature, clustered by start time with gaps
+/// under `gap`.
+pub fn truth_incidents(dataset: &Dataset, gap: Duration) -> BTreeMap<Kind, Vec<BTreeSet<String>>> {
     let gap = ChronoDuration::from_std(gap).unwrap_or(ChronoDuration::hours(2));
     let mut out = BTreeMap::new();
     for kind in Kind::ALL {
-        let mut starts: BTreeMap<&str, Vec<DateTime<Utc>>> = BTreeMap::new();
+        let mut starts: BTreeMap<&str, Vec<(DateTime<Utc>, String)>> = BTreeMap::new();
         for id in dataset.truth.of(kind.as_str()) {
             if let Some(s) = dataset.session(id) {
                 let feature = s.labels.get("feature").map_or("", String::as_str);
                 if let Some(t) = s.first_request_at() {
-                    starts.entry(feature).or_default().push(t);
+                    starts.entry(feature).or_default().push((t, id.to_owned()));
                 }
             }
         }
-        out.insert(kind, starts.into_values().map(|t| clusters(t, gap)).sum());
+        out.insert(
+            kind,
+            starts
+                .into_values()
+                .flat_map(|t| clusters(t, gap))
+                .collect(),
+        );
     }
     out
 }
 
-/// Number of clusters of `times` whose neighbours are less than `gap` apart.
-pub fn clusters(mut times: Vec<DateTime<Utc>>, gap: ChronoDuration) -> usize {
+/// The clusters of `(time, id)` whose neighbours in time are less than
+/// `gap` apart, each as its ids.
+pub fn clusters(
+    mut times: Vec<(DateTime<Utc>, String)>,
+    gap: ChronoDuration,
+) -> Vec<BTreeSet<String>> {
     times.sort();
-    let mut n = 0;
+    let mut out: Vec<BTreeSet<String>> = Vec::new();
     let mut last: Option<DateTime<Utc>> = None;
-    for t in times {
-        if last.is_none_or(|l| t - l >= gap) {
-            n += 1;
+    for (t, id) in times {
+        match out.last_mut() {
+            Some(current) if last.is_some_and(|l| t - l < gap) => {
+                current.insert(id);
+            }
+            _ => out.push(BTreeSet::from([id])),
         }
         last = Some(t);
     }
-    n
+    out
 }
 
 /// The windows of `[from, to)`, `size` long.
@@ -226,6 +275,14 @@ mod tests {
         }
     }
 
+    fn none() -> BTreeMap<Kind, Vec<BTreeSet<String>>> {
+        BTreeMap::new()
+    }
+
+    fn ids(list: &[&str]) -> BTreeSet<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
     fn truth(ids: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
         BTreeMap::from([(
             "no_cache".to_string(),
@@ -254,24 +311,26 @@ mod tests {
             reopen_within: Duration::from_secs(6 * 3600),
             ..default_policy()
         };
-        let out = tally(&f, &ws, &truth(&ids), &six_hours);
+        let out = tally(&f, &ws, &truth(&ids), &none(), &six_hours);
         assert_eq!(
             out[&Kind::NoCache],
             AlertTally {
                 alerts: 2,
                 false_alerts: 0,
-                episodes: 2
+                episodes: 2,
+                missed_incidents: 0,
             }
         );
         // Without reopening (the default), the comeback at 06:00 is an
         // episode of its own.
-        let out = tally(&f, &ws, &truth(&ids), &default_policy());
+        let out = tally(&f, &ws, &truth(&ids), &none(), &default_policy());
         assert_eq!(
             out[&Kind::NoCache],
             AlertTally {
                 alerts: 3,
                 false_alerts: 0,
-                episodes: 3
+                episodes: 3,
+                missed_incidents: 0,
             }
         );
         assert_eq!(out[&Kind::RetryLoop], AlertTally::default());
@@ -285,7 +344,7 @@ mod tests {
             finding(Kind::NoCache, "z", "feature=y", 0),
             finding(Kind::NoCache, "y", "feature=y", 30),
         ];
-        let out = tally(&f, &ws, &truth(&["a"]), &default_policy());
+        let out = tally(&f, &ws, &truth(&["a"]), &none(), &default_policy());
         assert_eq!(out[&Kind::NoCache].alerts, 2);
         assert_eq!(out[&Kind::NoCache].false_alerts, 1);
     }
@@ -298,17 +357,59 @@ mod tests {
         let f: Vec<Finding> = (0..24)
             .map(|i| finding(Kind::NoCache, &format!("s{i}"), "feature=x", i * 30))
             .collect();
-        let out = tally(&f, &ws, &truth(&[]), &default_policy());
+        let out = tally(&f, &ws, &truth(&[]), &none(), &default_policy());
         assert_eq!(out[&Kind::NoCache].episodes, 1);
         assert_eq!(out[&Kind::NoCache].alerts, 2);
         assert_eq!(out[&Kind::NoCache].false_alerts, 2);
     }
 
     #[test]
+    fn an_incident_is_missed_when_no_episode_holding_it_alerted() {
+        let ws = windows(t(0), t(24 * 60), Duration::from_secs(900));
+        // Incident 1 (a, b) is found: its episode alerts. Incident 2 (c)
+        // is never found. Incident 3 (d) is found, but an alert floor keeps
+        // its lone, tiny episode from alerting.
+        let f = vec![
+            finding(Kind::NoCache, "a", "feature=x", 0),
+            finding(Kind::NoCache, "b", "feature=x", 15),
+            finding(Kind::NoCache, "d", "feature=y", 600),
+        ];
+        let incidents = BTreeMap::from([(
+            Kind::NoCache,
+            vec![ids(&["a", "b"]), ids(&["c"]), ids(&["d"])],
+        )]);
+        let floor = AlertPolicy {
+            min_sessions: 2,
+            ..default_policy()
+        };
+        let out = tally(&f, &ws, &truth(&["a", "b", "c", "d"]), &incidents, &floor);
+        assert_eq!(out[&Kind::NoCache].alerts, 1);
+        assert_eq!(out[&Kind::NoCache].missed_incidents, 2);
+        // Without the floor only the incident never found is missed.
+        let out = tally(
+            &f,
+            &ws,
+            &truth(&["a", "b", "c", "d"]),
+            &incidents,
+            &default_policy(),
+        );
+        assert_eq!(out[&Kind::NoCache].missed_incidents, 1);
+    }
+
+    #[test]
     fn clusters_split_on_gaps_of_at_least_the_gap() {
         let gap = ChronoDuration::hours(2);
-        assert_eq!(clusters(vec![], gap), 0);
-        assert_eq!(clusters(vec![t(0), t(60), t(119)], gap), 1);
-        assert_eq!(clusters(vec![t(300), t(0), t(120)], gap), 3);
+        let at = |list: &[(i64, &str)]| -> Vec<(DateTime<Utc>, String)> {
+            list.iter().map(|(m, id)| (t(*m), id.to_string())).collect()
+        };
+        assert!(clusters(vec![], gap).is_empty());
+        assert_eq!(
+            clusters(at(&[(0, "a"), (60, "b"), (119, "c")]), gap),
+            [ids(&["a", "b", "c"])]
+        );
+        assert_eq!(
+            clusters(at(&[(300, "c"), (0, "a"), (120, "b")]), gap),
+            [ids(&["a"]), ids(&["b"]), ids(&["c"])]
+        );
     }
 }

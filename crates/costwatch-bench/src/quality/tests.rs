@@ -31,6 +31,7 @@ fn result(seed: u64, p: f64, alerts: usize, incidents: usize) -> SeedResult {
                         alerts,
                         false_alerts,
                         episodes: alerts,
+                        missed_incidents: 0,
                     },
                 )
             })
@@ -113,6 +114,25 @@ fn targets_name_the_worst_class_and_judge_the_baseline() {
         "a baseline as good is not far below"
     );
     assert!(targets_table(&t, false).contains("NOT met"));
+}
+
+#[test]
+fn alerting_targets_count_missed_incidents_extra_alerts_and_false_ones() {
+    let good = [result(7, 1.0, 2, 2), result(11, 1.0, 1, 2)];
+    let t = alerting_targets(&good);
+    assert_eq!(t.len(), 3);
+    assert!(t.iter().all(|t| t.met), "{t:?}");
+    assert_eq!(t[0].result, "0 of 12 missed");
+    let mut noisy = result(11, 1.0, 3, 2);
+    if let Some(a) = noisy.costwatch.alerts.get_mut(&Kind::RetryLoop) {
+        a.missed_incidents = 1;
+        a.false_alerts = 2;
+    }
+    let t = alerting_targets(&[result(7, 1.0, 2, 2), noisy]);
+    assert!(!t[0].met && t[0].result == "1 of 12 missed", "{:?}", t[0]);
+    assert!(!t[1].met && t[1].result.contains("1.50") && t[1].result.contains("seed 11"));
+    assert!(!t[2].met && t[2].result == "2 false alerts", "{:?}", t[2]);
+    assert!(alerting_targets(&[]).iter().all(|t| !t.met));
 }
 
 #[test]
