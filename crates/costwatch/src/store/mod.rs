@@ -1,8 +1,10 @@
 //! State: watermarks, windows, baselines and findings. All SQL lives here.
 //!
-//! One implementation, [`SqlStore`], serves SQLite (the embedded default) and
-//! PostgreSQL, chosen from the URL scheme; the schema keeps to types both
-//! read the same way (BIGINT epoch milliseconds, DOUBLE PRECISION, TEXT).
+//! [`SqlStore`] serves SQLite (the embedded default) and PostgreSQL, chosen
+//! from the URL scheme; the schema keeps to types both read the same way
+//! (BIGINT epoch milliseconds, DOUBLE PRECISION, TEXT). [`MemoryStore`]
+//! holds only the window path ([`WindowStore`]) in process memory, for a
+//! replay whose state is thrown away.
 
 pub mod calls;
 pub mod inspect;
