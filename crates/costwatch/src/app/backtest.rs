@@ -167,7 +167,7 @@ where
         source, detector, from, to, window, policy, escalation, retries,
     )
     .await?;
-    let kept_in = match state.filter(|s| !s.contains(":memory:")) {
+    let kept_in = match state.filter(|s| !crate::store::is_throwaway(s)) {
         Some(url) if !replay.records.is_empty() => {
             let store = SqlStore::open(url)
                 .await
