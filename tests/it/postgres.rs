@@ -292,6 +292,7 @@ async fn held_contract(store: &SqlStore) {
         },
         quiet_at: t(quiet),
         alone: quiet % 2 == 0,
+        group_move: None,
     };
     fn commit(
         held: Option<&[Held]>,
@@ -331,7 +332,21 @@ async fn held_contract(store: &SqlStore) {
         .unwrap();
     assert_eq!(store.held_findings("held-a").await.unwrap(), first);
     // One that changes them replaces them, for its job only.
-    let second = [held("s-3", 50)];
+    // One session held for both kinds, one waiting on its group's move.
+    let oversized = Held::on_group_move(
+        Finding {
+            kind: costwatch::domain::Kind::OversizedModel,
+            ..held("s-3", 50).finding
+        },
+        costwatch::detect::held::GroupMove {
+            run: 2,
+            moved_after: 3,
+            floor: 2.5,
+        },
+        t(60),
+    );
+    // (Read back in session, then kind order.)
+    let second = [oversized, held("s-3", 50)];
     store
         .commit_window("held-a", window(2), commit(Some(&second), t(45)))
         .await

@@ -425,7 +425,8 @@ where
             drilldowns,
         } = read;
         // Sessions held before this window that it showed ended now stand.
-        let settled = held.settle(window, std::mem::take(&mut judgement.held));
+        let fresh = std::mem::take(&mut judgement.held);
+        let settled = held.settle(window, fresh, &judgement.news());
         judgement.findings.extend(settled.stand);
         let all = judgement.findings.len();
         let new_findings = self

@@ -108,6 +108,9 @@ pub struct OversizedModelRule {
     /// A run of this many premium-only sessions shows a group that moved to
     /// a premium model.
     pub moved_after_sessions: usize,
+    /// Longest wait of a premium-only session's finding for its group's
+    /// next sessions (see `detect::held`).
+    pub moved_wait: std::time::Duration,
     /// Smallest estimated waste worth a finding, in USD.
     pub min_impact_usd: f64,
 }

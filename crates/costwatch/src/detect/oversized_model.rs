@@ -357,6 +357,27 @@ pub fn usual_if_judged<'a>(
     usual_model(stats, cat, rule)
 }
 
+/// Whether a finding of `s` must wait for its group's next sessions, and
+/// on what run: the session called only premium models (priced at `floor`
+/// or more) and is in its group's newest run of such sessions, which is
+/// still shorter than `moved_after_sessions`. The group may be starting a
+/// move to the premium model (see `detect::held`).
+pub fn open_move(
+    s: &SessionRecord,
+    stats: &GroupStats,
+    cat: &Catalogue,
+    rule: &OversizedModelRule,
+    floor: f64,
+) -> Option<super::held::GroupMove> {
+    let run = stats.premium_only_run;
+    let premium_only = cheapest_call_price(s, cat) >= floor * (1.0 - 1e-6);
+    (premium_only && run > 0 && run < rule.moved_after_sessions).then_some(super::held::GroupMove {
+        run,
+        moved_after: rule.moved_after_sessions,
+        floor,
+    })
+}
+
 /// Judges a candidate against its group's habits.
 pub fn judge(
     s: &SessionRecord,

@@ -217,7 +217,8 @@ fn run_findings(
         }
         j.corroborate(late);
         // As the pipeline does: what was held stands once its session ended.
-        let settled = before.settle(w, std::mem::take(&mut j.held));
+        let fresh = std::mem::take(&mut j.held);
+        let settled = before.settle(w, fresh, &j.news());
         held = settled.held;
         found.append(&mut j.findings);
         found.extend(settled.stand);

@@ -14,7 +14,7 @@
 use super::FastMap;
 use super::baseline::GroupBaseline;
 use super::drilldown::{Confirmed, Drilldown, RetryCheck};
-use super::held::Held;
+use super::held::{GroupNews, Held};
 use super::suspects::Suspects;
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model, retry_loop,
@@ -112,8 +112,14 @@ pub struct Judgement {
     /// Weak findings of sessions still going that no session of their
     /// group corroborated but that would count alone once their session
     /// ended (no_cache's `judge_once_ended`): held for later windows (see
-    /// [`super::held`]). Filled by [`Judgement::corroborate`].
+    /// [`super::held`]). Filled by [`Judgement::corroborate`]. Beside them,
+    /// oversized_model findings of premium-only sessions waiting on their
+    /// group's next sessions (see [`super::held`]).
     pub held: Vec<Held>,
+    /// Per group, how many of its sessions entered its baseline in the
+    /// window: with `baselines`, what decides the held oversized_model
+    /// findings ([`super::held::GroupNews`]).
+    pub entered: HashMap<String, usize>,
 }
 
 impl Judgement {
@@ -144,7 +150,15 @@ impl Judgement {
         weak.append(&mut self.weak);
         let (stand, rest) = super::Corroboration::of(&self.findings, &weak).stand(weak);
         self.findings.extend(stand);
-        self.held = rest.into_iter().filter_map(Held::of).collect();
+        self.held.extend(rest.into_iter().filter_map(Held::of));
+    }
+
+    /// What the window brought each group, for settling held findings.
+    pub fn news(&self) -> GroupNews<'_> {
+        GroupNews {
+            entered: &self.entered,
+            baselines: &self.baselines,
+        }
     }
 }
 
@@ -340,6 +354,7 @@ impl<'d> WindowAnalysis<'d> {
             weak: Vec::new(),
             weak_drilldowns: Vec::new(),
             suspects: Suspects::default(),
+            held_moves: Vec::new(),
             shared_catalogue: None,
         }
     }
@@ -409,6 +424,8 @@ struct Verdicts<'d> {
     weak: Vec<no_cache::Weak>,
     weak_drilldowns: Vec<Drilldown>,
     suspects: Suspects,
+    /// oversized_model findings waiting on their group's next sessions.
+    held_moves: Vec<Held>,
     /// The catalogue shared by the window's oversized_model row checks,
     /// made at the first.
     shared_catalogue: Option<Arc<Catalogue>>,
@@ -444,7 +461,8 @@ impl Verdicts<'_> {
             drilldowns_skipped: skipped,
             weak: self.weak,
             weak_drilldowns: self.weak_drilldowns,
-            held: Vec::new(),
+            held: self.held_moves,
+            entered: self.entered.into_iter().collect(),
         }
     }
 
@@ -493,7 +511,7 @@ impl Verdicts<'_> {
             };
             let tiny = oversized_model::tiny_premium(&s, &self.catalogue, rule);
             if let Some(tiny) = tiny.filter(|_| n.oversized) {
-                self.findings.extend(oversized_model::judge(
+                let found = oversized_model::judge(
                     &s,
                     &tiny,
                     group,
@@ -501,7 +519,18 @@ impl Verdicts<'_> {
                     &self.catalogue,
                     rule,
                     self.window,
-                ));
+                );
+                if let Some(f) = found {
+                    match oversized_model::open_move(&s, &st, &self.catalogue, rule, floor) {
+                        Some(m) => self.held_moves.push(Held::on_group_move(
+                            f,
+                            m,
+                            self.window.end
+                                + chrono::Duration::from_std(rule.moved_wait).unwrap_or_default(),
+                        )),
+                        None => self.findings.push(f),
+                    }
+                }
             } else if n.oversized_rows
                 && oversized_model::may_hide_tiny_premium(&s, &self.catalogue, rule, floor)
                 && oversized_model::usual_if_judged(&st, &self.catalogue, rule, false).is_some()

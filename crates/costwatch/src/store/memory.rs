@@ -90,7 +90,9 @@ impl WindowStore for MemoryStore {
     async fn held_findings(&self, job: &str) -> Result<Vec<Held>, StoreError> {
         let mut held = self.state().held.get(job).cloned().unwrap_or_default();
         // The order the database returns them in.
-        held.sort_by(|a, b| a.finding.session_id.cmp(&b.finding.session_id));
+        held.sort_by(|a, b| {
+            (&a.finding.session_id, a.finding.kind).cmp(&(&b.finding.session_id, b.finding.kind))
+        });
         Ok(held)
     }
 
@@ -213,11 +215,29 @@ mod tests {
         .into();
         let later: HashMap<String, GroupBaseline> =
             [("feature=a".to_owned(), baseline(3.0))].into();
-        let held = [Held {
-            finding: finding("s-held", window(0)),
-            quiet_at: t(20),
-            alone: true,
-        }];
+        // One session held for both kinds, the oversized_model one first:
+        // both stores give them back in session and kind order.
+        let waiting = Held::on_group_move(
+            Finding {
+                kind: crate::domain::Kind::OversizedModel,
+                ..finding("s-held", window(0))
+            },
+            crate::detect::held::GroupMove {
+                run: 1,
+                moved_after: 3,
+                floor: 2.5,
+            },
+            t(75),
+        );
+        let held = [
+            waiting,
+            Held {
+                group_move: None,
+                finding: finding("s-held", window(0)),
+                quiet_at: t(20),
+                alone: true,
+            },
+        ];
         out.push(format!("{:?}", store.watermark("j").await.unwrap()));
         out.push(format!("{:?}", store.init_watermark("j", t(0), t(0)).await));
         out.push(format!(

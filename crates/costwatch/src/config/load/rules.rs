@@ -333,6 +333,7 @@ impl RawRule for RawOversizedModelRule {
             cold_start_peers: to_usize(self.cold_start_peers),
             recent_sessions: to_usize(self.recent_sessions),
             moved_after_sessions: to_usize(self.moved_after_sessions),
+            moved_wait: Duration::from_secs(self.moved_wait_minutes.saturating_mul(60)),
             min_impact_usd: doc.min_impact_usd(path, self.min_impact_usd),
         }
     }

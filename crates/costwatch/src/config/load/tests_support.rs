@@ -93,6 +93,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             cold_start_peers: 20,
             recent_sessions: 20,
             moved_after_sessions: 3,
+            moved_wait: std::time::Duration::from_secs(3600),
             min_impact_usd: 0.0,
         }],
         retry_loop: vec![RetryLoopRule {

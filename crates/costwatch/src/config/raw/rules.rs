@@ -192,6 +192,12 @@ pub(crate) struct RawOversizedModelRule {
     #[serde(default = "oversized_moved_after_sessions")]
     #[schemars(range(min = 1, max = 64))]
     pub moved_after_sessions: u64,
+    /// A session calling only premium models while its group's run of such
+    /// sessions is shorter than moved_after_sessions may be the start of a
+    /// move: its finding waits for the group's next sessions, at most this
+    /// many minutes (then it stands).
+    #[serde(default = "oversized_moved_wait_minutes")]
+    pub moved_wait_minutes: u64,
     /// Smallest estimated waste worth a finding, in USD.
     #[serde(default)]
     #[schemars(range(min = 0.0))]
@@ -341,6 +347,9 @@ fn oversized_recent_sessions() -> u64 {
 }
 fn oversized_moved_after_sessions() -> u64 {
     3
+}
+fn oversized_moved_wait_minutes() -> u64 {
+    60
 }
 
 fn retry_min_requests() -> u64 {

@@ -382,6 +382,9 @@ pub(super) fn cases() -> Vec<Case> {
                 vec![
                     session("sol-triage", "triage", 0, &[(SOL, 3, 217, 0, 44)]),
                     session("sol-checkout", "checkout", 0, &[(SOL, 3, 217, 0, 44)]),
+                    // The group's next session is on the small model: not
+                    // the start of a move, so the finding stands at once.
+                    session("ck-next", "checkout", 0, &[(LUNA, 3, 1_200, 0, 150)]),
                 ],
             ),
             requests: vec![],

@@ -412,11 +412,11 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
-            // One session a window after the move: the first two are
-            // flagged, the third makes a run of three that called only the
-            // premium model (`moved_after_sessions`), and the move is
-            // recognised.
-            name: "a group that moved to a premium model is flagged until three sessions in a row call only it",
+            // One session a window after the move: the first two wait for
+            // the group's next sessions, the third makes a run of three
+            // that called only the premium model (`moved_after_sessions`):
+            // the move is recognised and the two are dropped.
+            name: "a group that moved to a premium model is not flagged, not even for the first sessions of the move",
             rules: None,
             windows: add(
                 add(
@@ -424,6 +424,25 @@ pub(super) fn cases() -> Vec<Case> {
                     tiny_sessions("digest", LUNA, 0, 8, 4),
                 ),
                 tiny_sessions("digest", SOL, 8, 14, 1),
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
+            // Two premium-only sessions wait; the group's next session is
+            // back on the small model: the run broke before it said "move",
+            // so both stand (in that window).
+            name: "premium-only sessions whose group goes back to its small model stand",
+            rules: None,
+            windows: add(
+                add(
+                    add(
+                        healthy_history(14, 2),
+                        tiny_sessions("digest", LUNA, 0, 8, 4),
+                    ),
+                    tiny_sessions("digest", SOL, 8, 10, 1),
+                ),
+                tiny_sessions("digest", LUNA, 10, 14, 1),
             ),
             requests: vec![],
             expect: vec![
@@ -500,7 +519,12 @@ fn findings_of_thin_groups_say_cold_start() {
     // A new group's first window: a loop of ten identical calls, and a tiny
     // premium session among six on the small model.
     let rows = agent_rows("thin-loop", 1, &[2_000; 10]);
-    let mut last = vec![from_rows("thin-loop", "fresh", &rows)];
+    // The premium session comes before the others: a premium-only session
+    // newest in its group would wait for the next ones (a possible move).
+    let mut last = vec![
+        from_rows("thin-loop", "fresh", &rows),
+        session("fresh-sol", "fresh", 0, &[(SOL, 3, 600, 0, 60)]),
+    ];
     for k in 0..6 {
         last.push(session(
             &format!("fresh-{k}"),
@@ -509,7 +533,6 @@ fn findings_of_thin_groups_say_cold_start() {
             &[(LUNA, 3, 900, 0, 300)],
         ));
     }
-    last.push(session("fresh-sol", "fresh", 0, &[(SOL, 3, 600, 0, 60)]));
     let found = last_findings(with_history(healthy_history(4, 6), last), &rows);
     let cold = |kind: Kind, id: &str| {
         let f = found
