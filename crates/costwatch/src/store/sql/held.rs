@@ -67,7 +67,7 @@ pub(super) async fn replace_held(
                 .bind(ms(h.quiet_at))
                 .bind(i64::from(h.alone))
                 .bind(json(&h.finding)?)
-                .bind(h.group_move.as_ref().map(|m| json(m)).transpose()?);
+                .bind(h.group_move.as_ref().map(json).transpose()?);
         }
         q.execute(&mut **tx).await.map_err(unavailable)?;
     }
