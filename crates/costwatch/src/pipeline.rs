@@ -424,7 +424,8 @@ where
             retries,
             drilldowns,
         } = read;
-        // Sessions held before this window that it showed ended now stand.
+        // Findings held before this window stand or go by what it showed:
+        // their session ended, or their group moved or not.
         let fresh = std::mem::take(&mut judgement.held);
         let settled = held.settle(window, fresh, &judgement.news());
         judgement.findings.extend(settled.stand);

@@ -260,8 +260,8 @@ impl HeldFindings {
         let changed = kept != before || added > 0;
         stand.sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
         held.sort_by(|a, b| {
-            let key = |h: &Held| (h.finding.session_id.clone(), h.finding.kind);
-            key(a).cmp(&key(b))
+            let (a, b) = (&a.finding, &b.finding);
+            (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind))
         });
         Settled {
             stand,

@@ -94,6 +94,12 @@ pub fn cheapest_call_price(s: &SessionRecord, cat: &Catalogue) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Whether every model the session called is priced at `floor` or more
+/// (with the tolerance of the baseline's run of such sessions).
+fn calls_only_premium(s: &SessionRecord, cat: &Catalogue, floor: f64) -> bool {
+    cheapest_call_price(s, cat) >= floor * (1.0 - 1e-6)
+}
+
 fn is_tiny(input: u64, output: u64, requests: u64, rule: &OversizedModelRule) -> bool {
     let n = requests.max(1) as f64;
     input as f64 / n <= rule.max_avg_input_tokens as f64
@@ -370,12 +376,13 @@ pub fn open_move(
     floor: f64,
 ) -> Option<super::held::GroupMove> {
     let run = stats.premium_only_run;
-    let premium_only = cheapest_call_price(s, cat) >= floor * (1.0 - 1e-6);
-    (premium_only && run > 0 && run < rule.moved_after_sessions).then_some(super::held::GroupMove {
-        run,
-        moved_after: rule.moved_after_sessions,
-        floor,
-    })
+    (calls_only_premium(s, cat, floor) && run > 0 && run < rule.moved_after_sessions).then_some(
+        super::held::GroupMove {
+            run,
+            moved_after: rule.moved_after_sessions,
+            floor,
+        },
+    )
 }
 
 /// Judges a candidate against its group's habits.
@@ -398,7 +405,7 @@ pub fn judge(
     if stats.premium_only_run >= rule.moved_after_sessions
         && cat
             .premium_floor(rule.premium_price_ratio)
-            .is_some_and(|f| cheapest_call_price(s, cat) >= f * (1.0 - 1e-6))
+            .is_some_and(|f| calls_only_premium(s, cat, f))
     {
         return None;
     }
