@@ -44,8 +44,8 @@ pub struct NoCacheRule {
     pub meta: RuleMeta,
     /// Fewest calls in the session (a single call can never hit the cache).
     pub min_requests: u64,
-    /// Smallest average prompt per call; shorter prompts are below the
-    /// providers' cacheable minimum.
+    /// Smallest average prompt per call below which a session is not looked
+    /// at; 0 leaves it to each call's cacheability.
     pub min_avg_input_tokens: u64,
     /// Smallest cacheable prompt prefix of models whose minimum neither
     /// `model_min_cacheable_tokens` nor the gateway's catalogue gives.

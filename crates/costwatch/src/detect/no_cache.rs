@@ -82,12 +82,16 @@ fn model_cacheability(m: &ModelUsage, min: u64, rule: &NoCacheRule) -> Cacheabil
 
 /// Whether any of the session's calls could have read the cache, as far as
 /// its aggregates tell (O(models)). Models without a prompt cache never
-/// could.
+/// could. The aggregates count failed calls too, but only a successful one
+/// reads the cache (a failed one often reports no usage at all): a session
+/// with any is never clear from its aggregates, its rows tell which calls
+/// could have read.
 pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Cacheability {
     let mut seen = Cacheability::Never;
     for m in s.by_model.iter().filter(|m| cat.supports_cache(&m.model)) {
         match model_cacheability(m, min_cacheable(&m.model, cat, rule), rule) {
             Cacheability::Unsure => return Cacheability::Unsure,
+            Cacheability::Clear if s.errors > 0 => return Cacheability::Unsure,
             Cacheability::Clear => seen = Cacheability::Clear,
             Cacheability::Never => {}
         }

@@ -254,9 +254,11 @@ impl RawRule for RawNoCacheRule {
             doc.at_least_u64(&child(path, "model_cache_lifetime_seconds"), *least, 1);
         }
         doc.at_least_u64(&child(path, "min_missed_calls"), self.min_missed_calls, 1);
-        if let Some(n) = self.corroborated_min_requests {
-            doc.at_least_u64(&child(path, "corroborated_min_requests"), n, 2);
-        }
+        doc.at_least_u64(
+            &child(path, "corroborated_min_requests"),
+            self.corroborated_min_requests,
+            2,
+        );
         NoCacheRule {
             meta,
             min_requests: self.min_requests,
@@ -272,7 +274,7 @@ impl RawRule for RawNoCacheRule {
                 .collect(),
             min_missed_calls: self.min_missed_calls,
             corroborating_sessions: self.corroborating_sessions,
-            corroborated_min_requests: self.corroborated_min_requests.unwrap_or(self.min_requests),
+            corroborated_min_requests: self.corroborated_min_requests,
             judge_once_ended: self.judge_once_ended,
             max_cached_share: self.max_cached_share,
             min_peer_cached_share: self.min_peer_cached_share,

@@ -67,7 +67,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
         no_cache: vec![NoCacheRule {
             meta: meta("no-cache-conversation", "no_cache.yaml"),
             min_requests: 3,
-            min_avg_input_tokens: 1024,
+            min_avg_input_tokens: 0,
             min_cacheable_tokens: 1024,
             model_min_cacheable_tokens: Default::default(),
             clear_avg_input_ratio: 2.0,
@@ -75,7 +75,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             model_cache_lifetime: Default::default(),
             min_missed_calls: 2,
             corroborating_sessions: 2,
-            corroborated_min_requests: 3,
+            corroborated_min_requests: 2,
             judge_once_ended: true,
             max_cached_share: 0.05,
             min_peer_cached_share: 0.15,

@@ -47,8 +47,10 @@ pub(crate) struct RawNoCacheRule {
     #[serde(default = "no_cache_min_requests")]
     #[schemars(range(min = 2))]
     pub min_requests: u64,
-    /// Smallest average prompt per call, in tokens; shorter prompts are below
-    /// the providers' cacheable minimum.
+    /// Smallest average prompt per call, in tokens, below which a session is
+    /// not looked at. 0 (the default) leaves it to each call's cacheability:
+    /// a session whose prompts grow past the minimum can average below it
+    /// and still have calls that could read the cache.
     #[serde(default = "no_cache_min_avg_input_tokens")]
     pub min_avg_input_tokens: u64,
     /// Smallest prompt prefix, in tokens, that a model caches, for models
@@ -96,11 +98,11 @@ pub(crate) struct RawNoCacheRule {
     pub corroborating_sessions: u64,
     /// Fewest calls of a session that counts beside its group's uncached
     /// sessions (see `corroborating_sessions`); below `min_requests` such a
-    /// session never counts alone. The default, `min_requests`'s own,
-    /// leaves sessions of fewer calls out.
-    #[serde(default)]
+    /// session never counts alone. A value of `min_requests` or more leaves
+    /// sessions of fewer calls out.
+    #[serde(default = "no_cache_corroborated_min_requests")]
     #[schemars(range(min = 2))]
-    pub corroborated_min_requests: Option<u64>,
+    pub corroborated_min_requests: u64,
     /// Whether a session still going at the window's end is judged by the
     /// windows after it: its finding is held, stands in the next window if
     /// that window does not list the session or still finds it uncached,
@@ -293,8 +295,11 @@ fn yes() -> bool {
 fn no_cache_min_requests() -> u64 {
     3
 }
+fn no_cache_corroborated_min_requests() -> u64 {
+    2
+}
 fn no_cache_min_avg_input_tokens() -> u64 {
-    1024
+    0
 }
 fn no_cache_min_cacheable_tokens() -> u64 {
     1024

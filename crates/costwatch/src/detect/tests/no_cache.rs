@@ -81,6 +81,70 @@ fn one_missed_read_is_enough_once_the_session_has_ended() {
     assert!(judged(720).is_none());
 }
 
+#[test]
+fn a_session_averaging_below_the_minimum_is_judged_by_its_calls() {
+    // 895, 1,058 and 1,109 tokens average 1,021, below Luna's 1,024; yet
+    // the third call could have read the prefix the second wrote.
+    let sizes = [895, 1_058, 1_109];
+    let rows = prompts("growing", LUNA, &sizes);
+    let windows = |rules: Rules| {
+        let mut windows = with_history(
+            healthy_history(4, 6),
+            vec![uncached("growing", "support-agent", LUNA, &sizes)],
+        );
+        let last = windows.last_mut().unwrap();
+        last[0].last_request_at = last[0].first_request_at + Duration::seconds(10);
+        let det = detector(rules, 10_000);
+        last_window_findings(&det, windows, &rows)
+            .into_iter()
+            .find(|f| f.kind == Kind::NoCache)
+    };
+    let f = windows(shipped_rules()).expect("its one cacheable call missed");
+    assert_eq!(f.evidence["judged_from"], "requests");
+    assert_eq!(f.evidence["cacheable_calls"], 1);
+    assert_eq!(f.evidence["cacheable_input_tokens"], 1_109);
+    // An average floor, if a rule sets one, still leaves it out.
+    let floor = rules_from("no_cache:\n  - name: floor\n    min_avg_input_tokens: 1024\n");
+    assert!(windows(floor).is_none());
+}
+
+#[test]
+fn failed_calls_are_not_missed_reads() {
+    // One successful call of 3,177 tokens, then nine failed resends of
+    // 4,449: the aggregates average far above twice the minimum, but no
+    // successful call came after one that could have written the prefix.
+    let mut rows = prompts("resends", LUNA, &[3_177]);
+    rows.extend((1..10).map(|t| request("resends", t, LUNA, 4_449, RequestStatus::Error)));
+    let resends = |rows: &[RequestRecord]| {
+        let mut s = session(
+            "resends",
+            "support-agent",
+            0,
+            &[(LUNA, 10, 3_177 + 9 * 4_449, 0, 286)],
+        );
+        s.errors = rows
+            .iter()
+            .filter(|r| r.status == RequestStatus::Error)
+            .count() as u64;
+        s.last_request_at = s.first_request_at + Duration::seconds(50);
+        s
+    };
+    let found = |rows: Vec<RequestRecord>| {
+        no_cache_finding(
+            with_history(healthy_history(4, 6), vec![resends(&rows)]),
+            &rows,
+        )
+    };
+    assert!(found(rows.clone()).is_none());
+    // Successful calls after the first, one failure among them: its rows
+    // show the misses.
+    let mut rows = prompts("resends", LUNA, &[3_177, 4_449, 4_449, 4_449, 4_449]);
+    rows[2].status = RequestStatus::Error;
+    let f = found(rows).expect("three successful calls missed the cache");
+    assert_eq!(f.evidence["judged_from"], "requests");
+    assert_eq!(f.evidence["cacheable_calls"], 3);
+}
+
 /// The no_cache findings of a window in which `broken` sessions of
 /// support-agent never cached (four calls each, enough alone) beside two
 /// with a single missed read: `two-calls` (1,205 and 1,278 tokens, too few
@@ -133,23 +197,29 @@ fn ids(found: &[Finding]) -> Vec<&str> {
     found.iter().map(|f| f.session_id.as_str()).collect()
 }
 
-/// The shipped no_cache rule, counting sessions of two calls beside their
-/// group's uncached sessions too.
+/// The shipped no_cache rule, leaving sessions of fewer than
+/// `min_requests` calls out of corroboration.
+fn without_two_call_sessions() -> Rules {
+    rules_from("no_cache:\n  - name: nc\n    corroborated_min_requests: 3\n")
+}
+
+/// The shipped rules (which count sessions of two calls beside their
+/// group's uncached sessions).
 fn with_two_call_sessions() -> Rules {
-    rules_from("no_cache:\n  - name: nc\n    corroborated_min_requests: 2\n")
+    shipped_rules()
 }
 
 #[test]
 fn a_single_missed_read_counts_beside_its_groups_uncached_sessions() {
     // Two sessions of the group never cached: the cache is broken for it,
-    // and a single miss of a session still going is that fault too (the
-    // shipped rules). The session of two calls is left out.
-    let found = beside_broken_sessions(2, shipped_rules());
+    // and a single miss of a session still going is that fault too. Left
+    // out of corroboration, the session of two calls is not judged.
+    let found = beside_broken_sessions(2, without_two_call_sessions());
     assert_eq!(ids(&found), ["broken-0", "broken-1", "still-going"]);
     let going = &found[2];
     assert_eq!(going.evidence["corroborated_by"], 2);
     assert_eq!(going.evidence["missed_calls"], 1);
-    // A session of two calls only when asked for.
+    // The shipped rules count its one missed read too.
     let found = beside_broken_sessions(2, with_two_call_sessions());
     assert_eq!(
         ids(&found),
@@ -351,9 +421,8 @@ fn a_session_of_too_few_calls_is_never_held() {
         "two-calls".to_owned(),
         prompts("two-calls", LUNA, &[1_205, 1_278]),
     );
-    let rules = rules_from("no_cache:\n  - name: nc\n    corroborated_min_requests: 2\n");
     assert!(
-        run_findings(rules, windows, &rows)
+        run_findings(shipped_rules(), windows, &rows)
             .iter()
             .all(|f| f.kind != Kind::NoCache)
     );
