@@ -170,7 +170,10 @@ pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decis
     match i.notified {
         None => Some(Decision::Fire),
         Some(at) => {
-            let past_cooldown = now - at >= chrono(p.cooldown);
+            // Still recurring: a finding came once the cooldown had passed.
+            // Grown during the cooldown and quiet since, it is not "still
+            // going on"; it resolves soon.
+            let past_cooldown = i.last_finding - at >= chrono(p.cooldown);
             let grew = i.session_count > i.notified_sessions
                 && i.session_count as f64 >= i.notified_sessions as f64 * p.realert_growth;
             (past_cooldown && grew).then_some(Decision::Realert)
@@ -427,6 +430,10 @@ mod tests {
         // Past the cooldown and doubled: re-alert.
         i.session_count = 6;
         assert_eq!(decide(&i, t(8), &p), Some(Decision::Realert));
+        // Doubled inside the cooldown, quiet since: past the cooldown, it
+        // is not still going on.
+        i.last_finding = t(6);
+        assert_eq!(decide(&i, t(7), &p), None);
     }
 
     #[test]
