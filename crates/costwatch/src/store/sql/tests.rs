@@ -1,6 +1,6 @@
 //! The window commit's baselines and models on SQLite: packed rows, rows
 //! written as JSON before migration 0012, and more rows than one statement
-//! holds.
+//! holds; held findings written before migration 0015.
 
 use super::SqlStore;
 use crate::detect::GroupBaseline;
@@ -118,4 +118,67 @@ async fn unreadable_packed_bytes_are_reported_as_corrupt() {
     .unwrap();
     let err = store.load_baselines(&["g".into()]).await.unwrap_err();
     assert!(err.to_string().contains("baseline of g"), "{err}");
+}
+
+#[tokio::test]
+async fn held_findings_of_0014_read_back_as_no_cache_after_0015() {
+    use crate::config::Severity;
+    use crate::detect::{Finding, Kind};
+    // A state file last migrated by 0014, holding one no_cache finding.
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("state.db").display()
+    );
+    let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
+    let finding = Finding {
+        kind: Kind::NoCache,
+        session_id: "s-1".into(),
+        window: Window {
+            start: t0,
+            end: t0 + Duration::minutes(15),
+        },
+        severity: Severity::Warning,
+        rule: "no-cache-conversation".into(),
+        group: "feature=faq".into(),
+        labels: Default::default(),
+        cost_usd: 0.01,
+        impact_usd: 0.002,
+        evidence: serde_json::json!({"missed_calls": 1}),
+        explanation: "1 missed read".into(),
+    };
+    {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        sqlx::migrate!("../../migrations/sqlite")
+            .run_to(14, &pool)
+            .await
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO held_findings (job, session_id, quiet_at_ms, alone, finding) \
+             VALUES ('job', 's-1', $1, 0, $2)",
+        )
+        .bind((t0 + Duration::minutes(20)).timestamp_millis())
+        .bind(serde_json::to_string(&finding).unwrap())
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+    // Opening the store applies 0015: the row keeps its finding, as a
+    // no_cache one without a group move.
+    let store = SqlStore::open(&url).await.unwrap();
+    let held = store.held_findings("job").await.unwrap();
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].finding, finding);
+    assert_eq!(held[0].quiet_at, t0 + Duration::minutes(20));
+    assert!(!held[0].alone);
+    assert!(held[0].group_move.is_none());
+    use sqlx::Row;
+    let kind: String = sqlx::query("SELECT kind FROM held_findings")
+        .fetch_one(&store.pool)
+        .await
+        .unwrap()
+        .get("kind");
+    assert_eq!(kind, "no_cache");
 }
