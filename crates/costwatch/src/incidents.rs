@@ -2,9 +2,9 @@
 //! not one per session or per window.
 //!
 //! An incident is the findings of one rule in one peer group. Its fingerprint
-//! is stable. It fires once, is re-alerted only after the cooldown (and only
-//! if it grew) or sooner if it grew by `realert_growth`, and resolves once no
-//! finding came for `resolve_after`. A finding within `reopen_within` of
+//! is stable. It fires once, is re-alerted only by a finding that comes
+//! after the cooldown and only if it grew by `realert_growth`, and resolves
+//! once no finding came for `resolve_after`. A finding within `reopen_within` of
 //! the resolution continues the same episode (its start, counts and
 //! notification state), so an incident that flaps is told of once. An
 //! incident below the floor (`min_impact_usd_per_day`, `min_sessions`) is
@@ -120,7 +120,7 @@ pub fn fingerprint(kind: &str, rule: &str, group: &str) -> String {
 pub enum Decision {
     /// First notification of this episode.
     Fire,
-    /// It kept recurring past the cooldown, or grew fast.
+    /// It kept recurring past the cooldown, and grew.
     Realert,
     /// It stopped recurring; `notify` says whether people hear of it.
     Resolve {
