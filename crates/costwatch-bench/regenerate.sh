@@ -3,7 +3,7 @@
 # the detection-quality report and the performance benchmark, and writes the
 # figures with the machine and the exact commands they came from.
 #
-#   crates/costwatch-bench/regenerate.sh            # about 19 minutes on 2 cores with a warm build
+#   crates/costwatch-bench/regenerate.sh            # about 20 minutes on 2 cores with a warm build
 #   SKIP_QUALITY=1 SKIP_PERF=1 crates/costwatch-bench/regenerate.sh   # only the window sweep
 #
 # SKIP_BUILD=1 measures the release binaries already built. A skipped step reuses its last output, kept under $CARGO_TARGET_DIR/bench-work.

@@ -165,7 +165,6 @@ mod tests {
                 result: result(seed, p),
                 costwatch: Vec::new(),
                 baseline: Vec::new(),
-                drilldowns: 0,
             },
             situations: (below > 0)
                 .then_some((

@@ -163,8 +163,6 @@ pub struct DatasetRun {
     pub costwatch: Vec<Finding>,
     /// The static baseline's findings.
     pub baseline: Vec<Finding>,
-    /// Sessions whose request rows costwatch read.
-    pub drilldowns: usize,
 }
 
 /// Serves `dataset` (generated from `params`), replays it through costwatch
@@ -234,7 +232,6 @@ pub async fn run_dataset(
             baseline: system(&static_findings, &truth, &incident_sessions, &windows),
             replay_secs,
         },
-        drilldowns: replay.drilldowns,
         costwatch: replay.findings,
         baseline: static_findings,
     })
