@@ -28,7 +28,7 @@
 //! finding still held at a window was not seen in any window since its
 //! own, so the session made no call there.
 
-use super::{Finding, GroupBaseline, no_cache::Weak};
+use super::{FastMap, Finding, GroupBaseline, no_cache::Weak};
 use crate::source::Window;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -67,7 +67,7 @@ pub struct GroupMove {
 /// and the baseline after them.
 pub struct GroupNews<'a> {
     /// Per group, how many of its sessions entered in the window.
-    pub entered: &'a HashMap<String, usize>,
+    pub(crate) entered: &'a FastMap<String, usize>,
     /// Per group seen in the window, its baseline after it.
     pub baselines: &'a HashMap<String, GroupBaseline>,
 }
@@ -438,14 +438,14 @@ mod tests {
     fn news_of(
         older: &[f64],
         new: &[f64],
-    ) -> (HashMap<String, usize>, HashMap<String, GroupBaseline>) {
+    ) -> (FastMap<String, usize>, HashMap<String, GroupBaseline>) {
         let mut b = GroupBaseline::new(20);
         for p in older.iter().chain(new) {
             b.cheapest_call_price.push(*p);
         }
         let group = "feature=a".to_owned();
         (
-            HashMap::from([(group.clone(), new.len())]),
+            FastMap::from_iter([(group.clone(), new.len())]),
             HashMap::from([(group, b)]),
         )
     }

@@ -119,7 +119,7 @@ pub struct Judgement {
     /// Per group, how many of its sessions entered its baseline in the
     /// window: with `baselines`, what decides the held oversized_model
     /// findings ([`super::held::GroupNews`]).
-    pub entered: HashMap<String, usize>,
+    pub(crate) entered: FastMap<String, usize>,
 }
 
 impl Judgement {
@@ -462,7 +462,7 @@ impl Verdicts<'_> {
             weak: self.weak,
             weak_drilldowns: self.weak_drilldowns,
             held: self.held_moves,
-            entered: self.entered.into_iter().collect(),
+            entered: self.entered,
         }
     }
 
