@@ -143,6 +143,8 @@ pub struct RetryLoopRule {
     pub input_tolerance_ratio: f64,
     /// Least suspicion for a suspect to be read at all.
     pub suspect_min_suspicion: f64,
+    /// Longest average pause between a suspect's calls (zero: no limit).
+    pub suspect_max_mean_gap: std::time::Duration,
     /// Most suspects drilled into per window, the most suspicious first.
     pub drilldown_budget: usize,
     /// Longest pause between the starts of two calls of a run of resends.

@@ -6,7 +6,9 @@
 //! decides. Three tests nominate outright: far more calls than the group's
 //! robust baseline, many failed calls, or (with too little history) the
 //! rule's absolute count. Every other session with enough calls is a
-//! suspect, ranked by what its aggregates reveal cheaply (calls above the
+//! suspect if its calls average at most `suspect_max_mean_gap_seconds`
+//! apart (a loop resends within seconds; a conversation waits for its
+//! user), ranked by what its aggregates reveal cheaply (calls above the
 //! group's median in robust units, a loop's pace, the share of failed
 //! calls); those at least `suspect_min_suspicion` are read, the most
 //! suspicious first, within the rule's per-window `drilldown_budget`, so a
@@ -106,10 +108,28 @@ pub fn trigger(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> O
     if s.requests < rule.suspect_min_identical_run {
         return None;
     }
+    // Calls that average more than the rule's pause apart: a conversation
+    // paced by its user or its tools. A loop inside it would have to be a
+    // small part of a long, slow session; the outlier and error tests
+    // above still see it when it adds enough calls or failures.
+    let max_gap = rule.suspect_max_mean_gap.as_secs_f64();
+    if max_gap > 0.0 && mean_gap_secs(s) > max_gap {
+        return None;
+    }
     // Nothing in its aggregates stands out (a typical call count, calls
     // spread out, no failures): an ordinary long session, not worth a read.
     let t = suspect(s, stats, rule);
     (t.suspicion()? >= rule.suspect_min_suspicion).then_some(t)
+}
+
+/// Seconds between the starts of the session's calls, on average
+/// (infinite for a single call).
+fn mean_gap_secs(s: &SessionRecord) -> f64 {
+    if s.requests < 2 {
+        return f64::INFINITY;
+    }
+    let span = (s.last_request_at - s.first_request_at).num_milliseconds() as f64 / 1000.0;
+    span.max(0.0) / (s.requests as f64 - 1.0)
 }
 
 /// Ranks a session that no test nominated by what its aggregates reveal:
@@ -121,11 +141,7 @@ pub fn suspect(s: &SessionRecord, stats: &GroupStats, rule: &RetryLoopRule) -> T
     let z = robust_z(s, stats);
     let calls = s.requests.max(1) as f64;
     let span = (s.last_request_at - s.first_request_at).num_milliseconds() as f64 / 1000.0;
-    let gap = if s.requests > 1 {
-        span.max(0.0) / (calls - 1.0)
-    } else {
-        f64::INFINITY
-    };
+    let gap = mean_gap_secs(s);
     let max_gap = rule.max_run_gap.as_secs_f64().max(1.0);
     let pace = ((max_gap / gap.max(0.01)).ln() / 10f64.ln()).clamp(0.0, 1.0);
     let error_share = (s.errors as f64 / calls).min(1.0);

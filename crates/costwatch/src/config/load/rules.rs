@@ -407,6 +407,7 @@ impl RawRule for RawRetryLoopRule {
             input_tolerance_tokens: self.input_tolerance_tokens,
             input_tolerance_ratio: self.input_tolerance_ratio,
             suspect_min_suspicion: self.suspect_min_suspicion,
+            suspect_max_mean_gap: Duration::from_secs(self.suspect_max_mean_gap_seconds),
             drilldown_budget: to_usize(self.drilldown_budget),
             max_run_gap: Duration::from_secs(self.max_run_gap_seconds),
             min_error_burst: self.min_error_burst,

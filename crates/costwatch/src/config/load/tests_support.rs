@@ -106,6 +106,7 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_identical_run: 5,
             suspect_min_identical_run: 7,
             suspect_min_suspicion: 1.0,
+            suspect_max_mean_gap: std::time::Duration::from_secs(10),
             input_tolerance_tokens: 32,
             input_tolerance_ratio: 0.0,
             drilldown_budget: 100,

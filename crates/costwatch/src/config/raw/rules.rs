@@ -265,6 +265,11 @@ pub(crate) struct RawRetryLoopRule {
     /// suspect to be read at all.
     #[serde(default = "retry_suspect_min_suspicion")]
     pub suspect_min_suspicion: f64,
+    /// Longest average pause, in seconds between the starts of a session's
+    /// calls (its span over its calls less one), for it to be a suspect at
+    /// all: a loop resends seconds apart. 0 reads suspects at any pace.
+    #[serde(default = "retry_suspect_max_mean_gap_seconds")]
+    pub suspect_max_mean_gap_seconds: u64,
     /// Most suspects of this rule (sessions of at least
     /// `suspect_min_identical_run` calls that the outlier, error and
     /// cold-start tests did not nominate, with a suspicion of at least
@@ -386,6 +391,9 @@ fn retry_input_tolerance_ratio() -> f64 {
 }
 fn retry_suspect_min_suspicion() -> f64 {
     1.0
+}
+fn retry_suspect_max_mean_gap_seconds() -> u64 {
+    10
 }
 fn retry_drilldown_budget() -> u64 {
     100

@@ -561,10 +561,12 @@ fn findings_of_thin_groups_say_cold_start() {
 
 #[test]
 fn suspects_are_read_most_suspicious_first_within_the_budget() {
-    // Three suspects in the wide group: the validation loop (12 calls),
-    // a cycle (12 calls, faster) and a healthy long run (25 calls, slow);
-    // and an ordinary session (8 calls, a usual count, 70 s apart) below
-    // the suspicion floor.
+    // Three suspects in the wide group when suspects are read at any
+    // pace: the validation loop (12 calls), a cycle (12 calls, faster) and
+    // a healthy long run (25 calls, a minute apart); and an ordinary
+    // session (8 calls, a usual count, 70 s apart) below the suspicion
+    // floor. With the shipped pace limit (10 s on average) only the first
+    // two are suspects.
     let validation = agent_rows("validation", 2, &[2_300; 10]);
     let ordinary: Vec<(i64, &str, u64, u64, bool)> = (0..8)
         .map(|t| (70 * t, LUNA, 1_500 + 400 * t as u64, 0, false))
@@ -600,7 +602,8 @@ fn suspects_are_read_most_suspicious_first_within_the_budget() {
         }
         last.unwrap()
     };
-    let judge = |budget: usize| judge_with(budget, "");
+    let any_pace = "    suspect_max_mean_gap_seconds: 0\n";
+    let judge = |budget: usize| judge_with(budget, any_pace);
     let suspects = |j: &Judgement| -> Vec<String> {
         j.drilldowns
             .iter()
@@ -631,11 +634,22 @@ fn suspects_are_read_most_suspicious_first_within_the_budget() {
     assert!(suspects(&none).is_empty());
 
     // Without the floor the ordinary session is read too, last.
-    let every = judge_with(100, "    suspect_min_suspicion: -1000\n");
+    let every = judge_with(
+        100,
+        &format!("    suspect_min_suspicion: -1000\n{any_pace}"),
+    );
     let read_every = suspects(&every);
     assert_eq!(read_every.len(), 4, "{read_every:?}");
     assert_eq!(read_every[3], "ordinary", "{read_every:?}");
     assert!(!read.contains(&"ordinary".to_owned()), "{read:?}");
+
+    // The shipped pace limit: the sessions whose calls wait a minute or more
+    // are not read, whatever their suspicion, and are not counted skipped.
+    let paced = judge_with(100, "    suspect_min_suspicion: -1000\n");
+    let mut read_paced = suspects(&paced);
+    read_paced.sort();
+    assert_eq!(read_paced, vec!["fast", "validation"], "{read_paced:?}");
+    assert_eq!(paced.drilldowns_skipped, 0);
 }
 
 /// The calls of `agent-4ac9147498dc` (adversarial family, seed 101), an
