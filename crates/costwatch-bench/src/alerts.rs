@@ -69,6 +69,31 @@ pub fn tally(
     incidents: &BTreeMap<Kind, Vec<BTreeSet<String>>>,
     policy: &AlertPolicy,
 ) -> BTreeMap<Kind, AlertTally> {
+    replay(findings, windows, truth, incidents, policy).tally
+}
+
+/// What [`replay`] found: the counts, and which incidents and episodes
+/// they count.
+#[derive(Debug, Clone, Default)]
+pub struct Replayed {
+    /// Alerts, false alerts, episodes and missed incidents per kind.
+    pub tally: BTreeMap<Kind, AlertTally>,
+    /// Per kind, the real incidents no alert told of (their sessions).
+    pub missed: BTreeMap<Kind, Vec<BTreeSet<String>>>,
+    /// Per kind, the episodes that alerted without a truly wasteful
+    /// session (their sessions, in the order they were found).
+    pub false_episodes: BTreeMap<Kind, Vec<Vec<String>>>,
+}
+
+/// [`tally`], keeping which real incidents were missed and which
+/// episodes alerted falsely.
+pub fn replay(
+    findings: &[Finding],
+    windows: &[Window],
+    truth: &BTreeMap<String, BTreeSet<String>>,
+    incidents: &BTreeMap<Kind, Vec<BTreeSet<String>>>,
+    policy: &AlertPolicy,
+) -> Replayed {
     let mut by_window: HashMap<DateTime<Utc>, Vec<&Finding>> = HashMap::new();
     for f in findings {
         by_window.entry(f.window.start).or_default().push(f);
@@ -163,23 +188,40 @@ pub fn tally(
         }
     }
     let mut told: BTreeMap<Kind, BTreeSet<&str>> = BTreeMap::new();
+    let mut false_episodes: BTreeMap<Kind, Vec<Vec<String>>> = BTreeMap::new();
     for e in closed.iter().chain(open.values()).filter(|e| e.alerted) {
         told.entry(e.kind)
             .or_default()
             .extend(e.sessions.iter().map(String::as_str));
+        if !e.has_true {
+            false_episodes
+                .entry(e.kind)
+                .or_default()
+                .push(e.sessions.clone());
+        }
     }
+    let mut missed: BTreeMap<Kind, Vec<BTreeSet<String>>> = BTreeMap::new();
     for (kind, list) in incidents {
         let told = told.get(kind);
-        out.entry(*kind).or_default().missed_incidents = list
+        let untold: Vec<BTreeSet<String>> = list
             .iter()
             .filter(|sessions| {
                 !sessions
                     .iter()
                     .any(|s| told.is_some_and(|t| t.contains(s.as_str())))
             })
-            .count();
+            .cloned()
+            .collect();
+        out.entry(*kind).or_default().missed_incidents = untold.len();
+        if !untold.is_empty() {
+            missed.insert(*kind, untold);
+        }
     }
-    out
+    Replayed {
+        tally: out,
+        missed,
+        false_episodes,
+    }
 }
 
 /// Real incidents per kind, each as its sessions: the dataset's wasteful
@@ -344,9 +386,15 @@ mod tests {
             finding(Kind::NoCache, "z", "feature=y", 0),
             finding(Kind::NoCache, "y", "feature=y", 30),
         ];
-        let out = tally(&f, &ws, &truth(&["a"]), &none(), &default_policy());
-        assert_eq!(out[&Kind::NoCache].alerts, 2);
-        assert_eq!(out[&Kind::NoCache].false_alerts, 1);
+        let out = replay(&f, &ws, &truth(&["a"]), &none(), &default_policy());
+        assert_eq!(out.tally[&Kind::NoCache].alerts, 2);
+        assert_eq!(out.tally[&Kind::NoCache].false_alerts, 1);
+        // The false episode is the one of group y, with both its sessions.
+        assert_eq!(
+            out.false_episodes.get(&Kind::NoCache),
+            Some(&vec![vec!["z".to_string(), "y".to_string()]])
+        );
+        assert!(out.missed.is_empty());
     }
 
     #[test]
@@ -382,18 +430,21 @@ mod tests {
             min_sessions: 2,
             ..default_policy()
         };
-        let out = tally(&f, &ws, &truth(&["a", "b", "c", "d"]), &incidents, &floor);
-        assert_eq!(out[&Kind::NoCache].alerts, 1);
-        assert_eq!(out[&Kind::NoCache].missed_incidents, 2);
+        let out = replay(&f, &ws, &truth(&["a", "b", "c", "d"]), &incidents, &floor);
+        assert_eq!(out.tally[&Kind::NoCache].alerts, 1);
+        assert_eq!(out.tally[&Kind::NoCache].missed_incidents, 2);
+        assert_eq!(out.missed[&Kind::NoCache], vec![ids(&["c"]), ids(&["d"])]);
+        assert!(out.false_episodes.is_empty());
         // Without the floor only the incident never found is missed.
-        let out = tally(
+        let out = replay(
             &f,
             &ws,
             &truth(&["a", "b", "c", "d"]),
             &incidents,
             &default_policy(),
         );
-        assert_eq!(out[&Kind::NoCache].missed_incidents, 1);
+        assert_eq!(out.tally[&Kind::NoCache].missed_incidents, 1);
+        assert_eq!(out.missed[&Kind::NoCache], vec![ids(&["c"])]);
     }
 
     #[test]

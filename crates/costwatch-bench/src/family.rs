@@ -19,7 +19,8 @@
 use super::BenchError;
 use super::quality::{self, DatasetRun, Serving};
 use costwatch::detect::Kind;
-use costwatch_sim::scenario::adversarial::{self, Situation};
+use costwatch_sim::Dataset;
+use costwatch_sim::scenario::adversarial::{self, Notes, Situation};
 use costwatch_sim::scenario::{self, ScenarioParams};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -103,6 +104,23 @@ impl Family {
         }
     }
 
+    /// One seed's traffic, with what each session was made to be (the
+    /// adversarial family only).
+    pub fn generate(self, params: &ScenarioParams) -> (Dataset, Option<Notes>) {
+        match self {
+            Family::Base => (scenario::generate(params), None),
+            Family::Adversarial => {
+                let (d, n) = adversarial::generate_with_notes(params);
+                (d, Some(n))
+            }
+        }
+    }
+
+    /// Whether `seed` is one of the family's held-out seeds.
+    pub fn is_held_out(self, seed: u64) -> bool {
+        self.seeds(Split::HeldOut).contains(&seed)
+    }
+
     /// How the family is served unless asked otherwise.
     pub fn serving(self) -> Serving {
         match self {
@@ -164,13 +182,7 @@ pub async fn run_seed(
         ..ScenarioParams::default()
     };
     let serving = serving.unwrap_or(family.serving());
-    let (dataset, notes) = match family {
-        Family::Base => (scenario::generate(&params), None),
-        Family::Adversarial => {
-            let (d, n) = adversarial::generate_with_notes(&params);
-            (d, Some(n))
-        }
-    };
+    let (dataset, notes) = family.generate(&params);
     let truth = dataset.truth.clone();
     let minimums = family.cache_minimums();
     let run = quality::run_dataset(seed, dataset, &params, rules, &minimums, serving).await?;

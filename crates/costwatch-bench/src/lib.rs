@@ -18,6 +18,7 @@ pub mod compact;
 pub mod family;
 pub mod heldout;
 pub mod measure;
+pub mod misses;
 pub mod perf;
 pub mod quality;
 

@@ -3,9 +3,11 @@
 
 use anyhow::{Context, anyhow};
 use clap::{Args, Parser, Subcommand};
+use costwatch::detect::Kind;
 use costwatch_bench::compact::{self, CompactParams, Mix};
 use costwatch_bench::family::{self, Family, FamilyRun, Split};
 use costwatch_bench::heldout::{self, HeldOut};
+use costwatch_bench::misses;
 use costwatch_bench::perf::sweep::{self, SweepOptions};
 use costwatch_bench::perf::{self, PerfOptions};
 use costwatch_bench::quality;
@@ -43,6 +45,33 @@ enum Cmd {
     /// a sweep of window sizes beside the Python reference, the fixed cost
     /// per window, and a 90-day backtest at 5-minute windows.
     Sweep(SweepArgs),
+    /// On tuning seeds only: each truly wasteful session costwatch did not
+    /// flag, each session it flagged wrongly, with their calls, and the
+    /// incidents no alert told of (held-out seeds are refused).
+    Misses(MissesArgs),
+}
+
+#[derive(Debug, Args)]
+struct MissesArgs {
+    /// Scenario family: `base` or `adversarial`.
+    #[arg(long, default_value = "adversarial", value_parser = parse_family)]
+    family: Family,
+    /// Seeds to look into (default: the family's tuning seeds); a held-out
+    /// seed is refused.
+    #[arg(long, value_delimiter = ',')]
+    seeds: Vec<u64>,
+    /// Kinds to show (default: all three).
+    #[arg(long, value_delimiter = ',', value_parser = parse_kind)]
+    kind: Vec<Kind>,
+    /// Simulated days per seed.
+    #[arg(long, default_value_t = 4)]
+    days: u32,
+    /// Calls shown per session.
+    #[arg(long, default_value_t = 20)]
+    max_calls: usize,
+    /// Rules to use.
+    #[arg(long, default_value = "rules")]
+    rules: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -219,6 +248,11 @@ fn parse_family(s: &str) -> Result<Family, String> {
     Family::parse(s).ok_or_else(|| format!("unknown family `{s}` (base or adversarial)"))
 }
 
+fn parse_kind(s: &str) -> Result<Kind, String> {
+    Kind::parse(s)
+        .ok_or_else(|| format!("unknown kind `{s}` (no_cache, oversized_model or retry_loop)"))
+}
+
 fn parse_split(s: &str) -> Result<Split, String> {
     Split::parse(s).ok_or_else(|| format!("unknown split `{s}` (tuning or held-out)"))
 }
@@ -265,7 +299,32 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Perf(a) => perf_cmd(a).await,
         Cmd::Serve(a) => serve_cmd(a).await,
         Cmd::Sweep(a) => sweep_cmd(a).await,
+        Cmd::Misses(a) => misses_cmd(a).await,
     }
+}
+
+async fn misses_cmd(a: MissesArgs) -> anyhow::Result<()> {
+    let seeds = if a.seeds.is_empty() {
+        a.family.seeds(Split::Tuning).to_vec()
+    } else {
+        a.seeds.clone()
+    };
+    misses::refuse_held_out(a.family, &seeds)?;
+    let kinds = if a.kind.is_empty() {
+        Kind::ALL.to_vec()
+    } else {
+        a.kind.clone()
+    };
+    for (i, seed) in seeds.iter().enumerate() {
+        let review = misses::review_seed(a.family, *seed, a.days, &a.rules)
+            .await
+            .with_context(|| format!("{} seed {seed}", a.family.name()))?;
+        if i > 0 {
+            println!();
+        }
+        print!("{}", misses::render(&review, &kinds, a.max_calls));
+    }
+    Ok(())
 }
 
 async fn quality_cmd(a: QualityArgs) -> anyhow::Result<()> {
