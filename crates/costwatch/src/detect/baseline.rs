@@ -351,12 +351,16 @@ impl GroupBaseline {
             premium_tiny_share: 0.0,
             recent_premium_tiny_share: 0.0,
             premium_only_run: 0,
-            usual_model: self
-                .model_calls
-                .iter()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(m, _)| m.clone()),
+            usual_model: self.usual_model().map(str::to_owned),
         }
+    }
+
+    /// The model the group calls most.
+    pub fn usual_model(&self) -> Option<&str> {
+        self.model_calls
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(m, _)| m.as_str())
     }
 }
 

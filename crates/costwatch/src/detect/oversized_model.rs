@@ -14,9 +14,13 @@
 //! Aggregates hide tiny premium calls in two shapes, and those sessions are
 //! judged from their request rows instead ([`may_hide_tiny_premium`],
 //! [`confirm`]): a premium model's calls averaging above tiny although there
-//! are several of them (a big planning call beside tiny ones), and a
-//! session served without a per-model breakdown that cost more than any
-//! model below the premium floor could have charged for its tokens.
+//! are several of them (a big planning call beside tiny ones), whether or
+//! not the session also called a smaller model, and a session served
+//! without a per-model breakdown that cost more than any model below the
+//! premium floor could have charged for its tokens. A session that called
+//! nothing but premium models is read only in a group whose usual model,
+//! learnt from the models its sessions showed, is below the floor: there
+//! the group's design had a smaller home for the sub-task.
 
 use super::{Catalogue, Finding, GroupStats, Kind, ratio, usd};
 use crate::config::OversizedModelRule;
@@ -166,10 +170,12 @@ fn share_of(
 /// Whether the session's aggregates could hide tiny premium calls that only
 /// its request rows show, `floor` being the blended price from which a
 /// model is premium: several calls to a premium model that average above
-/// tiny (one big call can hide tiny ones beside it) in a session that also
-/// called a model below the floor, or, without a per-model breakdown, a
-/// cost above what any model below the floor could have charged for the
-/// session's tokens.
+/// tiny (one big call can hide tiny ones beside it), or, without a
+/// per-model breakdown, a cost above what any model below the floor could
+/// have charged for the session's tokens. A session that called nothing
+/// but premium models passes too: its group's usual model (learnt from the
+/// models its sessions showed, this one among them) decides whether the
+/// sub-tasks had a smaller home ([`usual_if_judged`]).
 pub fn may_hide_tiny_premium(
     s: &SessionRecord,
     cat: &Catalogue,
@@ -182,27 +188,38 @@ pub fn may_hide_tiny_premium(
     if s.by_model.is_empty() {
         return costs_above_the_floor(s, cat, floor);
     }
-    let below = s
-        .by_model
-        .iter()
-        .any(|m| m.requests > 0 && cat.blended(&m.model).is_some_and(|b| b < floor));
-    below
-        && s.by_model.iter().any(|m| {
-            several_above_tiny(m, rule) && cat.blended(&m.model).is_some_and(|b| b >= floor)
-        })
+    several_above_tiny_at_or_above(s, cat, rule, floor)
 }
 
 /// [`may_hide_tiny_premium`] before prices: a session without a per-model
-/// breakdown, or one that called several models, one of them several
-/// times averaging above tiny. Every session passes through it, so it
-/// looks at no price.
+/// breakdown, or one with a model called several times averaging above
+/// tiny. Every session passes through it, so it looks at no price.
 pub fn may_hide_at_any_price(s: &SessionRecord, rule: &OversizedModelRule) -> bool {
     if s.requests == 0 || s.cost_usd <= 0.0 {
         return false;
     }
-    s.by_model.is_empty()
-        || (s.by_model.iter().filter(|m| m.requests > 0).count() >= 2
-            && s.by_model.iter().any(|m| several_above_tiny(m, rule)))
+    s.by_model.is_empty() || s.by_model.iter().any(|m| several_above_tiny(m, rule))
+}
+
+/// Whether a model the session called several times, averaging above tiny,
+/// is priced at `floor` or more. Made before the models in use are all
+/// known against the lowest floor, which no later floor undercuts.
+pub fn several_above_tiny_at_or_above(
+    s: &SessionRecord,
+    cat: &Catalogue,
+    rule: &OversizedModelRule,
+    floor: f64,
+) -> bool {
+    s.by_model
+        .iter()
+        .any(|m| several_above_tiny(m, rule) && cat.blended(&m.model).is_some_and(|b| b >= floor))
+}
+
+/// Whether the session called a model priced below `floor`.
+pub fn calls_below(s: &SessionRecord, cat: &Catalogue, floor: f64) -> bool {
+    s.by_model
+        .iter()
+        .any(|m| m.requests > 0 && cat.blended(&m.model).is_some_and(|b| b < floor))
 }
 
 /// Whether a session without a per-model breakdown cost more than any one

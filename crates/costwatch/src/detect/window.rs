@@ -196,7 +196,14 @@ impl Detector {
     }
 
     /// The cheap test made on every session (`cached_tokens` already capped).
-    fn nominate(&self, s: &SessionRecord, catalogue: &Catalogue) -> Nomination {
+    /// `so_far`: the session's group as this window's sessions before it
+    /// showed it, when they are the only sessions known.
+    fn nominate(
+        &self,
+        s: &SessionRecord,
+        catalogue: &Catalogue,
+        so_far: Option<&GroupBaseline>,
+    ) -> Nomination {
         let os_rule = self.oversized_rule(s);
         let tiny_price = os_rule.map_or(0.0, |r| oversized_model::tiny_call_price(s, catalogue, r));
         let lowest_floor =
@@ -210,15 +217,27 @@ impl Detector {
             oversized: os_rule.is_some_and(|r| {
                 tiny_price > 0.0 && lowest_floor(r).is_some_and(|f| tiny_price >= f)
             }),
-            // Before the models in use are all known: without prices for a
-            // session with a breakdown; without a breakdown, against the
-            // lowest floor, which leaves the fewest models below it.
+            // Before the models in use are all known: against the lowest
+            // floor, which no later floor undercuts (and which leaves the
+            // fewest models below it). A session of premium models alone
+            // is read only where its group's usual model is small, so it
+            // is kept only while the group's sessions so far in this
+            // window call a small model most (or none came yet): a group
+            // whose design is a premium model on big prompts fills no
+            // candidate list.
             oversized_rows: os_rule.is_some_and(|r| {
                 oversized_model::may_hide_at_any_price(s, r)
-                    && (!s.by_model.is_empty()
-                        || lowest_floor(r).is_some_and(|f| {
+                    && lowest_floor(r).is_some_and(|f| {
+                        if s.by_model.is_empty() {
                             oversized_model::costs_above_the_floor(s, catalogue, f)
-                        }))
+                        } else {
+                            oversized_model::several_above_tiny_at_or_above(s, catalogue, r, f)
+                                && (oversized_model::calls_below(s, catalogue, f)
+                                    || so_far.and_then(GroupBaseline::usual_model).is_none_or(
+                                        |m| catalogue.blended(m).is_some_and(|b| b < f),
+                                    ))
+                        }
+                    })
             }),
             retry: self
                 .retry_rule(s)
@@ -264,7 +283,9 @@ impl<'d> WindowAnalysis<'d> {
             }
         }
         write_group_key(&s.labels, &self.det.group_by, &mut self.key);
-        let mut n = self.det.nominate(&s, &self.catalogue);
+        let mut n = self
+            .det
+            .nominate(&s, &self.catalogue, self.fresh.get(&self.key));
 
         // Looked up before inserting, so a known group costs no key copy.
         let b = match self.fresh.get_mut(&self.key) {
@@ -610,7 +631,9 @@ impl Rejudge<'_> {
         // Odd figures were reported on the first read.
         s.cached_tokens = s.cached_tokens.min(s.input_tokens);
         let det = self.verdicts.det;
-        let mut n = det.nominate(&s, &self.verdicts.catalogue);
+        // The baselines are complete: the judgement itself decides which
+        // sessions of a premium model alone are read.
+        let mut n = det.nominate(&s, &self.verdicts.catalogue, None);
         let entered = self.verdicts.window.contains(s.first_request_at);
         if !n.any() && !entered {
             return;

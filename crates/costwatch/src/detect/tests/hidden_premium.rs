@@ -1,8 +1,10 @@
 //! Tiny premium calls the aggregates hide, built from sessions of the
 //! adversarial family: a router whose premium model also takes one big
-//! planning call (the model's calls average above tiny), and a feature the
-//! gateway serves without a per-model breakdown. Both are judged from
-//! their request rows; their look-alikes are not flagged, and sessions the
+//! planning call (the model's calls average above tiny), a feature the
+//! gateway serves without a per-model breakdown, and a session of that
+//! feature that called nothing but the premium model (its one model is
+//! all the gateway's `models` list tells). All are judged from their
+//! request rows; their look-alikes are not flagged, and sessions the
 //! aggregates clear are not read at all.
 
 use super::*;
@@ -117,9 +119,33 @@ fn router_planning(id: &str) -> Vec<RequestRecord> {
     )
 }
 
+/// `fieldops-42dfaa002fe2` (adversarial tuning seed 2026): a Sol planning
+/// call and three tiny steps, all on Sol. Served without a breakdown, its
+/// one model in `models` is the whole session's breakdown.
+fn fieldops_sol_only() -> Vec<RequestRecord> {
+    priced(
+        "fo-sol-only",
+        &[
+            (SOL, 5_387, 277),
+            (SOL, 455, 94),
+            (SOL, 268, 136),
+            (SOL, 438, 101),
+        ],
+    )
+}
+
 /// Four windows of `fieldops` (no breakdown: Luna steps, every other
 /// session with a Sol planning call) and `router` history, then `last`.
+/// No `fieldops` session shows its models, as when the gateway's `models`
+/// list is missing.
 fn history_then(last: Vec<SessionRecord>) -> Vec<Vec<SessionRecord>> {
+    history_showing_models(last, false)
+}
+
+/// [`history_then`]; with `single_model`, a `fieldops` session that called
+/// one model shows it, as the gateway's `models` list does without a
+/// breakdown, so the group's usual model (Luna) is known.
+fn history_showing_models(last: Vec<SessionRecord>, single_model: bool) -> Vec<Vec<SessionRecord>> {
     let mut windows: Vec<Vec<SessionRecord>> = (0..4)
         .map(|w| {
             (0..6)
@@ -133,9 +159,13 @@ fn history_then(last: Vec<SessionRecord>) -> Vec<Vec<SessionRecord>> {
                         r.session_id = format!("fo-plan-{w}-{k}");
                     }
                     let router = router_planning(&format!("rt-{w}-{k}"));
-                    let fo = if k % 2 == 0 { steps } else { plan };
+                    let (fo, shown) = if k % 2 == 0 {
+                        (steps, single_model)
+                    } else {
+                        (plan, false)
+                    };
                     [
-                        total("fieldops", w, &fo, false),
+                        total("fieldops", w, &fo, shown),
                         total("router", w, &router, true),
                     ]
                 })
@@ -164,6 +194,8 @@ pub(super) fn cases() -> Vec<Case> {
         "fo-premium-only",
         &[(SOL, 346, 131), (SOL, 222, 70), (SOL, 542, 61)],
     );
+    let sol_only = fieldops_sol_only();
+    let sol_big = priced("fo-sol-big", &[(SOL, 5_387, 277), (SOL, 3_120, 410)]);
     vec![
         Case {
             name: "tiny premium steps in a session served without a per-model breakdown are found in its rows",
@@ -195,6 +227,29 @@ pub(super) fn cases() -> Vec<Case> {
             rules: None,
             windows: history_then(vec![total("fieldops", 4, &premium_only, false)]),
             requests: vec![("fo-premium-only", premium_only.clone())],
+            expect: vec![],
+        },
+        Case {
+            // The pattern of a group whose habits say premium is
+            // not its design: its sessions' models show Luna as usual.
+            name: "a premium planning call and tiny steps all on the premium model are found in the rows where the group's usual model is small",
+            rules: None,
+            windows: history_showing_models(vec![total("fieldops", 4, &sol_only, true)], true),
+            requests: vec![("fo-sol-only", sol_only.clone())],
+            expect: vec![(Kind::OversizedModel, "fo-sol-only")],
+        },
+        Case {
+            name: "the same premium-only session is not judged where the group's sessions never showed a small model",
+            rules: None,
+            windows: history_then(vec![total("fieldops", 4, &sol_only, true)]),
+            requests: vec![("fo-sol-only", sol_only.clone())],
+            expect: vec![],
+        },
+        Case {
+            name: "big calls only on the premium model, in a group whose usual model is small, are not oversized",
+            rules: None,
+            windows: history_showing_models(vec![total("fieldops", 4, &sol_big, true)], true),
+            requests: vec![("fo-sol-big", sol_big.clone())],
             expect: vec![],
         },
         Case {
@@ -252,6 +307,8 @@ fn only_sessions_whose_aggregates_could_hide_tiny_premium_calls_are_read() {
     );
     let one_big = priced("rt-one", &[(LUNA, 2_751, 273), (SOL, 7_995, 458)]);
     let sol_only = priced("rt-sol-only", &[(SOL, 7_995, 458), (SOL, 437, 14)]);
+    let sol_tiny = priced("rt-sol-tiny", &[(SOL, 437, 14), (SOL, 512, 30)]);
+    let luna_chat = priced("rt-luna", &[(LUNA, 2_751, 273), (LUNA, 2_922, 351)]);
     let last = vec![
         // Cost no model below the premium floor could reach: read.
         total("fieldops", 4, &fieldops_misrouted(), false),
@@ -262,13 +319,18 @@ fn only_sessions_whose_aggregates_could_hide_tiny_premium_calls_are_read() {
         total("router", 4, &router_misrouted(), true),
         // One big Sol call cannot hide a tiny one: not read.
         total("router", 4, &one_big, true),
-        // Only the premium model, however its calls spread: no smaller
-        // model in the session to have done its sub-tasks; not read.
+        // Only the premium model, two calls averaging above tiny, in a
+        // group whose usual model (Luna) is below the floor: read.
         total("router", 4, &sol_only, true),
+        // Only the premium model, tiny on average: the aggregates judge
+        // it, nothing to read.
+        total("router", 4, &sol_tiny, true),
+        // Only Luna, above tiny: no premium model to hide anything.
+        total("router", 4, &luna_chat, true),
     ];
     assert_eq!(
         drilled(history_then(last)),
-        ["fo-misrouted", "fo-plan", "rt-misrouted"]
+        ["fo-misrouted", "fo-plan", "rt-misrouted", "rt-sol-only"]
     );
 }
 
@@ -297,4 +359,38 @@ fn a_finding_from_rows_says_so_and_prices_only_the_tiny_calls() {
         "{}",
         f.impact_usd
     );
+}
+
+#[test]
+fn a_group_whose_design_is_a_premium_model_fills_no_candidate_list() {
+    // Ten sessions of big prompts on Sol (a premium model by design, as a
+    // document-review feature; the second call reads the first's prompt
+    // from the cache) in one window, at most two candidates: only the
+    // first, before the group showed its model, is kept, so the window
+    // need not be read twice.
+    let det = detector(shipped_rules(), 2);
+    let mut a = det.begin(window(0), Catalogue::new(models(), [LUNA]));
+    for k in 0..10 {
+        let rows = priced(
+            &format!("review-{k}"),
+            &[(SOL, 6_000, 400), (SOL, 7_500, 300)],
+        );
+        let mut s = total("review", 0, &rows, true);
+        s.cached_tokens = 6_000;
+        s.by_model[0].cached_tokens = 6_000;
+        a.observe(s);
+    }
+    assert!(!a.overflowed());
+    // In a group whose sessions so far called Luna most, the same shape
+    // may hide a tiny step beside a big one: kept.
+    let mut a = det.begin(window(0), Catalogue::new(models(), [LUNA]));
+    for k in 0..3 {
+        let rows = priced(&format!("fo-{k}"), &[(LUNA, 400, 90), (LUNA, 520, 60)]);
+        a.observe(total("fieldops", 0, &rows, true));
+    }
+    for k in 0..3 {
+        let rows = priced(&format!("fo-sol-{k}"), &[(SOL, 6_000, 400), (SOL, 450, 90)]);
+        a.observe(total("fieldops", 0, &rows, true));
+    }
+    assert!(a.overflowed());
 }
