@@ -523,7 +523,16 @@ impl Verdicts<'_> {
             let run = b.premium_only_run(floor);
             let entered = self.entered.get(group).copied().unwrap_or(0);
             let in_run = entered < self.det.baseline_samples
-                && n.position.is_some_and(|p| p + run >= entered);
+                && match n.position {
+                    Some(p) => p + run >= entered,
+                    // Seen again after the window it entered in: older than
+                    // every session this window brought, so in the run only
+                    // if the run reaches past them, and taken to be in it
+                    // then. (The run may have begun after it: its finding
+                    // is then held or dropped, never sent against the
+                    // group's move.)
+                    None => run > entered,
+                };
             let st = GroupStats {
                 premium_tiny_share: b.premium_tiny_share(floor),
                 recent_premium_tiny_share: b.recent_premium_tiny_share(floor, rule.recent_sessions),

@@ -476,6 +476,38 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![(Kind::OversizedModel, "digest-early")],
         },
         Case {
+            // Adversarial tuning seed 2026's `summarize` move: the group's
+            // fifth Sonnet-only session began a few seconds before its
+            // window's end, and its last calls fell in the next window.
+            // Seen again there, it did not enter that window's baseline;
+            // it is older than every session the window brought (none),
+            // so the run reaching past them holds it, and the move still
+            // clears it.
+            name: "a session of a group's move seen again in the next window is not flagged there",
+            rules: None,
+            windows: add(
+                add(
+                    add(
+                        healthy_history(13, 2),
+                        tiny_sessions("digest", LUNA, 0, 8, 4),
+                    ),
+                    tiny_sessions("digest", SOL, 8, 11, 1),
+                ),
+                [11, 12]
+                    .into_iter()
+                    .map(|w| {
+                        let mut s = session("digest-late", "digest", 11, &[(SOL, 3, 900, 0, 300)]);
+                        s.first_request_at = window(11).end - Duration::seconds(2);
+                        s.last_request_at =
+                            window(w).end.min(window(12).start + Duration::seconds(10));
+                        (w, s)
+                    })
+                    .collect(),
+            ),
+            requests: vec![],
+            expect: vec![],
+        },
+        Case {
             // Tiny premium calls beside the small model are sub-tasks sent
             // to the wrong model, however many sessions in a row do it.
             name: "sessions that also call the small model make no run: every one is flagged",
