@@ -148,6 +148,19 @@ fn tiny_sessions(
         .collect()
 }
 
+/// `windows` windows of healthy history and a `digest` group on Luna (four
+/// sessions a window, windows 0 to 7), one premium-only session a window
+/// in windows `on_sol`: the group's move to Sol.
+fn digest_moving(windows: i64, on_sol: std::ops::Range<i64>) -> Vec<Vec<SessionRecord>> {
+    add(
+        add(
+            healthy_history(windows, 2),
+            tiny_sessions("digest", LUNA, 0, 8, 4),
+        ),
+        tiny_sessions("digest", SOL, on_sol.start, on_sol.end, 1),
+    )
+}
+
 /// `history` with `extra` sessions added to their windows.
 fn add(
     mut history: Vec<Vec<SessionRecord>>,
@@ -418,13 +431,7 @@ pub(super) fn cases() -> Vec<Case> {
             // the move is recognised and the two are dropped.
             name: "a group that moved to a premium model is not flagged, not even for the first sessions of the move",
             rules: None,
-            windows: add(
-                add(
-                    healthy_history(14, 2),
-                    tiny_sessions("digest", LUNA, 0, 8, 4),
-                ),
-                tiny_sessions("digest", SOL, 8, 14, 1),
-            ),
+            windows: digest_moving(14, 8..14),
             requests: vec![],
             expect: vec![],
         },
@@ -435,13 +442,7 @@ pub(super) fn cases() -> Vec<Case> {
             name: "premium-only sessions whose group goes back to its small model stand",
             rules: None,
             windows: add(
-                add(
-                    add(
-                        healthy_history(14, 2),
-                        tiny_sessions("digest", LUNA, 0, 8, 4),
-                    ),
-                    tiny_sessions("digest", SOL, 8, 10, 1),
-                ),
+                digest_moving(14, 8..10),
                 tiny_sessions("digest", LUNA, 10, 14, 1),
             ),
             requests: vec![],
@@ -477,7 +478,7 @@ pub(super) fn cases() -> Vec<Case> {
         },
         Case {
             // Adversarial tuning seed 2026's `summarize` move: the group's
-            // fifth Sonnet-only session began a few seconds before its
+            // fifth Sonnet-only session began moments before its
             // window's end, and its last calls fell in the next window.
             // Seen again there, it did not enter that window's baseline;
             // it is older than every session the window brought (none),
@@ -486,23 +487,19 @@ pub(super) fn cases() -> Vec<Case> {
             name: "a session of a group's move seen again in the next window is not flagged there",
             rules: None,
             windows: add(
-                add(
-                    add(
-                        healthy_history(13, 2),
-                        tiny_sessions("digest", LUNA, 0, 8, 4),
-                    ),
-                    tiny_sessions("digest", SOL, 8, 11, 1),
-                ),
-                [11, 12]
-                    .into_iter()
-                    .map(|w| {
-                        let mut s = session("digest-late", "digest", 11, &[(SOL, 3, 900, 0, 300)]);
-                        s.first_request_at = window(11).end - Duration::seconds(2);
-                        s.last_request_at =
-                            window(w).end.min(window(12).start + Duration::seconds(10));
-                        (w, s)
-                    })
-                    .collect(),
+                digest_moving(13, 8..11),
+                [
+                    (11, window(11).end),
+                    (12, window(12).start + Duration::seconds(10)),
+                ]
+                .into_iter()
+                .map(|(w, last)| {
+                    let mut s = session("digest-late", "digest", 11, &[(SOL, 3, 900, 0, 300)]);
+                    s.first_request_at = window(11).end - Duration::seconds(2);
+                    s.last_request_at = last;
+                    (w, s)
+                })
+                .collect(),
             ),
             requests: vec![],
             expect: vec![],
