@@ -94,6 +94,19 @@ impl PageFetcher {
         what: &str,
         stats: &mut ReadStats,
     ) -> Result<T, SourceError> {
+        self.get_parsed(url, what, stats, |body| wire::parse::<T>(body))
+            .await
+    }
+
+    /// [`PageFetcher::get_json`] with the body parsed by `parse`, which
+    /// names the failing field in its error as `wire::parse` does.
+    pub async fn get_parsed<T>(
+        &self,
+        url: Url,
+        what: &str,
+        stats: &mut ReadStats,
+        parse: fn(&[u8]) -> Result<T, String>,
+    ) -> Result<T, SourceError> {
         let target = Target::path("GET", &url);
         let call = target.to_string();
         let attempt = || async {
@@ -113,7 +126,7 @@ impl PageFetcher {
                     },
                     Attempt::Stop(error) => Attempt::Stop(ReadFailure::Http(error)),
                 })?;
-            wire::parse::<T>(&body).map_err(|message| {
+            parse(&body).map_err(|message| {
                 if damaged(&body) {
                     Attempt::Retry {
                         error: ReadFailure::Damaged { message },

@@ -24,7 +24,6 @@ use crate::clock::Sleeper;
 use crate::config::DEFAULT_MAX_PAGES;
 use crate::secret::Secret;
 use chrono::SecondsFormat;
-use serde::de::DeserializeOwned;
 use std::sync::Arc;
 use url::Url;
 
@@ -109,7 +108,7 @@ impl GatewaySource {
         mut each: F,
     ) -> Result<ReadStats, SourceError>
     where
-        T: wire::Row + DeserializeOwned,
+        T: wire::Row + wire::Scan,
         F: FnMut(T) -> Result<(), SourceError>,
     {
         let mut stats = ReadStats::default();
@@ -132,7 +131,10 @@ impl GatewaySource {
             }
             let url = with_query(endpoint.clone(), &query);
             let what = format!("{path} page {}", stats.pages + 1);
-            let page: Page<T> = self.fetch.get_json(url, &what, &mut stats).await?;
+            let page: Page<T> = self
+                .fetch
+                .get_parsed(url, &what, &mut stats, wire::parse_page::<T>)
+                .await?;
             pages
                 .check(&page.data)
                 .map_err(|e| SourceError::Invalid(format!("{what}: {e}")))?;

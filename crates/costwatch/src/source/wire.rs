@@ -7,8 +7,10 @@
 //! mapped, so the mapping itself cannot fail.
 
 pub(in crate::source) mod check;
+pub(in crate::source) mod scan;
 
 pub(super) use self::check::{Pages, Row, drill_down};
+pub(super) use self::scan::Scan;
 
 use super::{Labels, ModelPrice, ModelUsage, RequestRecord, RequestStatus, SessionRecord};
 use chrono::{DateTime, Utc};
@@ -207,6 +209,21 @@ pub(super) fn parse<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, Stri
         };
         crate::printable::printable(&message).to_string()
     })
+}
+
+/// Parses a listing's page: by the direct reader ([`scan`]) when the page
+/// is in the plain shape, else by [`parse`], which gives the same page or
+/// names the failing field.
+pub(super) fn parse_page<T>(body: &[u8]) -> Result<Page<T>, String>
+where
+    T: Scan + serde::de::DeserializeOwned,
+{
+    if let Ok(text) = std::str::from_utf8(body)
+        && let Some(page) = scan::page(text)
+    {
+        return Ok(page);
+    }
+    parse(body)
 }
 
 /// A page's rows, with room for a full page from the start (the list is not
