@@ -268,7 +268,10 @@ impl Pages {
                 self.limit
             ));
         }
-        let mut ids: HashMap<&str, usize> = HashMap::with_capacity(rows.len());
+        // foldhash, seeded per process like the groups' maps: SipHash was
+        // a sixtieth of a small-window replay's instructions here.
+        let mut ids: HashMap<&str, usize, foldhash::fast::RandomState> =
+            HashMap::with_capacity_and_hasher(rows.len(), Default::default());
         for (i, row) in rows.iter().enumerate() {
             row.check().map_err(|e| format!("data[{i}].{e}"))?;
             if let Some(first) = ids.insert(row.id(), i) {
