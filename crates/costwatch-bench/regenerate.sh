@@ -324,11 +324,12 @@ $sweep
 
 - **CPU per session** is the whole \`costwatch\` process (start-up, the
   catalogue, the state, drill-downs, output) divided by the sessions in
-  the window. Profiles of this build (perf, callgrind) put about 40% of it
-  in parsing each page's JSON into owned session records, about a quarter
-  in the kernel's loopback TCP and wake-ups (one request per 50 sessions,
-  the API's largest page), about a tenth in the HTTP client, and under a
-  tenth in the per-session checks.
+  the window. A profile (perf, 2026-12-04) puts about a quarter of it in
+  reading each page's JSON into owned session records (one pass over the
+  text, \`source/wire/scan.rs\`; serde's derived readers took about a third
+  before it), a little more than a quarter in the kernel's loopback TCP and
+  wake-ups (one request per 50 sessions, the API's largest page), about a
+  tenth in the HTTP client, and about a tenth in the per-session checks.
 - **Noise.** On the 2-core virtual machine these figures were first
   produced on, the same build measured between 2.6 and 3.5 us per session
   in runs an hour apart, most of the difference in system time (the
@@ -423,10 +424,15 @@ $sweep
   alone needs about 460 ns to skip a request row of 360 bytes and about
   780 ns to read it into owned strings (a microbenchmark on this
   machine).
-- **The per-session path**: callgrind counts about 30k instructions a
-  session in the 6-hour replay, 44% of them parsing pages (about 13k a
-  session row of about 460 bytes; glibc's allocator, mostly for the rows'
-  strings, labels and models, was a fifth of the whole run), 20% judging.
+- **The per-session path**: callgrind counts about 22k instructions a
+  session row in the 6-hour replay (25,809 rows), 46% of them reading
+  pages: about 8.3k a session row of about 460 bytes, most of it finding
+  where strings end and copying the rows' strings, labels and models into
+  their own allocations. The one-pass reader of 2026-12-04 took the pages'
+  share from 326M to 264M instructions, 10.6% fewer for the whole 6-hour
+  replay and 10.1% fewer at 15 minutes (both builds in one sitting,
+  findings byte-identical); it hands any page outside the plain shape to
+  serde_json, which names a failing field as before.
   Since the figures of 2026-12-01, foldhash replaced SipHash in the maps
   looked up for every session (catalogue, groups: 2.4% fewer
   instructions), the backtest writes a window's rows in one call (1.5%),
