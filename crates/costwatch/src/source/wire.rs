@@ -545,6 +545,36 @@ mod tests {
     }
 
     #[test]
+    fn a_listing_page_reads_the_same_whichever_reader_takes_it() {
+        let plain = br#"{"data":[{"session_id":"a","requests":2,"input_tokens":5,"cost_usd":0.25,
+            "labels":{"feature":"faq"}}],"next_cursor":"c2"}"#;
+        // The escape sends the page to serde; it reads the same row.
+        let escaped =
+            br#"{"data":[{"session_id":"\u0061","requests":2,"input_tokens":5,"cost_usd":0.25,
+            "labels":{"feature":"faq"}}],"next_cursor":"c2"}"#;
+        assert!(scan::page::<WireSession>(std::str::from_utf8(plain).unwrap()).is_some());
+        assert!(scan::page::<WireSession>(std::str::from_utf8(escaped).unwrap()).is_none());
+        for body in [&plain[..], &escaped[..]] {
+            let page = parse_page::<WireSession>(body).unwrap();
+            assert_eq!(
+                format!("{page:?}"),
+                format!("{:?}", parse::<Page<WireSession>>(plain).unwrap())
+            );
+        }
+        // A failing page is named by serde, whichever reader saw it first.
+        let bad = br#"{"data":[{"session_id":"a","requests":2,"input_tokens":5}]}"#;
+        assert_eq!(
+            parse_page::<WireSession>(bad).err(),
+            parse::<Page<WireSession>>(bad).err()
+        );
+        let err = parse_page::<WireSession>(bad).err().unwrap_or_default();
+        assert!(
+            err.starts_with("data[0]") && err.contains("cost_usd"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_truncated_page_is_an_error() {
         let body = br#"{"data":[{"session_id":"a","requests":2,"input_tok"#;
         assert!(parse::<Page<WireSession>>(body).is_err());
