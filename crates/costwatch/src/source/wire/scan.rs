@@ -2,11 +2,12 @@
 //! session pages and request pages, in the plain shape the reference
 //! gateway sends them.
 //!
-//! serde's derived readers spend most of a session row's parse in visitor
-//! calls and per-key dispatch. This reads the same rows in one pass over the
-//! text: known fields in any order, unknown fields of any JSON value skipped
-//! and checked against JSON's grammar, numbers read exactly as serde_json
-//! reads them.
+//! serde's derived readers go through a visitor for every key and value;
+//! they were about a third of the CPU of reading a million-session window
+//! (BENCHMARKS.md, "Reading the figures"). This reads the same rows in one
+//! pass over the text: known fields in any order, unknown fields of any
+//! JSON value skipped and checked against JSON's grammar, numbers read
+//! exactly as serde_json reads them.
 //!
 //! It reads the plain shape only. A string with an escape, a duplicate or
 //! missing field, a value of another type, nesting deeper than
