@@ -267,24 +267,11 @@ fn by_model_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ModelUsag
         ) -> Result<Self::Value, A::Error> {
             let mut out: Vec<ModelUsage> = Vec::with_capacity(map.size_hint().unwrap_or(1));
             while let Some((model, u)) = map.next_entry::<String, WireModelUsage>()? {
-                let usage = ModelUsage {
-                    model,
-                    requests: u.requests,
-                    input_tokens: u.input_tokens,
-                    cached_tokens: u.cached_tokens,
-                    output_tokens: u.output_tokens,
-                    cost_usd: u.cost_usd,
-                };
-                let full = out.len() == check::MAX_MODELS_PER_SESSION;
-                match out.iter_mut().find(|m| m.model == usage.model) {
-                    Some(slot) => *slot = usage,
-                    None if full => {
-                        return Err(serde::de::Error::custom(format_args!(
-                            "more than {} models, the limit",
-                            check::MAX_MODELS_PER_SESSION
-                        )));
-                    }
-                    None => out.push(usage),
+                if !add_usage(&mut out, u.of(model)) {
+                    return Err(serde::de::Error::custom(format_args!(
+                        "more than {} models, the limit",
+                        check::MAX_MODELS_PER_SESSION
+                    )));
                 }
             }
             out.sort_by(|a, b| a.model.cmp(&b.model));
@@ -292,6 +279,33 @@ fn by_model_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ModelUsag
         }
     }
     d.deserialize_map(V)
+}
+
+impl WireModelUsage {
+    /// The usage as the record holds it, under its model's name.
+    fn of(self, model: String) -> ModelUsage {
+        ModelUsage {
+            model,
+            requests: self.requests,
+            input_tokens: self.input_tokens,
+            cached_tokens: self.cached_tokens,
+            output_tokens: self.output_tokens,
+            cost_usd: self.cost_usd,
+        }
+    }
+}
+
+/// Adds one model's usage to a session's `by_model` list, both readers'
+/// way: a repeated model replaces its entry. `false` when a new model would
+/// pass [`check::MAX_MODELS_PER_SESSION`].
+fn add_usage(out: &mut Vec<ModelUsage>, usage: ModelUsage) -> bool {
+    let full = out.len() == check::MAX_MODELS_PER_SESSION;
+    match out.iter_mut().find(|m| m.model == usage.model) {
+        Some(slot) => *slot = usage,
+        None if full => return false,
+        None => out.push(usage),
+    }
+    true
 }
 
 /// Of `models`, only what the mapping needs: how many, and the first.

@@ -17,7 +17,7 @@
 //! gives exactly the page serde gives or steps aside (checked against serde
 //! on generated and corrupted pages in `scan/tests.rs`).
 
-use super::{ModelNames, ModelUsage, Page, WireModelUsage, WireRequest, WireSession, check};
+use super::{ModelNames, ModelUsage, Page, WireModelUsage, WireRequest, WireSession, add_usage};
 use crate::domain::Labels;
 use crate::source::RequestStatus;
 use chrono::{DateTime, FixedOffset, Utc};
@@ -410,27 +410,12 @@ fn model_names(s: &mut Scanner<'_>) -> Option<ModelNames> {
 }
 
 /// `by_model` as [`super::by_model_list`] reads it: a repeated model keeps
-/// its last entry, sorted by model name, at most
-/// [`check::MAX_MODELS_PER_SESSION`] models.
+/// its last entry ([`add_usage`]), sorted by model name.
 fn by_model_list(s: &mut Scanner<'_>) -> Option<Vec<ModelUsage>> {
     let mut out: Vec<ModelUsage> = Vec::with_capacity(1);
     s.object(|s, model| {
-        let u = WireModelUsage::scan(s)?;
-        let usage = ModelUsage {
-            model: model.to_owned(),
-            requests: u.requests,
-            input_tokens: u.input_tokens,
-            cached_tokens: u.cached_tokens,
-            output_tokens: u.output_tokens,
-            cost_usd: u.cost_usd,
-        };
-        let full = out.len() == check::MAX_MODELS_PER_SESSION;
-        match out.iter_mut().find(|m| m.model == usage.model) {
-            Some(slot) => *slot = usage,
-            None if full => return None,
-            None => out.push(usage),
-        }
-        Some(())
+        let usage = WireModelUsage::scan(s)?.of(model.to_owned());
+        add_usage(&mut out, usage).then_some(())
     })?;
     out.sort_by(|a, b| a.model.cmp(&b.model));
     Some(out)
