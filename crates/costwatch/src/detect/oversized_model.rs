@@ -202,9 +202,8 @@ pub fn may_hide_at_any_price(s: &SessionRecord, rule: &OversizedModelRule) -> bo
 }
 
 /// Whether a model the session called several times, averaging above tiny,
-/// is priced at `floor` or more. Made before the models in use are all
-/// known against the lowest floor, which no later floor undercuts.
-pub fn several_above_tiny_at_or_above(
+/// is priced at `floor` or more.
+fn several_above_tiny_at_or_above(
     s: &SessionRecord,
     cat: &Catalogue,
     rule: &OversizedModelRule,

@@ -226,18 +226,14 @@ impl Detector {
             // whose design is a premium model on big prompts fills no
             // candidate list.
             oversized_rows: os_rule.is_some_and(|r| {
-                oversized_model::may_hide_at_any_price(s, r)
-                    && lowest_floor(r).is_some_and(|f| {
-                        if s.by_model.is_empty() {
-                            oversized_model::costs_above_the_floor(s, catalogue, f)
-                        } else {
-                            oversized_model::several_above_tiny_at_or_above(s, catalogue, r, f)
-                                && (oversized_model::calls_below(s, catalogue, f)
-                                    || so_far.and_then(GroupBaseline::usual_model).is_none_or(
-                                        |m| catalogue.blended(m).is_some_and(|b| b < f),
-                                    ))
-                        }
-                    })
+                lowest_floor(r).is_some_and(|f| {
+                    oversized_model::may_hide_tiny_premium(s, catalogue, r, f)
+                        && (s.by_model.is_empty()
+                            || oversized_model::calls_below(s, catalogue, f)
+                            || so_far
+                                .and_then(GroupBaseline::usual_model)
+                                .is_none_or(|m| catalogue.blended(m).is_some_and(|b| b < f)))
+                })
             }),
             retry: self
                 .retry_rule(s)
