@@ -426,8 +426,8 @@ $sweep
   machine).
 - **The per-session path**: callgrind counts about 22k instructions a
   session row in the 6-hour replay (25,809 rows), 46% of them reading
-  pages: about 8.3k a session row of about 460 bytes, most of it finding
-  where strings end and copying the rows' strings, labels and models into
+  pages: about 8.3k a session row of about 460 bytes, about half of it in
+  finding where strings end and copying the rows' strings, labels and models into
   their own allocations. The one-pass reader of 2026-12-04 took the pages'
   share from 326M to 264M instructions, 10.6% fewer for the whole 6-hour
   replay and 10.1% fewer at 15 minutes (both builds in one sitting,
