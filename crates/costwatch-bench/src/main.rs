@@ -43,7 +43,8 @@ enum Cmd {
     Serve(ServeArgs),
     /// Whole-process CPU of `costwatch backtest` over many small windows:
     /// a sweep of window sizes beside the Python reference, the fixed cost
-    /// per window, and a 90-day backtest at 5-minute windows.
+    /// per window (a slope, and empty windows with each kind of state),
+    /// and a 90-day backtest at 5-minute windows.
     Sweep(SweepArgs),
     /// On tuning seeds only: each truly wasteful session costwatch did not
     /// flag, each session it flagged wrongly, with their calls, and the
@@ -95,6 +96,10 @@ struct SweepArgs {
     /// Window size of the long backtest.
     #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
     long_window: Duration,
+    /// Days of the longer range of empty windows (the shorter is one day),
+    /// read with the smallest window size; 0 or 1 skips them.
+    #[arg(long, default_value_t = 8)]
+    empty_days: u32,
     /// Dataset seed.
     #[arg(long, default_value_t = 7)]
     seed: u64,
@@ -471,6 +476,7 @@ async fn sweep_cmd(a: SweepArgs) -> anyhow::Result<()> {
         long_days: a.long_days,
         long_per_day: a.long_per_day,
         long_window: a.long_window,
+        empty_days: a.empty_days,
         seed: a.seed,
         runs: a.runs.max(1),
         costwatch: p.costwatch,

@@ -6,7 +6,10 @@
 //! size of the sweep, and `crates/costwatch-bench/reference.py --window`
 //! reads it the same way; both run under `/usr/bin/time -v`. At equal
 //! sessions, the least-squares slope of costwatch's CPU over the number of
-//! windows is its fixed cost per window. A long backtest (90 days at
+//! windows is its fixed cost per window, with the sessions read again in
+//! each window they are active in. Empty windows (a range after the served
+//! days) give what a window costs whatever its sessions, with the
+//! in-memory state and with a SQLite file. A long backtest (90 days at
 //! 5-minute windows by default) is measured on its own.
 
 use super::{Served, config_yaml, rfc, serve_with};
@@ -33,6 +36,9 @@ pub struct SweepOptions {
     pub long_per_day: u32,
     /// Window size of the long backtest.
     pub long_window: Duration,
+    /// Days of the longer empty range (the shorter is one day); 0 skips
+    /// the empty windows.
+    pub empty_days: u32,
     /// Scenario seed.
     pub seed: u64,
     /// Runs of each measured command.
@@ -142,6 +148,59 @@ pub struct LongRun {
     pub runs: Vec<TimeReport>,
 }
 
+/// Where a backtest keeps its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// The default throwaway state in process memory.
+    Memory,
+    /// A new SQLite file (`--state sqlite://...`): each window runs the
+    /// daemon's statements and commits, as `costwatch run` does.
+    SqliteFile,
+}
+
+impl State {
+    fn label(self) -> &'static str {
+        match self {
+            State::Memory => "in memory (the default)",
+            State::SqliteFile => "SQLite file (as the daemon)",
+        }
+    }
+
+    fn short_name(self) -> &'static str {
+        match self {
+            State::Memory => "memory",
+            State::SqliteFile => "sqlite",
+        }
+    }
+}
+
+/// Backtests over ranges where the gateway lists no session: what a window
+/// costs whatever its sessions (its listing request, its commit).
+#[derive(Debug, Clone)]
+pub struct EmptyWindows {
+    /// Where the backtests kept their state.
+    pub state: State,
+    /// The window size.
+    pub window: Duration,
+    /// Days of the longer range (the shorter is one day).
+    pub long_days: u32,
+    /// Windows of the shorter range, and its runs.
+    pub short: (usize, Vec<TimeReport>),
+    /// Windows of the longer range, and its runs.
+    pub long: (usize, Vec<TimeReport>),
+}
+
+impl EmptyWindows {
+    /// Milliseconds of CPU per window: the difference of the two ranges'
+    /// median CPU over the difference of their window counts, so that
+    /// start-up cancels out. `None` when the counts are equal.
+    pub fn ms_per_window(&self) -> Option<f64> {
+        let windows = self.long.0 as f64 - self.short.0 as f64;
+        (windows > 0.0)
+            .then(|| (median_cpu(&self.long.1) - median_cpu(&self.short.1)) * 1e3 / windows)
+    }
+}
+
 /// Everything the sweep measured.
 #[derive(Debug, Clone)]
 pub struct SweepReport {
@@ -155,6 +214,8 @@ pub struct SweepReport {
     pub points: Vec<SweepPoint>,
     /// The long backtest, if run.
     pub long: Option<LongRun>,
+    /// Empty windows, with each kind of state (none when skipped).
+    pub empty: Vec<EmptyWindows>,
 }
 
 impl SweepReport {
@@ -216,6 +277,7 @@ fn backtests(
     name: &str,
     (from, to): (DateTime<Utc>, DateTime<Utc>),
     window: Duration,
+    state: State,
     progress: &mut impl FnMut(&str),
 ) -> Result<(Vec<TimeReport>, usize), BenchError> {
     let dir = opts.workdir.join(name);
@@ -225,7 +287,7 @@ fn backtests(
     let yaml = config_yaml(&served.url, &opts.rules, &dir.join("unused.db"), "")
         .replace("size: 1h", &format!("size: {size}"));
     std::fs::write(&config, yaml).map_err(|e| BenchError::setup("config", e))?;
-    let args: Vec<String> = vec![
+    let mut args: Vec<String> = vec![
         "backtest".into(),
         "--config".into(),
         config.display().to_string(),
@@ -236,10 +298,27 @@ fn backtests(
         "--format".into(),
         "jsonl".into(),
     ];
+    let db = dir.join("state.db");
+    if state == State::SqliteFile {
+        args.push("--state".into());
+        args.push(format!("sqlite://{}", db.display()));
+    }
     let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
     let mut runs = Vec::new();
     let mut findings = 0;
     for i in 0..opts.runs {
+        if state == State::SqliteFile {
+            // Each run starts from an empty database, as the first.
+            for suffix in ["", "-wal", "-shm"] {
+                let f = PathBuf::from(format!("{}{suffix}", db.display()));
+                match std::fs::remove_file(&f) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(BenchError::setup("old state database", e));
+                    }
+                    _ => {}
+                }
+            }
+        }
         let out = dir.join(format!("findings-{i}.jsonl"));
         let r = measure::timed(
             &opts.costwatch,
@@ -320,6 +399,7 @@ pub fn run(opts: &SweepOptions, mut progress: impl FnMut(&str)) -> Result<SweepR
         requests: served.requests,
         points: Vec::new(),
         long: None,
+        empty: Vec::new(),
     };
     for &window in &opts.windows {
         let label = humantime::format_duration(window).to_string();
@@ -329,6 +409,7 @@ pub fn run(opts: &SweepOptions, mut progress: impl FnMut(&str)) -> Result<SweepR
             &format!("sweep-{label}"),
             span,
             window,
+            State::Memory,
             &mut progress,
         )?;
         let python = match &opts.python {
@@ -351,6 +432,38 @@ pub fn run(opts: &SweepOptions, mut progress: impl FnMut(&str)) -> Result<SweepR
             python,
         });
     }
+    if let Some(&window) = opts.windows.iter().min()
+        && opts.empty_days > 1
+    {
+        // A week after the served days, where every listing is empty.
+        let from = span.1 + chrono::Duration::days(7);
+        let range = |days: u32| (from, from + chrono::Duration::days(i64::from(days)));
+        for state in [State::Memory, State::SqliteFile] {
+            let mut measure = |days: u32| {
+                let (from, to) = range(days);
+                let name = format!("empty-{}-{days}d", state.short_name());
+                backtests(
+                    opts,
+                    &served,
+                    &name,
+                    (from, to),
+                    window,
+                    state,
+                    &mut progress,
+                )
+                .map(|(runs, _)| (windows_in(from, to, window), runs))
+            };
+            let short = measure(1)?;
+            let long = measure(opts.empty_days)?;
+            report.empty.push(EmptyWindows {
+                state,
+                window,
+                long_days: opts.empty_days,
+                short,
+                long,
+            });
+        }
+    }
     drop(served);
     if opts.long_days > 0 {
         progress(&format!(
@@ -363,7 +476,15 @@ pub fn run(opts: &SweepOptions, mut progress: impl FnMut(&str)) -> Result<SweepR
             served.url, served.sessions, served.generate_secs
         ));
         let span = range(opts, opts.long_days);
-        let (runs, _) = backtests(opts, &served, "long", span, opts.long_window, &mut progress)?;
+        let (runs, _) = backtests(
+            opts,
+            &served,
+            "long",
+            span,
+            opts.long_window,
+            State::Memory,
+            &mut progress,
+        )?;
         report.long = Some(LongRun {
             days: opts.long_days,
             window: opts.long_window,
@@ -435,6 +556,42 @@ pub fn render_report(r: &SweepReport, markdown: bool) -> String {
             intercept
         ));
     }
+    if let Some(first) = r.empty.first() {
+        out.push_str(&format!(
+            "What a window costs whatever its sessions: backtests over 1 and {} days a week after the served range, where the gateway lists no session, with {} windows; CPU per window is the difference of the two over the difference of their window counts, so start-up cancels out.\n\n",
+            first.long_days,
+            fmt_window(first.window)
+        ));
+        let rows: Vec<Vec<String>> = r
+            .empty
+            .iter()
+            .map(|e| {
+                vec![
+                    e.state.label().to_owned(),
+                    e.short.0.to_string(),
+                    format!("{:.2}", median_cpu(&e.short.1)),
+                    e.long.0.to_string(),
+                    format!("{:.2}", median_cpu(&e.long.1)),
+                    e.ms_per_window()
+                        .map_or_else(|| "-".to_owned(), |ms| format!("{ms:.3}")),
+                ]
+            })
+            .collect();
+        let long = format!("{} days", first.long_days);
+        out.push_str(&render(
+            &[
+                "state",
+                "windows in 1 day",
+                "CPU s",
+                &format!("windows in {long}"),
+                "CPU s",
+                "CPU ms/empty window",
+            ],
+            &rows,
+            markdown,
+        ));
+        out.push('\n');
+    }
     if let Some(l) = &r.long {
         let rows = vec![vec![
             format!(
@@ -504,6 +661,15 @@ pub fn targets(r: &SweepReport) -> Vec<Target> {
             met: slope * 1e3 <= 0.2,
         });
     }
+    for e in &r.empty {
+        if let Some(ms) = e.ms_per_window() {
+            out.push(Target {
+                what: format!("an empty window <= 0.2 ms CPU, state {}", e.state.label()),
+                result: format!("{ms:.3} ms"),
+                met: ms <= 0.2,
+            });
+        }
+    }
     if let Some(l) = &r.long {
         let cpu = median_cpu(&l.runs);
         out.push(Target {
@@ -536,6 +702,61 @@ mod tests {
         assert!((intercept - 1.0).abs() < 1e-9);
         assert!(least_squares(&pts[..1]).is_none());
         assert!(least_squares(&[(3.0, 1.0), (3.0, 2.0)]).is_none());
+    }
+
+    fn cpu(secs: f64) -> TimeReport {
+        TimeReport {
+            user_secs: secs * 0.25,
+            sys_secs: secs * 0.75,
+            ..TimeReport::default()
+        }
+    }
+
+    fn empty(state: State, short: &[f64], long: &[f64]) -> EmptyWindows {
+        EmptyWindows {
+            state,
+            window: Duration::from_secs(300),
+            long_days: 8,
+            short: (288, short.iter().copied().map(cpu).collect()),
+            long: (2304, long.iter().copied().map(cpu).collect()),
+        }
+    }
+
+    #[test]
+    fn an_empty_window_costs_the_difference_of_two_ranges_per_window() {
+        // Start-up (0.02 s) cancels; the medians ignore the outlying runs.
+        let e = empty(State::Memory, &[0.05, 0.5, 0.05], &[0.25, 0.25, 0.01]);
+        let ms = e.ms_per_window().unwrap();
+        assert!((ms - 0.2 * 1e3 / 2016.0).abs() < 1e-9, "{ms}");
+        let same = EmptyWindows {
+            long: (288, vec![cpu(1.0)]),
+            ..e
+        };
+        assert_eq!(same.ms_per_window(), None);
+    }
+
+    #[test]
+    fn each_state_has_its_empty_window_target_and_row() {
+        let report = SweepReport {
+            days: 2,
+            sessions: 0,
+            requests: 0,
+            points: Vec::new(),
+            long: None,
+            empty: vec![
+                empty(State::Memory, &[0.03], &[0.15]),
+                empty(State::SqliteFile, &[0.2], &[1.0]),
+            ],
+        };
+        let t = targets(&report);
+        assert_eq!(t.len(), 2);
+        assert!(t[0].met && t[0].what.contains("in memory"), "{:?}", t[0]);
+        assert_eq!(t[0].result, "0.060 ms");
+        assert!(!t[1].met && t[1].what.contains("SQLite file"), "{:?}", t[1]);
+        assert_eq!(t[1].result, "0.397 ms");
+        let text = render_report(&report, true);
+        assert!(text.contains("backtests over 1 and 8 days"), "{text}");
+        assert!(text.contains("| SQLite file (as the daemon)"), "{text}");
     }
 
     #[test]
