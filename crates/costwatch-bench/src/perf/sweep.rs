@@ -36,8 +36,8 @@ pub struct SweepOptions {
     pub long_per_day: u32,
     /// Window size of the long backtest.
     pub long_window: Duration,
-    /// Days of the longer empty range (the shorter is one day); 0 skips
-    /// the empty windows.
+    /// Days of the longer empty range (the shorter is one day); 0 or 1
+    /// skips the empty windows.
     pub empty_days: u32,
     /// Scenario seed.
     pub seed: u64,
