@@ -193,8 +193,8 @@ pub fn may_hide_tiny_premium(
 
 /// [`may_hide_tiny_premium`] before prices: a session without a per-model
 /// breakdown, or one with a model called several times averaging above
-/// tiny. Every session passes through it, so it looks at no price.
-pub fn may_hide_at_any_price(s: &SessionRecord, rule: &OversizedModelRule) -> bool {
+/// tiny. The nomination asks it of every session, so it looks at no price.
+fn may_hide_at_any_price(s: &SessionRecord, rule: &OversizedModelRule) -> bool {
     if s.requests == 0 || s.cost_usd <= 0.0 {
         return false;
     }
@@ -225,7 +225,7 @@ pub fn calls_below(s: &SessionRecord, cat: &Catalogue, floor: f64) -> bool {
 /// model below `floor` could have charged for its tokens: it called a model
 /// at or above the floor. A lower floor leaves fewer models below it, so
 /// it says so of more sessions.
-pub fn costs_above_the_floor(s: &SessionRecord, cat: &Catalogue, floor: f64) -> bool {
+fn costs_above_the_floor(s: &SessionRecord, cat: &Catalogue, floor: f64) -> bool {
     cat.dearest_cost_below(floor, s.input_tokens, s.output_tokens)
         .is_some_and(|most| s.cost_usd > most + COST_ROUNDING_USD)
 }
