@@ -141,6 +141,12 @@ pub struct RetryLoopRule {
     pub input_tolerance_tokens: u64,
     /// ...or longer by at most this share of the previous prompt.
     pub input_tolerance_ratio: f64,
+    /// Calls whose prompts grow by the same amount, with answers of the
+    /// same size, are resends too (see `detect::retry_loop`).
+    pub steady_growth: bool,
+    /// How far apart two growths, or two answers, may be and still count
+    /// as the same for `steady_growth`.
+    pub growth_tolerance_tokens: u64,
     /// Least suspicion for a suspect to be read at all.
     pub suspect_min_suspicion: f64,
     /// Longest average pause between a suspect's calls (zero: no limit).

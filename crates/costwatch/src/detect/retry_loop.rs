@@ -1,6 +1,8 @@
 //! A session resending the same calls, confirmed at request level by a run
-//! of near-identical calls (or a two-call cycle) close together, or an
-//! unbroken burst of failures.
+//! of near-identical calls (or a two-call cycle) close together, a run of
+//! calls whose prompts grow by the same amount with answers of one size (a
+//! refused tool call asked for again, each resend carrying the last answer
+//! and the error), or an unbroken burst of failures.
 //!
 //! Session aggregates only nominate candidates; the request drill-down
 //! decides. Three tests nominate outright: far more calls than the group's
@@ -163,6 +165,10 @@ pub struct RunEvidence {
     pub longest_run: u64,
     /// 1 when that run repeats the same call, 2 when it cycles between two.
     pub run_cycle: u64,
+    /// For a run whose prompts grow by the same amount on every call (each
+    /// resend carrying the last answer and the error it got), that amount
+    /// in tokens; 0 for a run of repeated prompts.
+    pub run_growth_tokens: u64,
     /// Calls in that run.
     pub run_calls: u64,
     /// Model of that run.
@@ -266,6 +272,66 @@ fn longest_run(
     (best, best_first)
 }
 
+/// Whether `next` grows `prev`'s prompt as `prev` grew `before`'s: the
+/// same model, prompts that grew by the same number of tokens and answers
+/// of the same size (within `growth_tolerance_tokens`; exactly when
+/// `exact`). A resend that carries the last answer and the error it got
+/// grows its prompt by the same amount every time; a healthy agent's step
+/// appends a tool result and an answer of their own sizes.
+fn steady_step(
+    before: &RequestRecord,
+    prev: &RequestRecord,
+    next: &RequestRecord,
+    rule: &RetryLoopRule,
+    exact: bool,
+) -> bool {
+    let tolerance = if exact {
+        0
+    } else {
+        rule.growth_tolerance_tokens
+    };
+    let grew = |a: &RequestRecord, b: &RequestRecord| {
+        b.input_tokens
+            .checked_sub(a.input_tokens)
+            .filter(|d| *d > 0)
+    };
+    let (Some(first), Some(second)) = (grew(before, prev), grew(prev, next)) else {
+        return false;
+    };
+    before.model == prev.model
+        && prev.model == next.model
+        && first.abs_diff(second) <= tolerance
+        && before.output_tokens.abs_diff(prev.output_tokens) <= tolerance
+        && prev.output_tokens.abs_diff(next.output_tokens) <= tolerance
+}
+
+/// The longest stretch of calls whose prompts grow steadily (see
+/// [`steady_step`]), each close to the previous one. Returns `(calls,
+/// index of the run's first call)`; a run holds at least three calls, or
+/// none.
+fn longest_steady_run(
+    requests: &[RequestRecord],
+    rule: &RetryLoopRule,
+    exact: bool,
+    whole_prompts: bool,
+) -> (usize, usize) {
+    let (mut best, mut best_first) = (0usize, 0usize);
+    let mut steps = 0usize;
+    for i in 2..requests.len() {
+        let (before, prev, next) = (&requests[i - 2], &requests[i - 1], &requests[i]);
+        let step = steady_step(before, prev, next, rule, exact)
+            && close(before, prev, rule)
+            && close(prev, next, rule)
+            && !(whole_prompts && (cache_denies(before, prev) || cache_denies(prev, next)));
+        steps = if step { steps + 1 } else { 0 };
+        if steps > 0 && steps + 2 > best {
+            best = steps + 2;
+            best_first = i - steps - 1;
+        }
+    }
+    (best, best_first)
+}
+
 /// Reads the session's calls (in time order) for runs and error streaks.
 /// With `exact`, runs count only prompts of exactly the same size. In a
 /// session that caches whole prompts, a call whose cache read shows a new
@@ -282,12 +348,30 @@ pub fn analyse(requests: &[RequestRecord], rule: &RetryLoopRule, exact: bool) ->
     } else {
         (same, 1)
     };
+    // A run of steadily growing prompts counts its calls as a run of
+    // repeated ones does (the call first sent and each resend), and counts
+    // only when longer.
+    let steady = if rule.steady_growth {
+        longest_steady_run(requests, rule, exact, whole_prompts)
+    } else {
+        (0, 0)
+    };
+    let grows = steady.0 > repeats + 1;
+    let (longest, first, calls, period) = if grows {
+        (steady.0, steady.1, steady.0, 1)
+    } else {
+        (repeats + 1, first, repeats + period, period)
+    };
     if !requests.is_empty() {
-        let run = &requests[first..(first + repeats + period).min(requests.len())];
-        // Counted like consecutive identical calls: the call first sent and
-        // each repeat.
-        ev.longest_run = repeats as u64 + 1;
+        let run = &requests[first..(first + calls).min(requests.len())];
+        ev.longest_run = longest as u64;
         ev.run_cycle = period as u64;
+        if grows {
+            ev.run_growth_tokens = run
+                .get(1)
+                .zip(run.first())
+                .map_or(0, |(b, a)| b.input_tokens.saturating_sub(a.input_tokens));
+        }
         ev.run_calls = run.len() as u64;
         ev.run_model = run.first().map(|q| q.model.clone());
         ev.run_input_tokens = run.first().map_or(0, |q| q.input_tokens);
@@ -362,6 +446,15 @@ pub fn confirm(
             ev.run_input_tokens,
             ev.run_errors
         )
+    } else if looped && ev.run_growth_tokens > 0 {
+        format!(
+            "{} consecutive calls to {} each resending the last with {} more tokens (from {} tokens, {} failed)",
+            ev.longest_run,
+            ev.run_model.as_deref().unwrap_or("?"),
+            ev.run_growth_tokens,
+            ev.run_input_tokens,
+            ev.run_errors
+        )
     } else if looped {
         format!(
             "{} consecutive near-identical calls to {} ({} tokens each, {} failed)",
@@ -392,6 +485,7 @@ pub fn confirm(
             "cold_start": trigger == Trigger::ColdStart,
             "longest_identical_run": ev.longest_run,
             "run_cycle": ev.run_cycle,
+            "run_growth_tokens": ev.run_growth_tokens,
             "run_calls": ev.run_calls,
             "run_model": ev.run_model,
             "run_input_tokens": ev.run_input_tokens,

@@ -115,8 +115,19 @@ fn chat(id: &str, feature: &str, w: i64, turns: u64) -> SessionRecord {
 /// Request rows of a conversation whose prompt grows every turn.
 fn growing_requests(id: &str, turns: u64) -> Vec<RequestRecord> {
     (0..turns)
-        .map(|t| request(id, t, LUNA, 2_000 + 600 * t, RequestStatus::Success))
+        .map(|t| {
+            let mut r = request(id, t, LUNA, 2_000 + 600 * t, RequestStatus::Success);
+            r.output_tokens = answer_tokens(t);
+            r
+        })
         .collect()
+}
+
+/// The size of a healthy session's `t`-th answer: answers differ in size
+/// (a run of answers of one size is a model asking for the same thing
+/// again, see `retry_loop::steady_step`).
+fn answer_tokens(t: u64) -> u64 {
+    20 + (t * 53) % 300
 }
 
 /// Request rows of a loop: the same prompt, mostly failing.

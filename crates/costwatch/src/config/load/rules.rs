@@ -406,6 +406,8 @@ impl RawRule for RawRetryLoopRule {
             suspect_min_identical_run: self.suspect_min_identical_run,
             input_tolerance_tokens: self.input_tolerance_tokens,
             input_tolerance_ratio: self.input_tolerance_ratio,
+            steady_growth: self.steady_growth,
+            growth_tolerance_tokens: self.growth_tolerance_tokens,
             suspect_min_suspicion: self.suspect_min_suspicion,
             suspect_max_mean_gap: Duration::from_secs(self.suspect_max_mean_gap_seconds),
             drilldown_budget: to_usize(self.drilldown_budget),

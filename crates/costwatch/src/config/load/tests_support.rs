@@ -109,6 +109,8 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             suspect_max_mean_gap: std::time::Duration::from_secs(10),
             input_tolerance_tokens: 32,
             input_tolerance_ratio: 0.0,
+            steady_growth: true,
+            growth_tolerance_tokens: 4,
             drilldown_budget: 100,
             max_run_gap: std::time::Duration::from_secs(60),
             min_error_burst: 5,

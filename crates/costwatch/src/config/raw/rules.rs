@@ -260,6 +260,17 @@ pub(crate) struct RawRetryLoopRule {
     #[serde(default = "retry_input_tolerance_ratio")]
     #[schemars(range(min = 0.0, max = 1.0))]
     pub input_tolerance_ratio: f64,
+    /// Calls whose prompts each grow by the same number of tokens and
+    /// whose answers are the same size (both within
+    /// `growth_tolerance_tokens`, exactly for a suspect) are resends too:
+    /// each carries the last answer and the error it got, as when a tool
+    /// call is refused and the model asks for it again.
+    #[serde(default = "yes")]
+    pub steady_growth: bool,
+    /// How far apart two growths, or two answers, may be in tokens and
+    /// still count as the same for `steady_growth`.
+    #[serde(default = "retry_growth_tolerance_tokens")]
+    pub growth_tolerance_tokens: u64,
     /// Least suspicion (calls above the group's median in robust units, plus
     /// up to 1 for a loop's pace, plus the share of failed calls) for a
     /// suspect to be read at all.
@@ -385,6 +396,9 @@ fn retry_min_identical_run() -> u64 {
 }
 fn retry_input_tolerance_tokens() -> u64 {
     32
+}
+fn retry_growth_tolerance_tokens() -> u64 {
+    4
 }
 fn retry_input_tolerance_ratio() -> f64 {
     0.0

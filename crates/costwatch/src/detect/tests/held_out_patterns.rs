@@ -100,7 +100,8 @@ fn wide_history(windows: i64) -> Vec<Vec<SessionRecord>> {
     h
 }
 
-/// An agent run: `steps` growing prompts, then `then` (3 s apart).
+/// An agent run: `steps` growing prompts, then `then` (3 s apart), each
+/// step answered with a tool call of its own size.
 fn agent_rows(id: &str, steps: u64, then: &[u64]) -> Vec<RequestRecord> {
     let mut at = 0;
     let mut calls = Vec::new();
@@ -112,7 +113,40 @@ fn agent_rows(id: &str, steps: u64, then: &[u64]) -> Vec<RequestRecord> {
         calls.push((at, LUNA, input, 0, false));
         at += 3;
     }
-    timed(id, &calls)
+    let mut rows = timed(id, &calls);
+    for (t, r) in rows.iter_mut().enumerate() {
+        r.output_tokens = answer_tokens(t as u64);
+    }
+    rows
+}
+
+/// An agent whose tool call is refused, from the adversarial family's
+/// blocked-tool sessions: two healthy steps, then a step answered with the
+/// tool call (`answer` tokens) and `resends` calls 2 s apart, each carrying
+/// the last answer and the refusal (`growth` tokens more than the call
+/// before), answered with the same tool call, each reading the whole
+/// previous prompt from the cache. `jitter` makes every other growth that
+/// many tokens larger.
+fn refused_rows(
+    id: &str,
+    resends: u64,
+    growth: u64,
+    answer: u64,
+    jitter: u64,
+) -> Vec<RequestRecord> {
+    let mut rows = agent_rows(id, 2, &[]);
+    let mut at = 6;
+    let mut input = 3_095;
+    for k in 0..=resends {
+        let mut r = request(id, rows.len() as u64, LUNA, input, RequestStatus::Success);
+        r.created_at = window(0).start + Duration::seconds(at);
+        r.output_tokens = answer;
+        r.cached_tokens = rows.last().map_or(0, |p| p.input_tokens / 128 * 128);
+        rows.push(r);
+        at += 2;
+        input += growth + if k % 2 == 0 { jitter } else { 0 };
+    }
+    rows
 }
 
 /// A session and its rows for the table.
@@ -232,6 +266,12 @@ pub(super) fn cases() -> Vec<Case> {
         "budgeted",
         cached(agent_rows("appends", 2, &appending)),
     );
+    // A refused tool call (Kilo-Org/kilocode#13772; the adversarial
+    // family's blocked-tool sessions): the model asks for the same 56-token
+    // call twelve times, each prompt 74 tokens longer than the one before.
+    // 15 calls in the wide group: a suspect, so the growth must be exact.
+    let (refused, refused_rows_) =
+        case_session("refused", "agent", refused_rows("refused", 12, 74, 56, 0));
     // A long agent run on a large context: each step adds one short tool
     // result (90 tokens, under 0.5% of the prompt); 400 calls make it an
     // outlier of the wide group, so its rows are read with the lenient
@@ -322,6 +362,20 @@ pub(super) fn cases() -> Vec<Case> {
             windows: last_with_span(healthy_history(4, 6), vec![appends]),
             requests: vec![appends_rows],
             expect: vec![(Kind::RetryLoop, "appends")],
+        },
+        Case {
+            name: "a refused tool call asked for again, the prompt growing by the same amount each time, is a loop",
+            rules: None,
+            windows: last_with_span(wide_history(4), vec![refused.clone()]),
+            requests: vec![refused_rows_.clone()],
+            expect: vec![(Kind::RetryLoop, "refused")],
+        },
+        Case {
+            name: "with steady_growth off, a refused tool call growing the prompt is not a loop",
+            rules: Some("retry_loop:\n  - name: r\n    steady_growth: false\n"),
+            windows: last_with_span(wide_history(4), vec![refused]),
+            requests: vec![refused_rows_],
+            expect: vec![],
         },
         Case {
             name: "a long agent run growing by a short tool result a step on a large context is not a loop",
@@ -748,4 +802,54 @@ fn the_cache_tells_a_budgeted_context_from_a_resent_prompt() {
         })
         .collect();
     assert_eq!(run(&luna_rows("system-only", &system_only)), 8);
+}
+
+#[test]
+fn steady_growth_takes_the_same_addition_and_the_same_answer() {
+    let rules = shipped_rules();
+    let rule = &rules.retry_loop[0];
+    let analyse = |rows: &[RequestRecord], exact: bool| retry_loop::analyse(rows, rule, exact);
+    // Twelve resends of a refused call, 74 tokens more each time: a run of
+    // thirteen calls, for a suspect (exactly) as for an outlier.
+    let refused = refused_rows("refused", 12, 74, 56, 0);
+    for exact in [true, false] {
+        let ev = analyse(&refused, exact);
+        assert_eq!((ev.longest_run, ev.run_growth_tokens), (13, 74));
+        assert_eq!(ev.run_input_tokens, 3_095);
+    }
+    // The refusal carries a counter: every other growth is 2 tokens longer.
+    // Within the tolerance for an outlier, not for a suspect.
+    let counted = refused_rows("counted", 12, 74, 56, 2);
+    assert_eq!(analyse(&counted, false).longest_run, 13);
+    assert!(analyse(&counted, true).longest_run < rule.suspect_min_identical_run);
+    // A fan-out of short calls: prompts growing by 82, 90, 75, 100 and 88
+    // tokens, answers of 29 to 51. Within 32 tokens of each other, so a
+    // tolerance of 32 would call it a loop; not within 4.
+    let sizes = [
+        (984, 45),
+        (1_066, 32),
+        (1_156, 51),
+        (1_231, 44),
+        (1_331, 29),
+        (1_419, 37),
+    ];
+    let fan: Vec<RequestRecord> = sizes
+        .iter()
+        .enumerate()
+        .map(|(t, &(input, answer))| {
+            let mut r = request("fan", t as u64, LUNA, input, RequestStatus::Success);
+            r.output_tokens = answer;
+            r
+        })
+        .collect();
+    assert!(analyse(&fan, false).longest_run < rule.min_identical_run);
+    let loose = rules_from("retry_loop:\n  - name: r\n    growth_tolerance_tokens: 32\n");
+    let ev = retry_loop::analyse(&fan, &loose.retry_loop[0], false);
+    assert_eq!(ev.longest_run, 6);
+    // A healthy agent: the same growth, answers of their own sizes.
+    let mut healthy = refused_rows("healthy", 12, 74, 56, 0);
+    for (t, r) in healthy.iter_mut().enumerate() {
+        r.output_tokens = answer_tokens(t as u64);
+    }
+    assert!(analyse(&healthy, false).longest_run < rule.min_identical_run);
 }
