@@ -227,8 +227,9 @@ sessions between Luna's minimum and their own; a deploy, a template change
 and an old client version that break the cached prefix; agent tool loops
 with heavy-tailed call counts, some cut to a fixed context budget (prompts
 of one size, each a new step); validation loops of 8-13 identical
-successful calls seconds apart and two-call cycles in that spread-out
-group; checkout loops on failures beside bounded retries through a
+successful calls seconds apart, two-call cycles, and tool calls refused
+and asked for again 8-40 times, each resend growing the prompt by the
+same amount, in that spread-out group; checkout loops on failures beside bounded retries through a
 provider outage; bursty batch fan-outs whose shared template is below the
 minimum, one burst meeting a rate-limit storm; sub-agents misrouted to a
 premium model, escalating a hard case on purpose, or failing over to

@@ -66,6 +66,9 @@ pub enum Situation {
     ValidationLoop,
     /// Two calls resent in turn.
     CycleLoop,
+    /// A blocked tool call: the model asks for it again and again, each
+    /// resend carrying the last answer and the error it got.
+    BlockedTool,
     /// The same call resent after failures, many times.
     FailureLoop,
     /// A call retried a bounded number of times, then given up.
@@ -102,6 +105,7 @@ impl Situation {
             Situation::ContextPlateau => "context_plateau",
             Situation::ValidationLoop => "validation_loop",
             Situation::CycleLoop => "cycle_loop",
+            Situation::BlockedTool => "blocked_tool",
             Situation::FailureLoop => "failure_loop",
             Situation::BoundedRetry => "bounded_retry",
             Situation::ShortCalls => "short_calls",
@@ -207,6 +211,30 @@ impl Draft {
         self.steps.push(Step {
             outcome,
             output,
+            gap_ms: gap_ms.max(1),
+            note: CallNote {
+                prefix,
+                ..original.note
+            },
+            ..original
+        });
+    }
+
+    /// Appends a resend of the call at `of` that carries the transcript
+    /// since: the previous call's prompt plus `appended` tokens (its answer
+    /// and the error it got), `gap_ms` after the previous call ended. It
+    /// shares the whole previous prompt; the logical request is the one it
+    /// resends.
+    pub(super) fn resend_appended(&mut self, of: usize, appended: u64, output: u64, gap_ms: i64) {
+        let (Some(original), Some(last)) = (self.steps.get(of).cloned(), self.steps.last()) else {
+            return;
+        };
+        let input = last.input + appended;
+        let prefix = last.input;
+        self.steps.push(Step {
+            input,
+            output,
+            outcome: Outcome::Ok,
             gap_ms: gap_ms.max(1),
             note: CallNote {
                 prefix,

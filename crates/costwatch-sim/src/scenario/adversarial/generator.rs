@@ -14,7 +14,7 @@ use super::shapes::agents::{self, AgentLoop};
 use super::shapes::{conversations, routing};
 use super::{
     AGENT_LOOP_SHARE, BATCH_BURST_SESSIONS, CONTRACT_QA_PER_DAY, FAQ_SPIKE_FACTOR, FEATURE_SHARES,
-    Feature, NIGHT_FLOOR, SCATTERED_CYCLES, SCATTERED_VALIDATION,
+    Feature, NIGHT_FLOOR, SCATTERED_BLOCKED, SCATTERED_CYCLES, SCATTERED_VALIDATION,
 };
 use crate::rng::SimRng;
 use chrono::{DateTime, Duration, Timelike, Utc};
@@ -122,6 +122,19 @@ impl Generator {
                 AgentLoop::Cycle
             };
             let draft = agents::agent(&mut self.rng, Some(kind));
+            self.writer.write(&mut self.rng, Feature::Agent, at, draft);
+        }
+    }
+
+    /// A few isolated `agent` sessions stuck on a blocked tool call, at
+    /// random times. Drawn after everything else, so the sessions before
+    /// them are the same with or without them.
+    pub(super) fn blocked_tools(&mut self) {
+        let millis = i64::from(self.params.days) * 86_400_000;
+        for _ in 0..self.rng.random_range(SCATTERED_BLOCKED) {
+            let at =
+                self.params.start + Duration::milliseconds(self.rng.random_range(0..millis.max(1)));
+            let draft = agents::agent(&mut self.rng, Some(AgentLoop::Blocked));
             self.writer.write(&mut self.rng, Feature::Agent, at, draft);
         }
     }

@@ -36,7 +36,11 @@
 //!   so successive prompts have the same size but are new steps (not
 //!   waste); validation loops (one step resent 8-13 times, each successful,
 //!   seconds apart; waste) scattered over all days and for 20% of sessions
-//!   in two hours of day 2; a few two-call cycles (waste).
+//!   in two hours of day 2; a few two-call cycles (waste); a few sessions
+//!   stuck on a blocked tool call, the model asking for it 8 to 40 times,
+//!   each successful resend carrying its last answer and the same error, so
+//!   the prompt grows by the same 40-210 tokens on every call (waste; a
+//!   resend that appends what it got is still a resend).
 //! - `checkout` (Luna): short chains, 5% with one or two retries (not
 //!   waste); day 2, 15% loop 6-30 times on failures (waste); day 3, a 45-90
 //!   minute outage: 80% retry a call three times with backoff and give up
@@ -127,6 +131,8 @@ pub const AGENT_LOOP_SHARE: f64 = 0.20;
 pub const SCATTERED_VALIDATION: RangeInclusive<u32> = 6..=9;
 /// Isolated `agent` two-call cycles over all days.
 pub const SCATTERED_CYCLES: RangeInclusive<u32> = 3..=5;
+/// Isolated `agent` sessions stuck on a blocked tool call over all days.
+pub const SCATTERED_BLOCKED: RangeInclusive<u32> = 4..=7;
 
 /// A product feature of the family: the `feature` label and the session id
 /// prefix.
@@ -199,6 +205,7 @@ pub fn generate_with_notes(p: &ScenarioParams) -> (Dataset, Notes) {
         }
     }
     g.scattered_loops();
+    g.blocked_tools();
     let w = g.writer.finish();
     let dataset = Dataset::new(catalogue(), w.sessions, w.truth).without_breakdown(w.summary_only);
     (dataset, w.notes)

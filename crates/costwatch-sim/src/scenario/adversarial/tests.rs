@@ -281,6 +281,7 @@ fn loops_are_waste_and_bounded_retries_are_not() {
     for situation in [
         Situation::ValidationLoop,
         Situation::CycleLoop,
+        Situation::BlockedTool,
         Situation::FailureLoop,
     ] {
         let loops = sessions_of(situation);
@@ -311,6 +312,30 @@ fn loops_are_waste_and_bounded_retries_are_not() {
             .collect();
         assert_eq!(tail, [true; 4]);
         assert!(!has(RETRY_LOOP, s));
+    }
+}
+
+#[test]
+fn a_blocked_tool_grows_the_prompt_by_the_same_amount_on_every_resend() {
+    let blocked = sessions_of(Situation::BlockedTool);
+    assert!((4..=7).contains(&blocked.len()), "{}", blocked.len());
+    for (s, n) in blocked {
+        assert!(s.requests.iter().all(|r| !r.is_error()));
+        // The loop ends the session: its last calls all send one request.
+        let last = n.calls.last().unwrap().request;
+        let sends = n.calls.iter().filter(|c| c.request == last).count();
+        assert!((8..=40).contains(&sends), "{sends}");
+        let tail = &s.requests[s.requests.len() - sends..];
+        let step = tail[1].input_tokens - tail[0].input_tokens;
+        assert!((40..=210).contains(&step), "{step}");
+        for w in tail.windows(2) {
+            assert_eq!(w[1].input_tokens - w[0].input_tokens, step);
+            assert_eq!(w[1].output_tokens, w[0].output_tokens);
+        }
+        // Each resend shares the whole prompt before it: the cache serves
+        // it, but for a rare miss.
+        let read = tail[1..].iter().filter(|r| r.cached_tokens > 0).count();
+        assert!(read * 2 > tail.len(), "{read} of {}", tail.len());
     }
 }
 

@@ -29,6 +29,12 @@ pub(in super::super) enum AgentLoop {
     Validation,
     /// Two steps resent in turn, 6 to 12 calls.
     Cycle,
+    /// A tool call the application blocks: the model asks for it again,
+    /// 8 to 40 times, each resend carrying its last answer (the same tool
+    /// call) and the same error, so the prompt grows by the same amount on
+    /// every call and the cost grows with the square of the count
+    /// (Kilo-Org/kilocode#13772: one paid generation per step, $626).
+    Blocked,
 }
 
 /// An `agent` session on Luna.
@@ -95,12 +101,30 @@ pub(in super::super) fn agent(rng: &mut SimRng, looping: Option<AgentLoop>) -> D
                     d.resend(of, Outcome::Ok, output, gap);
                 }
             }
+            Some(AgentLoop::Blocked) => {
+                // The step's answer is the tool call the application
+                // refuses; the model asks for it again, and gets the same
+                // refusal, every time.
+                let call = rng.random_range(25u64..=120);
+                let refusal = rng.random_range(15u64..=90);
+                if let Some(step) = d.steps.get_mut(at) {
+                    step.output = call;
+                }
+                let resends = rng.random_range(7..=39);
+                for _ in 0..resends {
+                    let gap = rng.random_range(300..=2_500);
+                    d.resend_appended(at, call + refusal, call, gap);
+                }
+                // The loop ends the session: a person stops it.
+                break;
+            }
             None => {}
         }
     }
     d.situation = match looping {
         Some(AgentLoop::Validation) => Situation::ValidationLoop,
         Some(AgentLoop::Cycle) => Situation::CycleLoop,
+        Some(AgentLoop::Blocked) => Situation::BlockedTool,
         None if plateau => Situation::ContextPlateau,
         None => Situation::AgentRun,
     };
