@@ -333,7 +333,8 @@ fn longest_steady_run(
 }
 
 /// Reads the session's calls (in time order) for runs and error streaks.
-/// With `exact`, runs count only prompts of exactly the same size. In a
+/// With `exact`, runs count only prompts of exactly the same size, or
+/// growing by exactly the same amount with answers of exactly one size. In a
 /// session that caches whole prompts, a call whose cache read shows a new
 /// prompt breaks a run.
 pub fn analyse(requests: &[RequestRecord], rule: &RetryLoopRule, exact: bool) -> RunEvidence {
