@@ -243,6 +243,27 @@ fn close(prev: &RequestRecord, next: &RequestRecord, rule: &RetryLoopRule) -> bo
     gap >= 0 && gap as u128 <= rule.max_run_gap.as_millis()
 }
 
+/// The longest streak of consecutive calls `i` (from `reach` on) for which
+/// `links(i)` holds, each tying call `i` to the `reach` calls before it.
+/// Returns `(links in the streak, index of its first call)`: the streak
+/// holds `links + reach` calls; `(0, 0)` when no call links.
+fn longest_streak(
+    len: usize,
+    reach: usize,
+    mut links: impl FnMut(usize) -> bool,
+) -> (usize, usize) {
+    let (mut best, mut best_first) = (0usize, 0usize);
+    let mut streak = 0usize;
+    for i in reach..len {
+        streak = if links(i) { streak + 1 } else { 0 };
+        if streak > best {
+            best = streak;
+            best_first = i + 1 - streak - reach;
+        }
+    }
+    (best, best_first)
+}
+
 /// The longest stretch of calls that each resend the call `period` before
 /// them (1: the same call again; 2: a cycle between two calls), each close
 /// to the previous one. Returns `(repeats, index of the run's first call)`:
@@ -256,20 +277,12 @@ fn longest_run(
     exact: bool,
     whole_prompts: bool,
 ) -> (usize, usize) {
-    let (mut best, mut best_first) = (0usize, 0usize);
-    let mut repeats = 0usize;
-    for i in period..requests.len() {
+    longest_streak(requests.len(), period, |i| {
         let (prev, next) = (&requests[i - period], &requests[i]);
-        let repeat = near_identical(prev, next, rule, exact)
+        near_identical(prev, next, rule, exact)
             && close(&requests[i - 1], next, rule)
-            && !(whole_prompts && cache_denies(prev, next));
-        repeats = if repeat { repeats + 1 } else { 0 };
-        if repeats > best {
-            best = repeats;
-            best_first = i + 1 - repeats - period;
-        }
-    }
-    (best, best_first)
+            && !(whole_prompts && cache_denies(prev, next))
+    })
 }
 
 /// Whether `next` grows `prev`'s prompt as `prev` grew `before`'s: the
@@ -315,21 +328,18 @@ fn longest_steady_run(
     exact: bool,
     whole_prompts: bool,
 ) -> (usize, usize) {
-    let (mut best, mut best_first) = (0usize, 0usize);
-    let mut steps = 0usize;
-    for i in 2..requests.len() {
+    let (steps, first) = longest_streak(requests.len(), 2, |i| {
         let (before, prev, next) = (&requests[i - 2], &requests[i - 1], &requests[i]);
-        let step = steady_step(before, prev, next, rule, exact)
+        steady_step(before, prev, next, rule, exact)
             && close(before, prev, rule)
             && close(prev, next, rule)
-            && !(whole_prompts && (cache_denies(before, prev) || cache_denies(prev, next)));
-        steps = if step { steps + 1 } else { 0 };
-        if steps > 0 && steps + 2 > best {
-            best = steps + 2;
-            best_first = i - steps - 1;
-        }
+            && !(whole_prompts && (cache_denies(before, prev) || cache_denies(prev, next)))
+    });
+    if steps == 0 {
+        (0, 0)
+    } else {
+        (steps + 2, first)
     }
-    (best, best_first)
 }
 
 /// Reads the session's calls (in time order) for runs and error streaks.
