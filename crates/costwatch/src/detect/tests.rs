@@ -10,6 +10,7 @@ use std::collections::{BTreeSet, HashMap};
 mod held_out_patterns;
 mod hidden_premium;
 mod no_cache;
+mod retry_runs;
 
 const LUNA: &str = "gpt-6-luna";
 const SOL: &str = "gpt-6.1-sol";

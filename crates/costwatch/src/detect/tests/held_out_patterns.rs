@@ -8,7 +8,7 @@ use super::*;
 
 /// The calls of one session at the given offsets (seconds from the start of
 /// window 0): `(seconds, model, prompt tokens, cached tokens, failed)`.
-fn timed(id: &str, calls: &[(i64, &str, u64, u64, bool)]) -> Vec<RequestRecord> {
+pub(super) fn timed(id: &str, calls: &[(i64, &str, u64, u64, bool)]) -> Vec<RequestRecord> {
     calls
         .iter()
         .enumerate()
@@ -127,7 +127,7 @@ fn agent_rows(id: &str, steps: u64, then: &[u64]) -> Vec<RequestRecord> {
 /// before), answered with the same tool call, each reading the whole
 /// previous prompt from the cache. `jitter` makes every other growth that
 /// many tokens larger.
-fn refused_rows(
+pub(super) fn refused_rows(
     id: &str,
     resends: u64,
     growth: u64,
@@ -270,7 +270,7 @@ pub(super) fn cases() -> Vec<Case> {
     // family's blocked-tool sessions): the model asks for the same 56-token
     // call twelve times, each prompt 74 tokens longer than the one before.
     // 15 calls in the wide group: a suspect, so the growth must be exact.
-    let (refused, refused_rows_) =
+    let (refused, refused_requests) =
         case_session("refused", "agent", refused_rows("refused", 12, 74, 56, 0));
     // A long agent run on a large context: each step adds one short tool
     // result (90 tokens, under 0.5% of the prompt); 400 calls make it an
@@ -367,14 +367,14 @@ pub(super) fn cases() -> Vec<Case> {
             name: "a refused tool call asked for again, the prompt growing by the same amount each time, is a loop",
             rules: None,
             windows: last_with_span(wide_history(4), vec![refused.clone()]),
-            requests: vec![refused_rows_.clone()],
+            requests: vec![refused_requests.clone()],
             expect: vec![(Kind::RetryLoop, "refused")],
         },
         Case {
             name: "with steady_growth off, a refused tool call growing the prompt is not a loop",
             rules: Some("retry_loop:\n  - name: r\n    steady_growth: false\n"),
             windows: last_with_span(wide_history(4), vec![refused]),
-            requests: vec![refused_rows_],
+            requests: vec![refused_requests],
             expect: vec![],
         },
         Case {
@@ -733,123 +733,4 @@ fn suspects_are_read_most_suspicious_first_within_the_budget() {
     read_paced.sort();
     assert_eq!(read_paced, vec!["fast", "validation"], "{read_paced:?}");
     assert_eq!(paced.drilldowns_skipped, 0);
-}
-
-/// The calls of `agent-4ac9147498dc` (adversarial family, seed 101), an
-/// agent run whose context was cut to a fixed budget: five steps reading
-/// the whole previous prompt from the cache, then new steps within 40
-/// tokens of 6,940 that share only the system prompt (2,304 tokens read).
-/// `(seconds, prompt tokens, cached tokens)`.
-const BUDGETED_RUN: [(i64, u64, u64); 14] = [
-    (0, 2_685, 0),
-    (5, 4_128, 2_560),
-    (7, 4_533, 4_096),
-    (10, 5_404, 4_480),
-    (12, 6_673, 5_376),
-    (18, 6_938, 2_304),
-    (23, 6_941, 2_304),
-    (28, 6_924, 2_304),
-    (32, 6_924, 2_304),
-    (37, 6_931, 2_304),
-    (42, 6_941, 2_304),
-    (45, 6_949, 0),
-    (47, 6_953, 0),
-    (51, 6_937, 2_304),
-];
-
-fn luna_rows(id: &str, calls: &[(i64, u64, u64)]) -> Vec<RequestRecord> {
-    let calls: Vec<(i64, &str, u64, u64, bool)> = calls
-        .iter()
-        .map(|&(at, input, cached)| (at, LUNA, input, cached, false))
-        .collect();
-    timed(id, &calls)
-}
-
-#[test]
-fn the_cache_tells_a_budgeted_context_from_a_resent_prompt() {
-    let rules = shipped_rules();
-    let rule = &rules.retry_loop[0];
-    let run = |rows: &[RequestRecord]| retry_loop::analyse(rows, rule, false).longest_run;
-    // Six steps in a row within 32 tokens of the one before (6,924 to
-    // 6,953), each reading a third of the prompt it would repeat: new
-    // steps, not resends. The two unread calls say nothing either way.
-    let budgeted = luna_rows("budgeted", &BUDGETED_RUN);
-    assert!(
-        run(&budgeted) < rule.min_identical_run,
-        "{}",
-        run(&budgeted)
-    );
-    // The same sizes from a source that reports no cache reads: a run.
-    let unread: Vec<(i64, u64, u64)> = BUDGETED_RUN.iter().map(|&(t, i, _)| (t, i, 0)).collect();
-    assert!(run(&luna_rows("unread", &unread)) >= rule.min_identical_run);
-
-    // A validation loop in the same session: one step resent eight times,
-    // each resend reading the whole prompt back.
-    let mut looping = BUDGETED_RUN[..5].to_vec();
-    looping.extend((0..8).map(|k| (14 + 2 * k, 6_938, if k == 0 { 2_304 } else { 6_912 })));
-    assert_eq!(run(&luna_rows("looping", &looping)), 8);
-    // An app that marks only its system prompt for caching: every call,
-    // resends too, reads the same 2,304 tokens, so the reads tell nothing
-    // and the loop is still found.
-    let system_only: Vec<(i64, u64, u64)> = (0..10)
-        .map(|k| {
-            let input = if k < 2 {
-                4_000 + 1_000 * k as u64
-            } else {
-                6_938
-            };
-            (3 * k, input, if k == 0 { 0 } else { 2_304 })
-        })
-        .collect();
-    assert_eq!(run(&luna_rows("system-only", &system_only)), 8);
-}
-
-#[test]
-fn steady_growth_takes_the_same_addition_and_the_same_answer() {
-    let rules = shipped_rules();
-    let rule = &rules.retry_loop[0];
-    let analyse = |rows: &[RequestRecord], exact: bool| retry_loop::analyse(rows, rule, exact);
-    // Twelve resends of a refused call, 74 tokens more each time: a run of
-    // thirteen calls, for a suspect (exactly) as for an outlier.
-    let refused = refused_rows("refused", 12, 74, 56, 0);
-    for exact in [true, false] {
-        let ev = analyse(&refused, exact);
-        assert_eq!((ev.longest_run, ev.run_growth_tokens), (13, 74));
-        assert_eq!(ev.run_input_tokens, 3_095);
-    }
-    // The refusal carries a counter: every other growth is 2 tokens longer.
-    // Within the tolerance for an outlier, not for a suspect.
-    let counted = refused_rows("counted", 12, 74, 56, 2);
-    assert_eq!(analyse(&counted, false).longest_run, 13);
-    assert!(analyse(&counted, true).longest_run < rule.suspect_min_identical_run);
-    // A fan-out of short calls: prompts growing by 82, 90, 75, 100 and 88
-    // tokens, answers of 29 to 51. Within 32 tokens of each other, so a
-    // tolerance of 32 would call it a loop; not within 4.
-    let sizes = [
-        (984, 45),
-        (1_066, 32),
-        (1_156, 51),
-        (1_231, 44),
-        (1_331, 29),
-        (1_419, 37),
-    ];
-    let fan: Vec<RequestRecord> = sizes
-        .iter()
-        .enumerate()
-        .map(|(t, &(input, answer))| {
-            let mut r = request("fan", t as u64, LUNA, input, RequestStatus::Success);
-            r.output_tokens = answer;
-            r
-        })
-        .collect();
-    assert!(analyse(&fan, false).longest_run < rule.min_identical_run);
-    let loose = rules_from("retry_loop:\n  - name: r\n    growth_tolerance_tokens: 32\n");
-    let ev = retry_loop::analyse(&fan, &loose.retry_loop[0], false);
-    assert_eq!(ev.longest_run, 6);
-    // A healthy agent: the same growth, answers of their own sizes.
-    let mut healthy = refused_rows("healthy", 12, 74, 56, 0);
-    for (t, r) in healthy.iter_mut().enumerate() {
-        r.output_tokens = answer_tokens(t as u64);
-    }
-    assert!(analyse(&healthy, false).longest_run < rule.min_identical_run);
 }
