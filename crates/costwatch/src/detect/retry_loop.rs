@@ -187,6 +187,14 @@ pub struct RunEvidence {
     pub error_types: BTreeMap<String, u64>,
     /// First request ids of the run, to look up in the gateway.
     pub request_ids: Vec<String>,
+    /// What each resend of the run cost, oldest first: its calls after the
+    /// ones first sent (one, or two for a cycle). Not part of the evidence:
+    /// the impact counts them.
+    #[serde(skip)]
+    pub resend_costs: Vec<f64>,
+    /// Likewise for the longest error streak: its calls after the first.
+    #[serde(skip)]
+    pub streak_resend_costs: Vec<f64>,
 }
 
 /// Whether `next` resends `prev`: the same model and a prompt of the same
@@ -395,19 +403,45 @@ pub fn analyse(requests: &[RequestRecord], rule: &RetryLoopRule, exact: bool) ->
             ev.run_span = Some((a.created_at.to_rfc3339(), b.created_at.to_rfc3339()));
         }
         ev.request_ids = run.iter().take(5).map(|q| q.request_id.clone()).collect();
+        ev.resend_costs = run.iter().skip(period).map(|q| q.cost_usd).collect();
     }
     let mut streak = 0u64;
-    for r in requests {
+    let mut streak_end = 0;
+    for (i, r) in requests.iter().enumerate() {
         if r.status == RequestStatus::Error {
             streak += 1;
-            ev.error_streak = ev.error_streak.max(streak);
+            if streak > ev.error_streak {
+                ev.error_streak = streak;
+                streak_end = i + 1;
+            }
             let t = r.error_type.clone().unwrap_or_else(|| "unknown".to_owned());
             *ev.error_types.entry(t).or_default() += 1;
         } else {
             streak = 0;
         }
     }
+    if ev.error_streak > 1 {
+        let start = streak_end - ev.error_streak as usize;
+        ev.streak_resend_costs = requests[start + 1..streak_end]
+            .iter()
+            .map(|q| q.cost_usd)
+            .collect();
+    }
     ev
+}
+
+/// What the calls beyond the peers' count cost: first the loop's last
+/// resends, each at its own price (the calls a loop should not have made;
+/// in a growing loop the last are the dearest, and a failed call costs what
+/// the gateway charged for it), then, past the resends, other calls at
+/// their average price. At most what the session cost.
+fn excess_cost(resends: &[f64], excess_calls: f64, session_cost: f64, calls: f64) -> f64 {
+    let excess_calls = excess_calls.max(0.0);
+    let k = (excess_calls.floor() as usize).min(resends.len());
+    let own: f64 = resends[resends.len() - k..].iter().sum();
+    let others = (calls - resends.len() as f64).max(1.0);
+    let other_price = (session_cost - resends.iter().sum::<f64>()).max(0.0) / others;
+    (own + (excess_calls - k as f64) * other_price).clamp(0.0, session_cost.max(0.0))
 }
 
 /// Confirms a candidate from its requests.
@@ -437,17 +471,21 @@ pub fn confirm(
     if !looped && !burst {
         return None;
     }
-    // Cost above the peers: the calls beyond the group's usual count, at this
-    // session's own cost per call (with no peers, beyond one call).
+    // Cost above the peers: the calls beyond the group's usual count (with
+    // no peers, beyond one call), taken from the loop's last resends.
     let expected = if stats.peers == 0 {
         1.0
     } else {
         stats.median_requests().max(1.0)
     };
     let calls = s.requests.max(requests.len() as u64) as f64;
-    let per_call = s.cost_usd / calls.max(1.0);
     let excess_calls = (calls - expected).max(0.0);
-    let impact = excess_calls * per_call;
+    let resends = if looped {
+        &ev.resend_costs
+    } else {
+        &ev.streak_resend_costs
+    };
+    let impact = excess_cost(resends, excess_calls, s.cost_usd, calls);
     let errors: u64 = ev.error_types.values().sum();
     let what = if looped && ev.run_cycle == 2 {
         format!(

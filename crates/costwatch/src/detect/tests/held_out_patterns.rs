@@ -28,7 +28,7 @@ pub(super) fn timed(id: &str, calls: &[(i64, &str, u64, u64, bool)]) -> Vec<Requ
 
 /// The session the rows `calls` add up to, in `feature`, first judged in
 /// the window after `windows` windows of history.
-fn from_rows(id: &str, feature: &str, calls: &[RequestRecord]) -> SessionRecord {
+pub(super) fn from_rows(id: &str, feature: &str, calls: &[RequestRecord]) -> SessionRecord {
     let mut by_model: Vec<(&str, u64, u64, u64, u64)> = Vec::new();
     for r in calls {
         match by_model.iter_mut().find(|m| m.0 == r.model) {

@@ -2,7 +2,7 @@
 //! reads say of prompts of one size, and prompts that grow by the same
 //! amount on every call (a refused tool call asked for again).
 
-use super::held_out_patterns::{refused_rows, timed};
+use super::held_out_patterns::{from_rows, refused_rows, timed};
 use super::*;
 
 /// The calls of `agent-4ac9147498dc` (adversarial family, seed 101), an
@@ -122,4 +122,94 @@ fn steady_growth_takes_the_same_addition_and_the_same_answer() {
         r.output_tokens = answer_tokens(t as u64);
     }
     assert!(analyse(&healthy, false).longest_run < rule.min_identical_run);
+}
+
+/// A group whose sessions make a median of `median` calls.
+fn peers_calling(median: f64) -> GroupStats {
+    GroupStats {
+        peers: 50,
+        log_req_median: median.ln(),
+        log_req_sigma: 0.3,
+        cache_peers: 0,
+        cache_median: None,
+        premium_peers: 0,
+        premium_tiny_share: 0.0,
+        recent_premium_tiny_share: 0.0,
+        premium_only_run: 0,
+        usual_model: None,
+    }
+}
+
+/// `rows` confirmed as an outlier among peers making a median of 8 calls;
+/// the session costs what its rows cost.
+fn loop_impact(id: &str, rows: &[RequestRecord]) -> f64 {
+    let rules = shipped_rules();
+    let mut s = from_rows(id, "agent", rows);
+    s.cost_usd = rows.iter().map(|r| r.cost_usd).sum();
+    let trigger = retry_loop::Trigger::Outlier {
+        z: 5.0,
+        ratio_to_median: s.requests as f64 / 8.0,
+    };
+    let f = retry_loop::confirm(
+        &s,
+        rows,
+        trigger,
+        "feature=agent",
+        &peers_calling(8.0),
+        &rules.retry_loop[0],
+        window(0),
+    )
+    .expect("a loop");
+    assert!(
+        f.impact_usd <= s.cost_usd,
+        "{} > {}",
+        f.impact_usd,
+        s.cost_usd
+    );
+    f.impact_usd
+}
+
+#[test]
+fn a_loop_costs_its_last_resends_at_their_own_price() {
+    // Two steps, then a refused tool call asked for again 20 times, each
+    // resend 1,000 tokens longer: 23 calls where peers make 8. The 15
+    // extra calls are the last 15 resends (prompts of 9,095 to 23,095
+    // tokens), the dearest of the session, not 15 calls at its average.
+    let rows = refused_rows("dear", 20, 1_000, 56, 0);
+    assert_eq!(rows.len(), 23);
+    let last_15: f64 = rows[8..].iter().map(|r| r.cost_usd).sum();
+    let average_15 = 15.0 * rows.iter().map(|r| r.cost_usd).sum::<f64>() / 23.0;
+    let impact = loop_impact("dear", &rows);
+    assert!((impact - last_15).abs() < 1e-6, "{impact} vs {last_15}");
+    assert!(impact > average_15 * 1.3, "{impact} vs {average_15}");
+
+    // Two steps and twelve failures in a row that the gateway did not
+    // charge for: the eleven resends cost nothing, and neither do the
+    // extra calls beyond them.
+    let mut failing = refused_rows("free", 11, 0, 0, 0);
+    for r in failing.iter_mut().skip(2) {
+        r.status = RequestStatus::Error;
+        r.error_type = Some("RateLimitError".into());
+        r.cost_usd = 0.0;
+    }
+    assert_eq!(loop_impact("free", &failing), 0.0);
+
+    // More extra calls than resends: past the resends, the other calls at
+    // their own average. Ten steps of 1,000 tokens, then a prompt sent
+    // eight times in a row (seven resends of 500 tokens): 18 calls, 10
+    // extra, 7 of them resends and 3 at the steps' average.
+    let mut calls: Vec<(i64, &str, u64, u64, bool)> =
+        (0..10).map(|t| (3 * t, LUNA, 1_000, 0, false)).collect();
+    calls.extend((0..8).map(|t| (40 + t, LUNA, 500, 0, false)));
+    let mut mixed = timed("mixed", &calls);
+    for (t, r) in mixed.iter_mut().enumerate().take(10) {
+        r.output_tokens = answer_tokens(t as u64);
+        r.input_tokens += t as u64 * 37;
+        r.cost_usd = r.input_tokens as f64 * 0.1 / 1e6;
+    }
+    let steps: f64 = mixed[..11].iter().map(|r| r.cost_usd).sum::<f64>() / 11.0;
+    let expected = 7.0 * 500.0 * 0.1 / 1e6 + 3.0 * steps;
+    let impact = loop_impact("mixed", &mixed);
+    // (impacts are rounded to the hundred-millionth of a dollar)
+    assert!((impact - expected).abs() < 1e-8, "{impact} vs {expected}");
 }
