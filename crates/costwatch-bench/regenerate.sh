@@ -271,6 +271,13 @@ measured processes are only the readers, on loopback:
   conversations), which nominates about 9% of the sessions, far over
   \`detection.max_candidates\` (10,000): such a window is read a second
   time, once its baselines are complete, and judged as it streams by;
+- \`costwatch-bench fetch-pages\`, the floor of this path: the same pages
+  fetched one after the other on one thread with costwatch's own HTTP
+  client (\`costwatch::http::HttpClient\`: reqwest, its settings and its
+  capped body reader), each page's \`next_cursor\` found from its end and
+  nothing else parsed, under \`/usr/bin/time -v\`; the benchmark checks it
+  read every page of the window. What costwatch spends above it is its
+  own: reading the sessions, judging them, its state and output;
 - \`crates/costwatch-bench/reference.py\`, the three static rules as the short Python script a
   user would write (\`requests\` + loops, paginating \`/sessions\` and reading
   \`/models\` with the admin key), under \`/usr/bin/time -v\` against the same
@@ -340,6 +347,16 @@ $sweep
   before it), a little more than a quarter in the kernel's loopback TCP and
   wake-ups (one request per 50 sessions, the API's largest page), about a
   tenth in the HTTP client, and about a tenth in the per-session checks.
+  The fetch-pages row measures the kernel's and the HTTP client's part on
+  its own: the pages, fetched and read whole, cost more than half of
+  costwatch's CPU before one session is read (1.7 to 2.3 us a session in
+  the runs of 2026-12-04), so the 2 us target leaves a few tenths of a
+  microsecond a session, or nothing, for reading and judging the sessions
+  (serde_json alone needs about 460 ns to skip a row of 360 bytes, below).
+  In reqwest's own work each
+  request parses its URL twice (its redirect layer, on the request and on
+  the answer, even with redirects off), about 4.5% of the CPU of a
+  one-hour window replay (perf, 2026-12-04).
 - **Noise.** On the 2-core virtual machine these figures were first
   produced on, the same build measured between 2.6 and 3.5 us per session
   in runs an hour apart, most of the difference in system time (the

@@ -50,6 +50,23 @@ enum Cmd {
     /// flag, each session it flagged wrongly, with their calls, and the
     /// incidents no alert told of (held-out seeds are refused).
     Misses(MissesArgs),
+    /// Fetch every page of `/sessions` over a range with costwatch's HTTP
+    /// client and parse nothing: the floor of the page path, measured by
+    /// `perf` (the admin key from `COSTWATCH_ADMIN_KEY`).
+    FetchPages(FetchPagesArgs),
+}
+
+#[derive(Debug, Args)]
+struct FetchPagesArgs {
+    /// The gateway's API base URL.
+    #[arg(long)]
+    url: String,
+    /// Start of the range (RFC 3339).
+    #[arg(long)]
+    from: chrono::DateTime<chrono::Utc>,
+    /// End of the range, exclusive (RFC 3339).
+    #[arg(long)]
+    to: chrono::DateTime<chrono::Utc>,
 }
 
 #[derive(Debug, Args)]
@@ -279,10 +296,12 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .try_init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // The floor reads its pages on one thread, as `costwatch backtest` does.
+    let mut builder = match cli.command {
+        Cmd::FetchPages(_) => tokio::runtime::Builder::new_current_thread(),
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("costwatch-bench: cannot start the async runtime: {e}");
@@ -305,7 +324,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Serve(a) => serve_cmd(a).await,
         Cmd::Sweep(a) => sweep_cmd(a).await,
         Cmd::Misses(a) => misses_cmd(a).await,
+        Cmd::FetchPages(a) => fetch_pages_cmd(a).await,
     }
+}
+
+async fn fetch_pages_cmd(a: FetchPagesArgs) -> anyhow::Result<()> {
+    let key = std::env::var("COSTWATCH_ADMIN_KEY").context("COSTWATCH_ADMIN_KEY is not set")?;
+    let f = perf::floor::fetch_pages(&a.url, &key, a.from, a.to).await?;
+    println!("pages={} bytes={}", f.pages, f.bytes);
+    Ok(())
 }
 
 async fn misses_cmd(a: MissesArgs) -> anyhow::Result<()> {

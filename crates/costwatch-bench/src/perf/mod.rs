@@ -225,6 +225,9 @@ pub struct PerfReport {
     pub scenario: Vec<TimeReport>,
     /// Their findings scored against that dataset's truth.
     pub scenario_scores: Vec<ClassScore>,
+    /// Runs fetching the window's pages and parsing nothing (the floor of
+    /// the page path, [`floor`]).
+    pub floor: Vec<TimeReport>,
     /// Python reference runs.
     pub python: Vec<TimeReport>,
     /// Sessions the Python reference flagged, per kind.
@@ -390,6 +393,60 @@ fn backtests(
     Ok((out_runs, scores))
 }
 
+/// Runs `costwatch-bench fetch-pages` over the served window `runs`
+/// times, and checks each read every page.
+fn floor_runs(
+    opts: &PerfOptions,
+    served: &Served,
+    progress: &mut impl FnMut(&str),
+) -> Result<Vec<TimeReport>, BenchError> {
+    let (from, to) = CompactParams::new(opts.sessions, opts.seed).window();
+    let dir = run_dir(&opts.workdir, "floor")?;
+    let args: Vec<String> = vec![
+        "fetch-pages".into(),
+        "--url".into(),
+        served.url.clone(),
+        "--from".into(),
+        rfc(from),
+        "--to".into(),
+        rfc(to),
+    ];
+    let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
+    let want = floor::pages_for(served.sessions);
+    let mut runs = Vec::new();
+    for i in 0..opts.runs {
+        let out = dir.join(format!("stdout-{i}"));
+        let r = measure::timed(
+            &opts.bench,
+            &args,
+            &env,
+            &out,
+            &dir.join(format!("stderr-{i}")),
+        )?;
+        let text =
+            std::fs::read_to_string(&out).map_err(|e| BenchError::setup("fetch-pages", e))?;
+        let pages = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("pages="))
+            .and_then(|n| n.parse::<u64>().ok());
+        if pages != Some(want) {
+            return Err(BenchError::Setup(format!(
+                "fetch-pages read {pages:?} pages of the window, not its {want}: `{}`",
+                text.trim()
+            )));
+        }
+        progress(&format!(
+            "fetch-pages run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
+            i + 1,
+            r.cpu_secs(),
+            r.wall_secs,
+            r.max_rss_kib as f64 / 1024.0
+        ));
+        runs.push(r);
+    }
+    Ok(runs)
+}
+
 /// Runs the whole benchmark; `progress` hears what is going on.
 pub async fn run(
     opts: &PerfOptions,
@@ -415,6 +472,7 @@ pub async fn run(
         costwatch_scores: Vec::new(),
         scenario: Vec::new(),
         scenario_scores: Vec::new(),
+        floor: Vec::new(),
         python: Vec::new(),
         python_flagged: BTreeMap::new(),
         python_matches_rust: None,
@@ -424,6 +482,7 @@ pub async fn run(
 
     let (runs, scores) = backtests(opts, &served, "backtest", opts.runs, &truth, &mut progress)?;
     (report.costwatch, report.costwatch_scores) = (runs, scores);
+    report.floor = floor_runs(opts, &served, &mut progress)?;
 
     if let Some(python) = &opts.python {
         let dir = run_dir(&opts.workdir, "python")?;
@@ -651,6 +710,7 @@ fn first_tick_done(port: u16) -> bool {
         .unwrap_or(false)
 }
 
+pub mod floor;
 mod report;
 pub mod sweep;
 #[cfg(test)]

@@ -33,6 +33,7 @@ fn targets_compare_medians_with_the_issue() {
         costwatch_scores: Vec::new(),
         scenario: Vec::new(),
         scenario_scores: Vec::new(),
+        floor: vec![time(1.5, 12.0, 5 * 1024)],
         python: vec![time(20.0, 30.0, 60 * 1024)],
         python_flagged: BTreeMap::new(),
         python_matches_rust: None,
@@ -47,6 +48,8 @@ fn targets_compare_medians_with_the_issue() {
     let met: Vec<bool> = t.iter().map(|t| t.met).collect();
     assert_eq!(met, [true, false, true, true]);
     assert!(t[1].result.starts_with("11.1x"), "{}", t[1].result);
+    assert_eq!(t[0].result, "1.80 us (fetching the pages alone: 1.50 us)");
+    assert!(table(&r, false).contains("nothing parsed"));
     r.costwatch = vec![time(2.5, 10.0, 300 * 1024)];
     r.idle = Err("pending".into());
     let met: Vec<bool> = targets(&r).iter().map(|t| t.met).collect();
@@ -71,5 +74,28 @@ fn jsonl_findings_keep_kind_and_session() {
     assert_eq!(
         (f[0].kind, f[0].session_id.as_str()),
         (Kind::RetryLoop, "a")
+    );
+}
+
+#[test]
+fn the_next_cursor_is_read_from_the_end_of_a_page() {
+    let page =
+        br#"{"data": [{"session_id": "a", "next_cursor": "no"}], "next_cursor": "b2Zmc2V0OjUw"}"#;
+    assert_eq!(
+        floor::next_cursor(page).unwrap().as_deref(),
+        Some("b2Zmc2V0OjUw")
+    );
+    let last = br#"{"data": [], "next_cursor" : null}"#;
+    assert_eq!(floor::next_cursor(last).unwrap(), None);
+    // A page cut off before its cursor is an error, not the last page.
+    assert!(floor::next_cursor(br#"{"data": [{"session_id": "a"}"#).is_err());
+    assert!(floor::next_cursor(br#"{"data": [], "next_cursor": 7}"#).is_err());
+    assert_eq!(
+        (
+            floor::pages_for(0),
+            floor::pages_for(50),
+            floor::pages_for(51)
+        ),
+        (1, 1, 2)
     );
 }
