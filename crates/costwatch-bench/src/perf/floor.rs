@@ -5,8 +5,9 @@
 //! CPU is what a reader of this API pays before it looks at one session;
 //! `perf` runs it as its own process (`costwatch-bench fetch-pages`).
 
+use super::rfc;
 use crate::BenchError;
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, Utc};
 use costwatch::http::{ClientSettings, HttpClient, Target, as_directory, bearer};
 use costwatch::secret::Secret;
 use std::time::Duration;
@@ -79,10 +80,6 @@ pub async fn fetch_pages(
             return Ok(fetched);
         }
     }
-}
-
-fn rfc(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
 /// The page's `next_cursor` (`None` on the last page), found from its end,
