@@ -26,6 +26,16 @@ impl TimeReport {
     pub fn cpu_secs(&self) -> f64 {
         self.user_secs + self.sys_secs
     }
+
+    /// `1.23 s CPU, 4.56 s wall, 7.8 MiB peak`, for progress lines.
+    pub fn summary(&self) -> String {
+        format!(
+            "{:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
+            self.cpu_secs(),
+            self.wall_secs,
+            self.max_rss_kib as f64 / 1024.0
+        )
+    }
 }
 
 /// Parses the report `/usr/bin/time -v` writes.

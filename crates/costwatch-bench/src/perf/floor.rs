@@ -91,11 +91,12 @@ pub fn next_cursor(body: &[u8]) -> Result<Option<String>, BenchError> {
         .windows(KEY.len())
         .rposition(|w| w == KEY)
         .ok_or_else(|| BenchError::Setup("a page without next_cursor".into()))?;
-    let rest = body[at + KEY.len()..]
+    let rest = &body[at + KEY.len()..];
+    let value_at = rest
         .iter()
-        .skip_while(|b| b.is_ascii_whitespace() || **b == b':')
-        .copied()
-        .collect::<Vec<u8>>();
+        .position(|b| !(b.is_ascii_whitespace() || *b == b':'))
+        .unwrap_or(rest.len());
+    let rest = &rest[value_at..];
     if rest.starts_with(b"null") {
         return Ok(None);
     }

@@ -377,11 +377,9 @@ fn backtests(
             &dir.join(format!("stderr-{i}")),
         )?;
         progress(&format!(
-            "costwatch backtest ({name}) run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
+            "costwatch backtest ({name}) run {}: {}",
             i + 1,
-            r.cpu_secs(),
-            r.wall_secs,
-            r.max_rss_kib as f64 / 1024.0
+            r.summary()
         ));
         out_runs.push(r);
         if i == 0 {
@@ -435,13 +433,7 @@ fn floor_runs(
                 text.trim()
             )));
         }
-        progress(&format!(
-            "fetch-pages run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
-            i + 1,
-            r.cpu_secs(),
-            r.wall_secs,
-            r.max_rss_kib as f64 / 1024.0
-        ));
+        progress(&format!("fetch-pages run {}: {}", i + 1, r.summary()));
         runs.push(r);
     }
     Ok(runs)
@@ -498,13 +490,7 @@ pub async fn run(
                 &dir,
                 i,
             )?;
-            progress(&format!(
-                "python reference run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
-                i + 1,
-                r.cpu_secs(),
-                r.wall_secs,
-                r.max_rss_kib as f64 / 1024.0
-            ));
+            progress(&format!("python reference run {}: {}", i + 1, r.summary()));
             report.python.push(r);
             if i == 0 {
                 let flagged: Flagged = read_json(&out)?;

@@ -328,11 +328,9 @@ fn backtests(
             &dir.join(format!("stderr-{i}")),
         )?;
         progress(&format!(
-            "costwatch backtest ({name}) run {}: {:.2} s CPU, {:.2} s wall, {:.1} MiB peak",
+            "costwatch backtest ({name}) run {}: {}",
             i + 1,
-            r.cpu_secs(),
-            r.wall_secs,
-            r.max_rss_kib as f64 / 1024.0
+            r.summary()
         ));
         let stderr = dir.join(format!("stderr-{i}"));
         let log = std::fs::read_to_string(&stderr).map_err(|e| BenchError::setup("stderr", e))?;

@@ -22,6 +22,10 @@ fn medians_and_per_session_cpu() {
     let m = Medians::of(&runs);
     assert_eq!((m.cpu_secs, m.wall_secs, m.max_rss_mib), (2.0, 20.0, 2.0));
     assert_eq!(m.cpu_us_per_session(1_000_000), 2.0);
+    assert_eq!(
+        time(1.5, 2.25, 2048).summary(),
+        "1.50 s CPU, 2.25 s wall, 2.0 MiB peak"
+    );
 }
 
 #[test]
