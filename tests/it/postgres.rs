@@ -292,7 +292,6 @@ async fn held_contract(store: &SqlStore) {
         },
         quiet_at: t(quiet),
         alone: quiet % 2 == 0,
-        group_move: None,
     };
     fn commit(
         held: Option<&[Held]>,
@@ -332,19 +331,15 @@ async fn held_contract(store: &SqlStore) {
         .unwrap();
     assert_eq!(store.held_findings("held-a").await.unwrap(), first);
     // One that changes them replaces them, for its job only.
-    // One session held for both kinds, one waiting on its group's move.
-    let oversized = Held::on_group_move(
-        Finding {
+    // One session held for two kinds.
+    let oversized = Held {
+        finding: Finding {
             kind: costwatch::domain::Kind::OversizedModel,
             ..held("s-3", 50).finding
         },
-        costwatch::detect::held::GroupMove {
-            run: 2,
-            moved_after: 3,
-            floor: 2.5,
-        },
-        t(60),
-    );
+        quiet_at: t(60),
+        alone: false,
+    };
     // (Read back in session, then kind order.)
     let second = [oversized, held("s-3", 50)];
     store

@@ -425,9 +425,9 @@ where
             drilldowns,
         } = read;
         // Findings held before this window stand or go by what it showed:
-        // their session ended, or their group moved or not.
+        // whether their session ended.
         let fresh = std::mem::take(&mut judgement.held);
-        let settled = held.settle(window, fresh, &judgement.news());
+        let settled = held.settle(window, fresh);
         judgement.findings.extend(settled.stand);
         let all = judgement.findings.len();
         let new_findings = self

@@ -103,14 +103,12 @@ pub struct OversizedModelRule {
     /// Below this many peers the baseline is thin: judged conservatively and
     /// findings marked `cold_start`.
     pub cold_start_peers: usize,
-    /// The group's newest sessions that show a change of habit.
-    pub recent_sessions: usize,
-    /// A run of this many premium-only sessions shows a group that moved to
-    /// a premium model.
-    pub moved_after_sessions: usize,
-    /// Longest wait of a premium-only session's finding for its group's
-    /// next sessions (see `detect::held`).
-    pub moved_wait: std::time::Duration,
+    /// The model the group's calls are meant for, when the team declared
+    /// it: tiny calls to it (or to a model no dearer) are its design.
+    pub design_model: Option<String>,
+    /// How long a move of the group's tiny calls to a premium model must
+    /// last without a pause before its history takes it as normal.
+    pub accept_after: std::time::Duration,
     /// Smallest estimated waste worth a finding, in USD.
     pub min_impact_usd: f64,
 }

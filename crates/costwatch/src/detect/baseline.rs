@@ -6,6 +6,7 @@
 
 mod packed;
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, VecDeque};
@@ -180,33 +181,18 @@ impl Ring {
         Some((median, 1.4826 * middle(n, lower, upper)))
     }
 
-    /// Share of the values at or above `t` (0 when empty).
+    /// Share of the values at or above `t` (0 when empty), with a tolerance
+    /// for the f32 rounding of stored prices.
     pub fn share_at_least(&self, t: f64) -> f64 {
-        self.recent_share_at_least(t, self.values.len())
-    }
-
-    /// Share of the newest `n` values at or above `t` (0 when empty).
-    pub fn recent_share_at_least(&self, t: f64, n: usize) -> f64 {
-        let (mut hits, mut seen) = (0usize, 0usize);
-        for v in self.values.iter().rev().take(n.max(1)) {
-            seen += 1;
-            hits += usize::from(f64::from(*v) >= t * (1.0 - 1e-6));
+        if self.values.is_empty() {
+            return 0.0;
         }
-        if seen == 0 {
-            0.0
-        } else {
-            hits as f64 / seen as f64
-        }
-    }
-
-    /// How many of the newest values in a row are at least `t` (with the
-    /// same tolerance as [`Ring::share_at_least`]) and above 0.
-    pub fn newest_run_at_least(&self, t: f64) -> usize {
-        self.values
+        let hits = self
+            .values
             .iter()
-            .rev()
-            .take_while(|v| **v > 0.0 && f64::from(**v) >= t * (1.0 - 1e-6))
-            .count()
+            .filter(|v| f64::from(**v) >= t * (1.0 - 1e-6))
+            .count();
+        hits as f64 / self.values.len() as f64
     }
 }
 
@@ -261,23 +247,16 @@ pub struct GroupBaseline {
     /// not a yes/no, so "premium" can be decided later against the models in
     /// use then.
     pub tiny_call_price: Ring,
-    /// Per newest session (at most [`CHEAPEST_KEPT`]), the blended price of
-    /// the cheapest model it called (0 when its aggregates do not say): a
-    /// run of sessions that called nothing but premium models is a group
-    /// that moved to one.
-    #[serde(default = "cheapest_ring")]
-    pub cheapest_call_price: Ring,
+    /// When the group's tiny calls began going to a premium model its
+    /// history did not explain, in the stretch of windows still going (each
+    /// window of its sessions had some): while it is younger than the
+    /// rule's `accept_after`, those sessions are kept out of
+    /// `tiny_call_price` and `model_calls`, so the move stays an incident
+    /// (see `detect::window`). `None`: no such stretch is going on.
+    #[serde(default)]
+    pub premium_since: Option<DateTime<Utc>>,
     /// Recent calls per model, decayed, to name the group's usual model.
     pub model_calls: BTreeMap<String, f64>,
-}
-
-/// Sessions [`GroupBaseline::cheapest_call_price`] keeps, whatever the
-/// baseline's size: the longest run of premium-only sessions a rule can ask
-/// for.
-pub const CHEAPEST_KEPT: usize = 64;
-
-fn cheapest_ring() -> Ring {
-    Ring::new(CHEAPEST_KEPT)
 }
 
 /// How fast old calls fade from `model_calls` (per window).
@@ -292,7 +271,7 @@ impl GroupBaseline {
             log_requests: Ring::new(cap),
             cached_share: Ring::new(cap),
             tiny_call_price: Ring::new(cap),
-            cheapest_call_price: cheapest_ring(),
+            premium_since: None,
             model_calls: BTreeMap::new(),
         }
     }
@@ -326,18 +305,6 @@ impl GroupBaseline {
         self.tiny_call_price.share_at_least(floor)
     }
 
-    /// The same share among the newest `n` sessions only: how the group
-    /// behaves now, after a change of model.
-    pub fn recent_premium_tiny_share(&self, floor: f64, n: usize) -> f64 {
-        self.tiny_call_price.recent_share_at_least(floor, n)
-    }
-
-    /// How many of the group's newest sessions in a row called only models
-    /// priced at `floor` or more.
-    pub fn premium_only_run(&self, floor: f64) -> usize {
-        self.cheapest_call_price.newest_run_at_least(floor)
-    }
-
     /// The statistics the checks compare against.
     pub fn stats(&self) -> GroupStats {
         let (log_req_median, log_req_sigma) = self.log_requests.median_mad().unwrap_or((0.0, 0.0));
@@ -349,8 +316,8 @@ impl GroupBaseline {
             cache_median: self.cached_share.median(),
             premium_peers: self.tiny_call_price.len(),
             premium_tiny_share: 0.0,
-            recent_premium_tiny_share: 0.0,
-            premium_only_run: 0,
+            premium_accepted: false,
+            premium_since: self.premium_since,
             usual_model: self.usual_model().map(str::to_owned),
         }
     }
@@ -382,13 +349,13 @@ pub struct GroupStats {
     /// Share of those that made mostly tiny premium calls; filled in per
     /// rule by [`GroupBaseline::premium_tiny_share`].
     pub premium_tiny_share: f64,
-    /// The same share among the group's newest sessions; filled in per rule
-    /// by [`GroupBaseline::recent_premium_tiny_share`].
-    pub recent_premium_tiny_share: f64,
-    /// How many of the group's newest sessions in a row called only premium
-    /// models ([`GroupBaseline::premium_only_run`]), when the session judged
-    /// is one of them; 0 otherwise. Filled in per rule and session.
-    pub premium_only_run: usize,
+    /// Whether the group's tiny calls have gone to a premium model without
+    /// a pause for the rule's `accept_after`: its history now takes that as
+    /// its normal. Filled in per rule.
+    pub premium_accepted: bool,
+    /// Since when its tiny calls have gone to premium models its history
+    /// did not explain, without a pause ([`GroupBaseline::premium_since`]).
+    pub premium_since: Option<DateTime<Utc>>,
     /// The model the group calls most.
     pub usual_model: Option<String>,
 }
@@ -482,18 +449,16 @@ mod tests {
     }
 
     #[test]
-    fn shares_count_all_values_or_only_the_newest() {
+    fn shares_count_the_values_at_or_above() {
         let mut r = Ring::new(8);
         assert_eq!(r.share_at_least(1.0), 0.0);
         for v in [0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, 2.0] {
             r.push(v);
         }
         assert_eq!(r.share_at_least(1.0), 0.375);
-        assert_eq!(r.recent_share_at_least(1.0, 4), 0.75);
-        assert_eq!(r.recent_share_at_least(1.0, 1), 1.0);
-        assert_eq!(r.recent_share_at_least(1.0, 100), 0.375);
         // At the threshold counts, whatever f32 rounding did to it.
-        assert_eq!(r.recent_share_at_least(2.0, 1), 1.0);
+        assert_eq!(r.share_at_least(2.0), 0.375);
+        assert_eq!(r.share_at_least(2.1), 0.0);
     }
 
     #[test]

@@ -13,26 +13,15 @@
 //! and, seen there still uncached, stands as that window judged it, even
 //! if the session is still going.
 //!
-//! An oversized_model finding waits here too: that of a session that
-//! called only premium models, newest of its group's run of such sessions
-//! while the run is shorter than the rule's `moved_after_sessions`. The
-//! group may be moving to the premium model on purpose (its new design),
-//! and only its next sessions can say so. Each later window that brings
-//! the group new sessions decides: all of them premium-only, the run grows,
-//! and once it is `moved_after_sessions` long the group has moved and the
-//! finding is dropped; any other session breaks the run, and the finding
-//! stands in that window. A group that brings no session by `quiet_at`
-//! leaves it standing then.
-//!
 //! Windows are processed in order, each one after the last: a held
 //! finding still held at a window was not seen in any window since its
 //! own, so the session made no call there.
 
-use super::{FastMap, Finding, GroupBaseline, no_cache::Weak};
+use super::{Finding, no_cache::Weak};
 use crate::source::Window;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// A finding waiting for its session to end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,57 +34,6 @@ pub struct Held {
     /// It had enough missed reads to count alone (held one window), not a
     /// single one (held until the session ends).
     pub alone: bool,
-    /// For an oversized_model finding: the group's run of premium-only
-    /// sessions it waits on (`quiet_at` is then when it stands if the group
-    /// brings no new session before).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group_move: Option<GroupMove>,
-}
-
-/// The run of premium-only sessions an oversized_model finding waits on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GroupMove {
-    /// The run's length so far, the finding's session included.
-    pub run: usize,
-    /// The length at which the group has moved (`moved_after_sessions`).
-    pub moved_after: usize,
-    /// The premium price floor the run was counted at.
-    pub floor: f64,
-}
-
-/// What a window brought a group: the sessions that entered its baseline,
-/// and the baseline after them.
-pub struct GroupNews<'a> {
-    /// Per group, how many of its sessions entered in the window.
-    pub(crate) entered: &'a FastMap<String, usize>,
-    /// Per group seen in the window, its baseline after it.
-    pub baselines: &'a HashMap<String, GroupBaseline>,
-}
-
-/// What a window says of a held oversized_model finding's group.
-#[derive(Debug, PartialEq)]
-enum MoveNews {
-    /// No new session of the group.
-    Quiet,
-    /// New sessions, all premium-only: the run is now this long.
-    Grew(usize),
-    /// A new session that did not call only premium models.
-    Broken,
-}
-
-impl GroupNews<'_> {
-    fn about(&self, group: &str, m: &GroupMove) -> MoveNews {
-        let entered = self.entered.get(group).copied().unwrap_or(0);
-        let Some(b) = self.baselines.get(group).filter(|_| entered > 0) else {
-            return MoveNews::Quiet;
-        };
-        let run = b.premium_only_run(m.floor);
-        if run >= m.run + entered {
-            MoveNews::Grew(run)
-        } else {
-            MoveNews::Broken
-        }
-    }
 }
 
 impl Held {
@@ -107,19 +45,7 @@ impl Held {
             finding: weak.finding,
             quiet_at,
             alone: weak.alone,
-            group_move: None,
         })
-    }
-
-    /// An oversized_model finding waiting on its group's run of
-    /// premium-only sessions, until `quiet_at` at the latest.
-    pub fn on_group_move(finding: Finding, m: GroupMove, quiet_at: DateTime<Utc>) -> Held {
-        Held {
-            finding,
-            quiet_at,
-            alone: false,
-            group_move: Some(m),
-        }
     }
 
     /// The finding, standing in `window`, which showed no call of its
@@ -128,24 +54,6 @@ impl Held {
         let at = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let f = &mut self.finding;
         f.window = window;
-        if let Some(m) = &self.group_move {
-            if let Some(e) = f.evidence.as_object_mut() {
-                e.insert("judged_after_group".into(), true.into());
-            }
-            let why = if self.quiet_at <= window.end {
-                format!(
-                    "; its group brought no session by {}, so nothing says it moved to a premium model on purpose",
-                    at(self.quiet_at)
-                )
-            } else {
-                format!(
-                    "; the next session of its group did not call only premium models, so the group had not moved to one ({} of the {} premium-only sessions in a row that would say so)",
-                    m.run, m.moved_after
-                )
-            };
-            f.explanation.push_str(&why);
-            return self.finding;
-        }
         if let Some(e) = f.evidence.as_object_mut() {
             e.insert("judged_once_ended".into(), true.into());
         }
@@ -211,33 +119,13 @@ impl HeldFindings {
     /// is within the window, and is held on before. A fresh finding that
     /// counts alone, of a session held before, stands now: it has waited
     /// its window.
-    ///
-    /// A held oversized_model finding is decided by what the window brought
-    /// its group (`news`): see the module's doc.
-    pub fn settle(self, window: Window, fresh: Vec<Held>, news: &GroupNews<'_>) -> Settled {
+    pub fn settle(self, window: Window, fresh: Vec<Held>) -> Settled {
         let before = self.held.len();
         let mut stand = Vec::new();
         let mut held = Vec::with_capacity(before + fresh.len());
         let mut kept = 0;
-        for mut h in self.held {
+        for h in self.held {
             if self.seen.contains(&h.finding.session_id) {
-                continue;
-            }
-            if let Some(m) = &mut h.group_move {
-                match news.about(&h.finding.group, m) {
-                    MoveNews::Grew(run) if run >= m.moved_after => {}
-                    MoveNews::Grew(run) => {
-                        m.run = run;
-                        // Counted as changed: the row is written again.
-                        held.push(h);
-                    }
-                    MoveNews::Broken => stand.push(h.stand(window)),
-                    MoveNews::Quiet if h.quiet_at <= window.end => stand.push(h.stand(window)),
-                    MoveNews::Quiet => {
-                        kept += 1;
-                        held.push(h);
-                    }
-                }
                 continue;
             }
             // One that counted alone has waited its window.
@@ -303,15 +191,6 @@ mod tests {
             },
             quiet_at,
             alone: false,
-            group_move: None,
-        }
-    }
-
-    /// A window that brought no group any session.
-    fn quiet() -> GroupNews<'static> {
-        GroupNews {
-            entered: Box::leak(Box::default()),
-            baselines: Box::leak(Box::default()),
         }
     }
 
@@ -326,11 +205,7 @@ mod tests {
         ]);
         before.saw("seen");
         before.saw("someone-else");
-        let s = before.settle(
-            w,
-            vec![held("fresh", w.end + Duration::minutes(5))],
-            &quiet(),
-        );
+        let s = before.settle(w, vec![held("fresh", w.end + Duration::minutes(5))]);
         let stand: Vec<&str> = s.stand.iter().map(|f| f.session_id.as_str()).collect();
         assert_eq!(stand, ["at-the-end", "ended"]);
         assert!(s.stand.iter().all(|f| f.window == w));
@@ -354,20 +229,17 @@ mod tests {
     #[test]
     fn nothing_to_write_when_nothing_changed() {
         let w = window(1);
-        let none = HeldFindings::new(Vec::new()).settle(w, Vec::new(), &quiet());
+        let none = HeldFindings::new(Vec::new()).settle(w, Vec::new());
         assert_eq!(none, Settled::default());
         // Held on, untouched: the stored rows stay.
-        let on = HeldFindings::new(vec![held("later", w.end + Duration::minutes(1))]).settle(
-            w,
-            Vec::new(),
-            &quiet(),
-        );
+        let on = HeldFindings::new(vec![held("later", w.end + Duration::minutes(1))])
+            .settle(w, Vec::new());
         assert!(!on.changed);
         assert_eq!(on.held.len(), 1);
         // One dropped: written.
         let mut seen = HeldFindings::new(vec![held("seen", w.end + Duration::minutes(1))]);
         seen.saw("seen");
-        let s = seen.settle(w, Vec::new(), &quiet());
+        let s = seen.settle(w, Vec::new());
         assert!(s.changed && s.held.is_empty() && s.stand.is_empty());
     }
 
@@ -391,7 +263,6 @@ mod tests {
                 held("single", w.end + Duration::minutes(1)),
                 going("new"),
             ],
-            &quiet(),
         );
         let stand: Vec<&str> = s.stand.iter().map(|f| f.session_id.as_str()).collect();
         assert_eq!(stand, ["again"]);
@@ -404,7 +275,7 @@ mod tests {
         assert_eq!(kept, ["new", "single"]);
         // Not seen in the next window: it stands, before its quiet_at (a
         // single miss would wait for it).
-        let s = HeldFindings::new(vec![going("quiet")]).settle(w, Vec::new(), &quiet());
+        let s = HeldFindings::new(vec![going("quiet")]).settle(w, Vec::new());
         assert_eq!(s.stand.len(), 1);
         assert_eq!(s.stand[0].evidence["judged_once_ended"], true);
         assert!(
@@ -416,127 +287,16 @@ mod tests {
         );
     }
 
-    /// An oversized_model finding of `id` in `feature=a`, waiting on a run
-    /// of `run` premium-only sessions (floor 10), until `quiet_at`.
-    fn waiting(id: &str, run: usize, quiet_at: DateTime<Utc>) -> Held {
-        let mut h = held(id, quiet_at);
-        h.finding.kind = Kind::OversizedModel;
-        h.finding.explanation = "tiny premium calls".into();
-        Held::on_group_move(
-            h.finding,
-            GroupMove {
-                run,
-                moved_after: 3,
-                floor: 10.0,
-            },
-            quiet_at,
-        )
-    }
-
-    /// What a window brought `feature=a`: its sessions' cheapest prices,
-    /// newest last, after a history of `older`.
-    fn news_of(
-        older: &[f64],
-        new: &[f64],
-    ) -> (FastMap<String, usize>, HashMap<String, GroupBaseline>) {
-        let mut b = GroupBaseline::new(20);
-        for p in older.iter().chain(new) {
-            b.cheapest_call_price.push(*p);
-        }
-        let group = "feature=a".to_owned();
-        (
-            FastMap::from_iter([(group.clone(), new.len())]),
-            HashMap::from([(group, b)]),
-        )
-    }
-
-    fn settle_with(h: Held, older: &[f64], new: &[f64], w: Window) -> Settled {
-        let (entered, baselines) = news_of(older, new);
-        let news = GroupNews {
-            entered: &entered,
-            baselines: &baselines,
-        };
-        HeldFindings::new(vec![h]).settle(w, Vec::new(), &news)
-    }
-
     #[test]
-    fn a_premium_only_run_that_reaches_the_move_drops_the_finding() {
-        let w = window(1);
-        let later = w.end + Duration::minutes(30);
-        // One premium-only session so far; two more, all premium: moved.
-        let s = settle_with(waiting("p", 1, later), &[1.0, 20.0], &[20.0, 25.0], w);
-        assert!(s.stand.is_empty() && s.held.is_empty() && s.changed);
-        // One more only: the run is two long, still waiting, and written.
-        let s = settle_with(waiting("p", 1, later), &[1.0, 20.0], &[20.0], w);
-        assert!(s.stand.is_empty() && s.changed);
-        assert_eq!(s.held.len(), 1);
-        assert_eq!(s.held[0].group_move.as_ref().map(|m| m.run), Some(2));
-    }
-
-    #[test]
-    fn a_session_off_the_premium_model_makes_the_finding_stand() {
-        let w = window(1);
-        let later = w.end + Duration::minutes(30);
-        // The group's next sessions: one premium, then one on a cheap model.
-        let s = settle_with(waiting("p", 1, later), &[1.0, 20.0], &[20.0, 1.0], w);
-        assert!(s.held.is_empty());
+    fn a_finding_held_by_an_earlier_release_reads_back_as_a_wait_for_its_session() {
+        // Written when oversized_model findings waited on their group's
+        // next sessions: the wait is gone, so the finding is held as any
+        // other, and stands when its time comes.
+        let mut json = serde_json::to_value(held("p", window(1).end)).unwrap();
+        json["group_move"] = serde_json::json!({"run": 1, "moved_after": 3, "floor": 10.0});
+        let back: Held = serde_json::from_value(json).unwrap();
+        let s = HeldFindings::new(vec![back]).settle(window(1), Vec::new());
         assert_eq!(s.stand.len(), 1);
-        let f = &s.stand[0];
-        assert_eq!((f.kind, f.window), (Kind::OversizedModel, w));
-        assert_eq!(f.evidence["judged_after_group"], true);
-        assert!(
-            f.explanation.contains("did not call only premium models"),
-            "{}",
-            f.explanation
-        );
-    }
-
-    #[test]
-    fn a_quiet_group_leaves_the_finding_waiting_until_its_time() {
-        let w = window(1);
-        // No session of the group in the window: kept, unchanged.
-        let s = settle_with(
-            waiting("p", 1, w.end + Duration::seconds(1)),
-            &[20.0],
-            &[],
-            w,
-        );
-        assert!(s.stand.is_empty() && !s.changed);
-        assert_eq!(s.held.len(), 1);
-        // Its time is within the window: it stands.
-        let s = settle_with(waiting("p", 1, w.end), &[20.0], &[], w);
-        assert_eq!(s.stand.len(), 1);
-        assert!(
-            s.stand[0].explanation.contains("brought no session by"),
-            "{}",
-            s.stand[0].explanation
-        );
-        // The session itself seen again: judged afresh, dropped here.
-        let (entered, baselines) = news_of(&[20.0], &[]);
-        let news = GroupNews {
-            entered: &entered,
-            baselines: &baselines,
-        };
-        let mut before = HeldFindings::new(vec![waiting("p", 1, w.end)]);
-        before.saw("p");
-        let s = before.settle(w, Vec::new(), &news);
-        assert!(s.stand.is_empty() && s.held.is_empty());
-    }
-
-    #[test]
-    fn one_session_can_wait_for_both_kinds() {
-        let w = window(1);
-        let later = w.end + Duration::minutes(30);
-        let s = HeldFindings::new(Vec::new()).settle(
-            w,
-            vec![waiting("p", 1, later), held("p", later)],
-            &quiet(),
-        );
-        let kinds: Vec<Kind> = s.held.iter().map(|h| h.finding.kind).collect();
-        assert_eq!(kinds, [Kind::NoCache, Kind::OversizedModel]);
-        let back: Vec<Held> =
-            serde_json::from_str(&serde_json::to_string(&s.held).unwrap()).unwrap();
-        assert_eq!(back, s.held);
     }
 
     #[test]

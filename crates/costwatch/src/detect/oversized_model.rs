@@ -2,14 +2,24 @@
 //! normal pattern; the finding estimates what the group's usual model would
 //! have cost for the same calls.
 //!
-//! What the group's baseline knows decides what is normal: a group whose
-//! most-called model is premium, or most of whose sessions make tiny premium
-//! calls (over its whole baseline, or among its newest sessions, after it
-//! moved to a premium model), is following its design. While the baseline is
-//! thin (fewer than `cold_start_peers` sessions) the share tolerated is
-//! halved and counted among the other sessions, and findings are marked
+//! What the group's history knows decides what is normal: a group whose
+//! most-called model is premium, or most of whose sessions make tiny
+//! premium calls, is following its design. While the history is thin
+//! (fewer than `cold_start_peers` sessions) the share tolerated is halved
+//! and counted among the other sessions, and findings are marked
 //! `cold_start`. A session with failed calls that also called the usual
 //! model is failing over, not choosing the dearer model: left alone.
+//!
+//! A move is an incident, never a new design costwatch decides on by
+//! itself: when a group with a history of small-model habits starts sending
+//! its tiny calls to a premium model, however many of its sessions do it,
+//! those sessions are kept out of its history (`detect::window`), so each
+//! one is judged against what the group did before and the incident stays
+//! open for as long as the move lasts. Only after `accept_after` without a
+//! pause does the history take the move in as the group's new normal. A
+//! team that moved on purpose says so with the rule's `design_model`: tiny
+//! calls to that model, or to one no dearer, are the group's design, and
+//! the model is the group's usual one.
 //!
 //! Aggregates hide tiny premium calls in two shapes, and those sessions are
 //! judged from their request rows instead ([`may_hide_tiny_premium`],
@@ -87,23 +97,6 @@ pub fn tiny_call_price(s: &SessionRecord, cat: &Catalogue, rule: &OversizedModel
     0.0
 }
 
-/// The blended price of the cheapest model the session called; 0 when its
-/// aggregates do not say (no per-model breakdown, or no known model).
-pub fn cheapest_call_price(s: &SessionRecord, cat: &Catalogue) -> f64 {
-    s.by_model
-        .iter()
-        .filter(|m| m.requests > 0)
-        .filter_map(|m| cat.blended(&m.model))
-        .min_by(f64::total_cmp)
-        .unwrap_or(0.0)
-}
-
-/// Whether every model the session called is priced at `floor` or more
-/// (with the tolerance of the baseline's run of such sessions).
-fn calls_only_premium(s: &SessionRecord, cat: &Catalogue, floor: f64) -> bool {
-    cheapest_call_price(s, cat) >= floor * (1.0 - 1e-6)
-}
-
 fn is_tiny(input: u64, output: u64, requests: u64, rule: &OversizedModelRule) -> bool {
     let n = requests.max(1) as f64;
     input as f64 / n <= rule.max_avg_input_tokens as f64
@@ -136,7 +129,11 @@ fn premium_calls(
     rule: &OversizedModelRule,
 ) -> Option<PremiumCalls> {
     let price_ratio = cat.price_ratio(&m.model)?;
-    (price_ratio >= rule.premium_price_ratio).then(|| PremiumCalls {
+    let premium = price_ratio >= rule.premium_price_ratio
+        && !cat
+            .blended(&m.model)
+            .is_some_and(|p| by_design(p, cat, rule));
+    premium.then(|| PremiumCalls {
         model: m.model.clone(),
         requests: m.requests,
         input_tokens: m.input_tokens,
@@ -145,6 +142,28 @@ fn premium_calls(
         cost_usd: m.cost_usd,
         price_ratio,
     })
+}
+
+/// Whether a model priced `price` (blended) is the group's design by its
+/// rule: the rule names a `design_model` no cheaper. A design model the
+/// price table does not know covers every model: nothing can be priced
+/// against it.
+pub fn by_design(price: f64, cat: &Catalogue, rule: &OversizedModelRule) -> bool {
+    rule.design_model
+        .as_deref()
+        .is_some_and(|d| cat.blended(d).is_none_or(|p| price <= p * (1.0 + 1e-6)))
+}
+
+/// The blended price from which a model is premium for `rule`'s groups:
+/// `premium_price_ratio` times the cheapest model in use, and, where the
+/// rule names a `design_model`, dearer than it. `None` before any model is
+/// known to be in use.
+pub fn premium_floor(cat: &Catalogue, rule: &OversizedModelRule) -> Option<f64> {
+    let floor = cat.premium_floor(rule.premium_price_ratio)?;
+    let design = rule.design_model.as_deref().and_then(|d| cat.blended(d));
+    // Just above the design model's price, beyond the tolerance with which
+    // stored prices are compared.
+    Some(design.map_or(floor, |p| floor.max(p * (1.0 + 1e-5))))
 }
 
 /// `calls` as the session's [`TinyPremium`], when they make at least
@@ -316,14 +335,18 @@ pub fn confirm(
     }
 }
 
-/// The model the group would normally use instead: its most called model,
+/// The model the group would normally use instead: the rule's
+/// `design_model` when it names one, else the group's most called model,
 /// else (no history of models) the cheapest model in use. `None` when the
 /// group's most called model is itself premium: premium is its design.
 fn usual_model<'a>(
     stats: &'a GroupStats,
     cat: &'a Catalogue,
-    rule: &OversizedModelRule,
+    rule: &'a OversizedModelRule,
 ) -> Option<&'a str> {
+    if let Some(design) = rule.design_model.as_deref() {
+        return Some(design);
+    }
     match stats.usual_model.as_deref() {
         Some(m)
             if cat
@@ -353,18 +376,19 @@ fn others_share(stats: &GroupStats, counted: bool) -> f64 {
 /// The model the group's habits would have used for a session's tiny
 /// premium calls, when those habits allow a finding at all: `None` when
 /// the group has too few peers to know its habits, when tiny premium calls
-/// are what it normally does (or has done since it moved), or when its
-/// usual model is itself premium. `counted`: whether the judged session is
-/// among the group's sessions making mostly tiny premium calls.
+/// are what it normally does (or its history has taken a move to them in,
+/// after `accept_after`), or when its usual model is itself premium.
+/// `counted`: whether the judged session is among the group's sessions
+/// making mostly tiny premium calls.
 pub fn usual_if_judged<'a>(
     stats: &'a GroupStats,
     cat: &'a Catalogue,
-    rule: &OversizedModelRule,
+    rule: &'a OversizedModelRule,
     counted: bool,
 ) -> Option<&'a str> {
     if stats.premium_peers < rule.min_peers
         || stats.premium_tiny_share > rule.max_group_share
-        || stats.recent_premium_tiny_share > rule.max_group_share
+        || stats.premium_accepted
     {
         return None;
     }
@@ -377,28 +401,6 @@ pub fn usual_if_judged<'a>(
         return None;
     }
     usual_model(stats, cat, rule)
-}
-
-/// Whether a finding of `s` must wait for its group's next sessions, and
-/// on what run: the session called only premium models (priced at `floor`
-/// or more) and is in its group's newest run of such sessions, which is
-/// still shorter than `moved_after_sessions`. The group may be starting a
-/// move to the premium model (see `detect::held`).
-pub fn open_move(
-    s: &SessionRecord,
-    stats: &GroupStats,
-    cat: &Catalogue,
-    rule: &OversizedModelRule,
-    floor: f64,
-) -> Option<super::held::GroupMove> {
-    let run = stats.premium_only_run;
-    (calls_only_premium(s, cat, floor) && run > 0 && run < rule.moved_after_sessions).then_some(
-        super::held::GroupMove {
-            run,
-            moved_after: rule.moved_after_sessions,
-            floor,
-        },
-    )
 }
 
 /// Judges a candidate against its group's habits.
@@ -414,17 +416,6 @@ pub fn judge(
     // The group's baseline counted the session among those making mostly
     // tiny premium calls exactly when its aggregates show them.
     let usual = usual_if_judged(stats, cat, rule, !tiny.from_rows)?;
-    // A session in the group's newest run of sessions that called nothing
-    // but premium models, `moved_after_sessions` long (and itself calling
-    // only premium models): the group has moved to the premium model (its
-    // new design), before its recent share or its usual model can say so.
-    if stats.premium_only_run >= rule.moved_after_sessions
-        && cat
-            .premium_floor(rule.premium_price_ratio)
-            .is_some_and(|f| calls_only_premium(s, cat, f))
-    {
-        return None;
-    }
     let cold_start = stats.premium_peers < rule.cold_start_peers;
     // Failed calls beside calls to the usual model: the session was failing
     // over (a router's fallback after a rate limit or an outage), so the
@@ -482,7 +473,6 @@ pub fn judge(
             // The figure the group's `tiny_call_price` ring keeps, for the
             // alert's chart of this session against its peers.
             "tiny_call_price": ratio(tiny_call_price(s, cat, rule)),
-            "recent_tiny_premium_share": ratio(stats.recent_premium_tiny_share),
             "peers": stats.premium_peers,
             "cold_start": cold_start,
         }),
@@ -496,11 +486,24 @@ pub fn judge(
             tiny.cost_usd
         ),
     };
-    if tiny.from_rows
-        && let Some(e) = f.evidence.as_object_mut()
-    {
-        // Said only when true: a finding from aggregates reads as before.
-        e.insert("from_request_rows".to_owned(), json!(true));
+    if let Some(e) = f.evidence.as_object_mut() {
+        // Each said only when true: a finding without them reads as before.
+        if tiny.from_rows {
+            e.insert("from_request_rows".to_owned(), json!(true));
+        }
+        if let Some(design) = &rule.design_model {
+            e.insert("design_model".to_owned(), json!(design));
+        }
+        if let Some(since) = stats.premium_since {
+            let at = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            e.insert("premium_since".to_owned(), json!(at));
+        }
+    }
+    if let Some(since) = stats.premium_since {
+        f.explanation.push_str(&format!(
+            "; the group's tiny calls have gone to premium models since {} without a pause, which nobody declared (design_model)",
+            since.format("%Y-%m-%d %H:%M UTC")
+        ));
     }
     super::note_computed_cost(s, &mut f);
     Some(f)

@@ -9,6 +9,7 @@ use std::collections::{BTreeSet, HashMap};
 
 mod held_out_patterns;
 mod hidden_premium;
+mod model_moves;
 mod no_cache;
 mod retry_runs;
 
@@ -230,7 +231,7 @@ fn run_findings(
         j.corroborate(late);
         // As the pipeline does: what was held stands once its session ended.
         let fresh = std::mem::take(&mut j.held);
-        let settled = before.settle(w, fresh, &j.news());
+        let settled = before.settle(w, fresh);
         held = settled.held;
         found.append(&mut j.findings);
         found.extend(settled.stand);

@@ -14,7 +14,7 @@
 use super::FastMap;
 use super::baseline::GroupBaseline;
 use super::drilldown::{Confirmed, Drilldown, RetryCheck};
-use super::held::{GroupNews, Held};
+use super::held::Held;
 use super::suspects::Suspects;
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model, retry_loop,
@@ -23,7 +23,8 @@ use super::{
 use crate::config::rules::select;
 use crate::config::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules};
 use crate::source::{RequestRecord, SessionRecord, Window};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 /// The rules and settings every window is checked with.
@@ -50,9 +51,6 @@ struct Nomination {
     /// The price level of its tiny calls (see
     /// [`oversized_model::tiny_call_price`]).
     tiny_price: f64,
-    /// Its place among the sessions of its group that entered the
-    /// baseline in this window (`None`: it did not, or beyond the ring).
-    position: Option<usize>,
 }
 
 impl Nomination {
@@ -69,6 +67,24 @@ struct Candidate {
     nomination: Nomination,
 }
 
+/// A session of the window whose tiny calls went to a premium model (by
+/// its nomination) that its rule does not declare the group's design:
+/// whether it enters its group's history is decided once the window's
+/// prices and the group's history are known ([`Verdicts`]). Until a move
+/// is accepted, such sessions stay out of the history that says what the
+/// group normally does.
+#[derive(Debug)]
+struct PremiumEntry<'d> {
+    /// The price level of its tiny calls.
+    tiny_price: f64,
+    /// Its calls per model.
+    model_calls: Vec<(String, u64)>,
+    /// Its first call.
+    first_request_at: DateTime<Utc>,
+    /// Its rule.
+    rule: &'d OversizedModelRule,
+}
+
 /// The state of one window while its pages stream in.
 #[derive(Debug)]
 pub struct WindowAnalysis<'d> {
@@ -76,6 +92,9 @@ pub struct WindowAnalysis<'d> {
     window: Window,
     catalogue: Catalogue,
     fresh: FastMap<String, GroupBaseline>,
+    /// Per group, the sessions entering its history whose tiny calls went
+    /// to a premium model, held apart until the window is judged.
+    premium: FastMap<String, Vec<PremiumEntry<'d>>>,
     candidates: Vec<Candidate>,
     sessions: u64,
     skipped_candidates: u64,
@@ -112,14 +131,8 @@ pub struct Judgement {
     /// Weak findings of sessions still going that no session of their
     /// group corroborated but that would count alone once their session
     /// ended (no_cache's `judge_once_ended`): held for later windows (see
-    /// [`super::held`]). Filled by [`Judgement::corroborate`]. Beside them,
-    /// oversized_model findings of premium-only sessions waiting on their
-    /// group's next sessions (see [`super::held`]).
+    /// [`super::held`]). Filled by [`Judgement::corroborate`].
     pub held: Vec<Held>,
-    /// Per group, how many of its sessions entered its baseline in the
-    /// window: with `baselines`, what decides the held oversized_model
-    /// findings ([`super::held::GroupNews`]).
-    pub(crate) entered: FastMap<String, usize>,
 }
 
 impl Judgement {
@@ -152,14 +165,6 @@ impl Judgement {
         self.findings.extend(stand);
         self.held.extend(rest.into_iter().filter_map(Held::of));
     }
-
-    /// What the window brought each group, for settling held findings.
-    pub fn news(&self) -> GroupNews<'_> {
-        GroupNews {
-            entered: &self.entered,
-            baselines: &self.baselines,
-        }
-    }
 }
 
 /// Most diagnostics kept per window; beyond it they are only counted.
@@ -174,6 +179,7 @@ impl Detector {
             window,
             catalogue,
             fresh: FastMap::default(),
+            premium: FastMap::default(),
             candidates: Vec::new(),
             sessions: 0,
             skipped_candidates: 0,
@@ -239,7 +245,6 @@ impl Detector {
                 .retry_rule(s)
                 .is_some_and(|r| s.requests >= r.min_requests || s.errors >= r.min_error_burst),
             tiny_price,
-            position: None,
         }
     }
 
@@ -279,7 +284,7 @@ impl<'d> WindowAnalysis<'d> {
             }
         }
         write_group_key(&s.labels, &self.det.group_by, &mut self.key);
-        let mut n = self
+        let n = self
             .det
             .nominate(&s, &self.catalogue, self.fresh.get(&self.key));
 
@@ -294,8 +299,6 @@ impl<'d> WindowAnalysis<'d> {
         // Each session enters its group's baseline once: in the window where
         // its first request falls.
         if self.window.contains(s.first_request_at) {
-            let entered = b.tiny_call_price.len();
-            n.position = (entered < self.det.baseline_samples).then_some(entered);
             if s.requests > 0 {
                 b.log_requests.push((s.requests as f64).ln());
             }
@@ -304,15 +307,30 @@ impl<'d> WindowAnalysis<'d> {
                 b.cached_share
                     .push(no_cache::capable_cached_share(&s, &self.catalogue));
             }
-            b.tiny_call_price.push(n.tiny_price);
-            b.cheapest_call_price
-                .push(oversized_model::cheapest_call_price(&s, &self.catalogue));
-            for m in &s.by_model {
-                match b.model_calls.get_mut(&m.model) {
-                    Some(n) => *n += m.requests as f64,
+            let premium = self.det.oversized_rule(&s).filter(|r| {
+                n.oversized && !oversized_model::by_design(n.tiny_price, &self.catalogue, r)
+            });
+            if let Some(rule) = premium {
+                let entry = PremiumEntry {
+                    tiny_price: n.tiny_price,
+                    model_calls: s
+                        .by_model
+                        .iter()
+                        .map(|m| (m.model.clone(), m.requests))
+                        .collect(),
+                    first_request_at: s.first_request_at,
+                    rule,
+                };
+                match self.premium.get_mut(&self.key) {
+                    Some(list) => list.push(entry),
                     None => {
-                        b.model_calls.insert(m.model.clone(), m.requests as f64);
+                        self.premium.insert(self.key.clone(), vec![entry]);
                     }
+                }
+            } else {
+                b.tiny_call_price.push(n.tiny_price);
+                for m in &s.by_model {
+                    add_calls(b, &m.model, m.requests);
                 }
             }
         }
@@ -347,15 +365,40 @@ impl<'d> WindowAnalysis<'d> {
     fn verdicts(&mut self, mut history: HashMap<String, GroupBaseline>) -> Verdicts<'d> {
         let cap = self.det.baseline_samples;
         let mut baselines = HashMap::new();
-        let mut entered = FastMap::default();
+        let mut premium = std::mem::take(&mut self.premium);
         for (group, fresh) in std::mem::take(&mut self.fresh) {
-            entered.insert(group.clone(), fresh.tiny_call_price.len());
             let mut b = history
                 .remove(&group)
                 .unwrap_or_else(|| GroupBaseline::new(cap));
             b.resize(cap);
             b.decay_models();
+            let entries = premium.remove(&group).unwrap_or_default();
+            let entered = fresh.tiny_call_price.len() + entries.len();
+            let moved = moved_entries(&b, &entries, &self.catalogue);
             merge(&mut b, fresh);
+            // The stretch of the move: begun by its first session, broken
+            // by a window whose sessions (there were some) made no such
+            // call.
+            if let Some(first) = entries
+                .iter()
+                .zip(&moved)
+                .filter(|(_, m)| **m)
+                .map(|(e, _)| e.first_request_at)
+                .min()
+            {
+                b.premium_since.get_or_insert(first);
+            } else if entered > 0 {
+                b.premium_since = None;
+            }
+            for (e, moved) in entries.into_iter().zip(moved) {
+                if moved && !accepted(&b, e.rule, self.window) {
+                    continue;
+                }
+                b.tiny_call_price.push(e.tiny_price);
+                for (model, calls) in &e.model_calls {
+                    add_calls(&mut b, model, *calls);
+                }
+            }
             baselines.insert(group, b);
         }
         Verdicts {
@@ -363,7 +406,6 @@ impl<'d> WindowAnalysis<'d> {
             window: self.window,
             catalogue: std::mem::take(&mut self.catalogue),
             baselines,
-            entered,
             stats: FastMap::default(),
             empty: GroupBaseline::new(1).stats(),
             findings: Vec::new(),
@@ -371,7 +413,6 @@ impl<'d> WindowAnalysis<'d> {
             weak: Vec::new(),
             weak_drilldowns: Vec::new(),
             suspects: Suspects::default(),
-            held_moves: Vec::new(),
             shared_catalogue: None,
         }
     }
@@ -417,7 +458,6 @@ impl<'d> WindowAnalysis<'d> {
             sessions: self.sessions,
             models_seen: self.models_seen,
             key: String::new(),
-            entered: FastMap::default(),
         }
     }
 }
@@ -429,9 +469,6 @@ struct Verdicts<'d> {
     window: Window,
     catalogue: Catalogue,
     baselines: HashMap<String, GroupBaseline>,
-    /// Per group, how many of its sessions entered its baseline in this
-    /// window (the newest values of its rings).
-    entered: FastMap<String, usize>,
     /// The statistics of the groups judged so far: computed (medians of
     /// the rings) only for a group with a nominated session.
     stats: FastMap<String, GroupStats>,
@@ -441,8 +478,6 @@ struct Verdicts<'d> {
     weak: Vec<no_cache::Weak>,
     weak_drilldowns: Vec<Drilldown>,
     suspects: Suspects,
-    /// oversized_model findings waiting on their group's next sessions.
-    held_moves: Vec<Held>,
     /// The catalogue shared by the window's oversized_model row checks,
     /// made at the first.
     shared_catalogue: Option<Arc<Catalogue>>,
@@ -478,8 +513,7 @@ impl Verdicts<'_> {
             drilldowns_skipped: skipped,
             weak: self.weak,
             weak_drilldowns: self.weak_drilldowns,
-            held: self.held_moves,
-            entered: self.entered,
+            held: Vec::new(),
         }
     }
 
@@ -509,30 +543,12 @@ impl Verdicts<'_> {
             .det
             .oversized_rule(&s)
             .filter(|_| n.oversized || n.oversized_rows);
-        let floor = os_rule.and_then(|r| self.catalogue.premium_floor(r.premium_price_ratio));
+        let floor = os_rule.and_then(|r| oversized_model::premium_floor(&self.catalogue, r));
         if let (Some(rule), Some(floor), Some(b)) = (os_rule, floor, self.baselines.get(group)) {
-            // The group's newest run of premium-only sessions counts for
-            // this session only when the session is in it: among the
-            // run's last sessions of this window. A group that filled its
-            // ring in this window has lost the places of its newest
-            // sessions: none is taken to be in the run.
-            let run = b.premium_only_run(floor);
-            let entered = self.entered.get(group).copied().unwrap_or(0);
-            let in_run = entered < self.det.baseline_samples
-                && match n.position {
-                    Some(p) => p + run >= entered,
-                    // Seen again after the window it entered in: older than
-                    // every session this window brought, so in the run only
-                    // if the run reaches past them, and taken to be in it
-                    // then. (The run may have begun after it: its finding
-                    // is then held or dropped, never sent against the
-                    // group's move.)
-                    None => run > entered,
-                };
             let st = GroupStats {
                 premium_tiny_share: b.premium_tiny_share(floor),
-                recent_premium_tiny_share: b.recent_premium_tiny_share(floor, rule.recent_sessions),
-                premium_only_run: if in_run { run } else { 0 },
+                premium_accepted: accepted(b, rule, self.window),
+                premium_since: b.premium_since,
                 ..st.clone()
             };
             let tiny = oversized_model::tiny_premium(&s, &self.catalogue, rule);
@@ -547,15 +563,7 @@ impl Verdicts<'_> {
                     self.window,
                 );
                 if let Some(f) = found {
-                    match oversized_model::open_move(&s, &st, &self.catalogue, rule, floor) {
-                        Some(m) => self.held_moves.push(Held::on_group_move(
-                            f,
-                            m,
-                            self.window.end
-                                + chrono::Duration::from_std(rule.moved_wait).unwrap_or_default(),
-                        )),
-                        None => self.findings.push(f),
-                    }
+                    self.findings.push(f);
                 }
             } else if n.oversized_rows
                 && oversized_model::may_hide_tiny_premium(&s, &self.catalogue, rule, floor)
@@ -624,10 +632,6 @@ pub struct Rejudge<'d> {
     sessions: u64,
     models_seen: BTreeSet<String>,
     key: String,
-    /// Per group, the sessions of the second read that entered its
-    /// baseline on the first, so far: each one's place, as the first read
-    /// gave it.
-    entered: FastMap<String, usize>,
 }
 
 impl Rejudge<'_> {
@@ -638,25 +642,14 @@ impl Rejudge<'_> {
         let det = self.verdicts.det;
         // The baselines are complete: the judgement itself decides which
         // sessions of a premium model alone are read.
-        let mut n = det.nominate(&s, &self.verdicts.catalogue, None);
-        let entered = self.verdicts.window.contains(s.first_request_at);
-        if !n.any() && !entered {
+        let n = det.nominate(&s, &self.verdicts.catalogue, None);
+        if !n.any() {
             return;
         }
         write_group_key(&s.labels, &det.group_by, &mut self.key);
-        if entered {
-            let count = match self.entered.get_mut(&self.key) {
-                Some(c) => c,
-                None => self.entered.entry(self.key.clone()).or_default(),
-            };
-            n.position = (*count < det.baseline_samples).then_some(*count);
-            *count += 1;
-        }
-        if n.any() {
-            let group = std::mem::take(&mut self.key);
-            self.verdicts.check(s, &group, n);
-            self.key = group;
-        }
+        let group = std::mem::take(&mut self.key);
+        self.verdicts.check(s, &group, n);
+        self.key = group;
     }
 
     /// The judgement of the window: the baselines and counts of the first
@@ -667,27 +660,70 @@ impl Rejudge<'_> {
     }
 }
 
+/// Adds `calls` to `model`'s weight in the group's usual-model tally.
+fn add_calls(b: &mut GroupBaseline, model: &str, calls: u64) {
+    match b.model_calls.get_mut(model) {
+        Some(n) => *n += calls as f64,
+        None => {
+            b.model_calls.insert(model.to_owned(), calls as f64);
+        }
+    }
+}
+
+/// Which of a group's premium entries are part of a move: premium at the
+/// window's floor for their rule, in a group whose history (before the
+/// window) knows its habits and says that tiny premium calls are not one
+/// of them. A new group's, or one whose design is premium, enter its
+/// history as any session does.
+fn moved_entries(
+    history: &GroupBaseline,
+    entries: &[PremiumEntry<'_>],
+    cat: &Catalogue,
+) -> Vec<bool> {
+    let usual = history.usual_model();
+    entries
+        .iter()
+        .map(|e| {
+            let Some(floor) = oversized_model::premium_floor(cat, e.rule) else {
+                return false;
+            };
+            let premium_usual = usual
+                .and_then(|m| cat.price_ratio(m))
+                .is_some_and(|r| r >= e.rule.premium_price_ratio);
+            e.tiny_price >= floor * (1.0 - 1e-6)
+                && history.tiny_call_price.len() >= e.rule.min_peers
+                && history.premium_tiny_share(floor) <= e.rule.max_group_share
+                && !premium_usual
+        })
+        .collect()
+}
+
+/// Whether the group's move to premium tiny calls has lasted the rule's
+/// `accept_after` by the end of `window`: its history takes it in now.
+fn accepted(b: &GroupBaseline, rule: &OversizedModelRule, window: Window) -> bool {
+    let after = chrono::Duration::from_std(rule.accept_after).unwrap_or(chrono::Duration::MAX);
+    b.premium_since.is_some_and(|t| window.end - t >= after)
+}
+
 /// Appends a window's fresh samples to the stored baseline.
 fn merge(into: &mut GroupBaseline, fresh: GroupBaseline) {
     let GroupBaseline {
         log_requests,
         cached_share,
         tiny_call_price,
-        cheapest_call_price,
+        premium_since: _,
         model_calls,
     } = fresh;
     for (ring, new) in [
         (&mut into.log_requests, log_requests),
         (&mut into.cached_share, cached_share),
         (&mut into.tiny_call_price, tiny_call_price),
-        (&mut into.cheapest_call_price, cheapest_call_price),
     ] {
         for v in new.values() {
             ring.push(v);
         }
     }
-    let models: BTreeMap<String, f64> = model_calls;
-    for (m, n) in models {
+    for (m, n) in model_calls {
         *into.model_calls.entry(m).or_default() += n;
     }
 }

@@ -217,22 +217,17 @@ mod tests {
             [("feature=a".to_owned(), baseline(3.0))].into();
         // One session held for both kinds, the oversized_model one first:
         // both stores give them back in session and kind order.
-        let waiting = Held::on_group_move(
-            Finding {
+        let waiting = Held {
+            finding: Finding {
                 kind: crate::domain::Kind::OversizedModel,
                 ..finding("s-held", window(0))
             },
-            crate::detect::held::GroupMove {
-                run: 1,
-                moved_after: 3,
-                floor: 2.5,
-            },
-            t(75),
-        );
+            quiet_at: t(75),
+            alone: false,
+        };
         let held = [
             waiting,
             Held {
-                group_move: None,
                 finding: finding("s-held", window(0)),
                 quiet_at: t(20),
                 alone: true,

@@ -6,7 +6,6 @@ use crate::config::locate::{Seg, child, path_string};
 use crate::config::raw::{RawNoCacheRule, RawOversizedModelRule, RawRetryLoopRule};
 use crate::config::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Selector};
 use crate::config::{Problem, Rules};
-use crate::detect::baseline::CHEAPEST_KEPT;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -317,13 +316,30 @@ impl RawRule for RawOversizedModelRule {
         );
         doc.share(&child(path, "max_group_share"), self.max_group_share);
         doc.at_least_u64(&child(path, "cold_start_peers"), self.cold_start_peers, 1);
-        doc.at_least_u64(&child(path, "recent_sessions"), self.recent_sessions, 1);
-        doc.between_u64(
-            &child(path, "moved_after_sessions"),
-            self.moved_after_sessions,
-            1,
-            CHEAPEST_KEPT as u64,
-        );
+        for (key, given) in [
+            ("recent_sessions", self.recent_sessions.is_some()),
+            ("moved_after_sessions", self.moved_after_sessions.is_some()),
+            ("moved_wait_minutes", self.moved_wait_minutes.is_some()),
+        ] {
+            doc.check(!given, &child(path, key), || {
+                format!(
+                    "{key} was removed: costwatch no longer concludes that a group moved to a premium model on purpose; declare the move with design_model, and accept_after says when an undeclared one becomes the group's normal"
+                )
+            });
+        }
+        let at = child(path, "accept_after");
+        let accept_after = match humantime::parse_duration(&self.accept_after) {
+            Ok(d) => {
+                doc.positive_duration(&at, d);
+                d
+            }
+            Err(e) => {
+                doc.check(false, &at, || {
+                    format!("invalid duration `{}`: {e}", self.accept_after)
+                });
+                Duration::ZERO
+            }
+        };
         OversizedModelRule {
             meta,
             premium_price_ratio: self.premium_price_ratio,
@@ -333,9 +349,8 @@ impl RawRule for RawOversizedModelRule {
             min_peers: doc.min_peers(path, self.min_peers),
             max_group_share: self.max_group_share,
             cold_start_peers: to_usize(self.cold_start_peers),
-            recent_sessions: to_usize(self.recent_sessions),
-            moved_after_sessions: to_usize(self.moved_after_sessions),
-            moved_wait: Duration::from_secs(self.moved_wait_minutes.saturating_mul(60)),
+            design_model: self.design_model,
+            accept_after,
             min_impact_usd: doc.min_impact_usd(path, self.min_impact_usd),
         }
     }

@@ -181,3 +181,36 @@ fn rule_schema_describes_every_kind_and_parameter() -> TestResult {
     assert_eq!(schema["additionalProperties"], false);
     Ok(())
 }
+
+#[test]
+fn removed_move_settings_and_a_bad_accept_after_are_named() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("moves.yaml");
+    fs::write(
+        &path,
+        "oversized_model:\n  - name: a\n    recent_sessions: 20\n    moved_after_sessions: 3\n  - name: b\n    accept_after: soon\n  - name: c\n    accept_after: 0s\n    design_model: gpt-6.1-sol\n",
+    )?;
+    let err = load_rules(std::slice::from_ref(&path))
+        .err()
+        .ok_or("loaded without problems")?;
+    let removed = "was removed: costwatch no longer concludes that a group moved to a premium model on purpose; declare the move with design_model, and accept_after says when an undeclared one becomes the group's normal";
+    assert_eq!(
+        shown(&err, dir.path()),
+        [
+            format!("moves.yaml:3:22: oversized_model[0].recent_sessions: recent_sessions {removed}"),
+            format!("moves.yaml:4:27: oversized_model[0].moved_after_sessions: moved_after_sessions {removed}"),
+            "moves.yaml:6:19: oversized_model[1].accept_after: invalid duration `soon`: expected number at 0".to_owned(),
+            "moves.yaml:8:19: oversized_model[2].accept_after: must be greater than 0".to_owned(),
+        ]
+    );
+    let ok = dir.path().join("declared.yaml");
+    fs::write(
+        &ok,
+        "oversized_model:\n  - name: summarize-on-sonnet\n    match: {feature: summarize}\n    design_model: claude-sonnet-4-5\n    accept_after: 36h\n",
+    )?;
+    let rules = load_rules(&[ok])?;
+    let rule = &rules.oversized_model[0];
+    assert_eq!(rule.design_model.as_deref(), Some("claude-sonnet-4-5"));
+    assert_eq!(rule.accept_after, std::time::Duration::from_secs(36 * 3600));
+    Ok(())
+}

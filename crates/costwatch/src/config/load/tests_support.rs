@@ -91,9 +91,8 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
             min_peers: 2,
             max_group_share: 0.5,
             cold_start_peers: 20,
-            recent_sessions: 20,
-            moved_after_sessions: 3,
-            moved_wait: std::time::Duration::from_secs(3600),
+            design_model: None,
+            accept_after: std::time::Duration::from_secs(7 * 86_400),
             min_impact_usd: 0.0,
         }],
         retry_loop: vec![RetryLoopRule {

@@ -182,24 +182,35 @@ pub(crate) struct RawOversizedModelRule {
     #[serde(default = "oversized_cold_start_peers")]
     #[schemars(range(min = 1))]
     pub cold_start_peers: u64,
-    /// The group's newest sessions that show a change of habit: when more
-    /// than `max_group_share` of them made mostly tiny premium calls, the
-    /// group has moved to the premium model.
-    #[serde(default = "oversized_recent_sessions")]
-    #[schemars(range(min = 1))]
-    pub recent_sessions: u64,
-    /// When this many of the group's newest sessions in a row called
-    /// nothing but premium models, the group has moved to one (its new
-    /// design): a session calling only premium models is then not flagged.
-    #[serde(default = "oversized_moved_after_sessions")]
-    #[schemars(range(min = 1, max = 64))]
-    pub moved_after_sessions: u64,
-    /// A session calling only premium models while its group's run of such
-    /// sessions is shorter than moved_after_sessions may be the start of a
-    /// move: its finding waits for the group's next sessions, at most this
-    /// many minutes (then it stands).
-    #[serde(default = "oversized_moved_wait_minutes")]
-    pub moved_wait_minutes: u64,
+    /// The model this group's calls are meant for, declared by the team
+    /// (say, after a deliberate move to a premium model): tiny calls to it,
+    /// or to a model no dearer, are its design and never flagged, and a
+    /// finding prices the calls on it rather than on the model the group's
+    /// history uses most. Unset, costwatch never concludes by itself that a
+    /// move to a premium model was meant.
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    pub design_model: Option<String>,
+    /// How long a group's tiny calls must have gone to a premium model
+    /// without a pause (a window whose sessions made none) before its
+    /// history takes that as its new normal: until then its sessions are
+    /// flagged, however many do it, and its history keeps what it did
+    /// before. A duration with a unit, such as `7d` or `36h`.
+    #[serde(default = "oversized_accept_after")]
+    pub accept_after: String,
+    /// Removed: the share of the newest sessions no longer says a group
+    /// moved on purpose (see `design_model` and `accept_after`).
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub recent_sessions: Option<serde::de::IgnoredAny>,
+    /// Removed, as `recent_sessions`.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub moved_after_sessions: Option<serde::de::IgnoredAny>,
+    /// Removed, as `recent_sessions`.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub moved_wait_minutes: Option<serde::de::IgnoredAny>,
     /// Smallest estimated waste worth a finding, in USD.
     #[serde(default)]
     #[schemars(range(min = 0.0))]
@@ -363,14 +374,8 @@ fn oversized_max_group_share() -> f64 {
 fn oversized_cold_start_peers() -> u64 {
     20
 }
-fn oversized_recent_sessions() -> u64 {
-    20
-}
-fn oversized_moved_after_sessions() -> u64 {
-    3
-}
-fn oversized_moved_wait_minutes() -> u64 {
-    60
+fn oversized_accept_after() -> String {
+    "7d".to_owned()
 }
 
 fn retry_min_requests() -> u64 {

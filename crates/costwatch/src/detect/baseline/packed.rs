@@ -1,22 +1,30 @@
 //! A baseline as compact bytes, the form the state database keeps.
 //!
-//! Layout (little-endian): the version byte [`VERSION`]; four rings
-//! (`log_requests`, `cached_share`, `tiny_call_price`,
-//! `cheapest_call_price`), each its capacity and length as `u32` and its
-//! values as `f32`, oldest first; then the
-//! number of models as `u32` and, per model in name order, the name's
+//! Layout (little-endian): the version byte [`VERSION`]; three rings
+//! (`log_requests`, `cached_share`, `tiny_call_price`), each its capacity
+//! and length as `u32` and its values as `f32`, oldest first; then
+//! `premium_since` as an `i64` of Unix seconds ([`NONE`] when unset); then
+//! the number of models as `u32` and, per model in name order, the name's
 //! length as `u32`, its UTF-8 bytes and its decayed weight as `f64`.
 //! Every value is kept bit for bit, so a baseline read back is equal to the
-//! one written. Version 1, written before `cheapest_call_price` existed,
-//! lacks that ring: it is read back empty.
+//! one written.
+//!
+//! Older layouts are still read: version 2 had a fourth ring after the
+//! three (the prices of the newest sessions' cheapest models), skipped;
+//! version 1 had neither it nor `premium_since`, read back unset.
 
 use super::{GroupBaseline, Ring};
+use chrono::DateTime;
 use std::collections::{BTreeMap, VecDeque};
 
 /// The layout's version, the first byte.
-pub const VERSION: u8 = 2;
-/// The layout without `cheapest_call_price`, still read.
+pub const VERSION: u8 = 3;
+/// The layout with a fourth ring and no `premium_since`, still read.
+const VERSION_2: u8 = 2;
+/// The layout with neither, still read.
 const VERSION_1: u8 = 1;
+/// `premium_since` unset.
+const NONE: i64 = i64::MIN;
 
 impl GroupBaseline {
     /// The baseline as compact bytes (see the module's layout).
@@ -25,11 +33,10 @@ impl GroupBaseline {
             &self.log_requests,
             &self.cached_share,
             &self.tiny_call_price,
-            &self.cheapest_call_price,
         ];
         let values: usize = rings.iter().map(|r| r.values.len()).sum();
         let names: usize = self.model_calls.keys().map(|m| m.len() + 12).sum();
-        let mut out = Vec::with_capacity(1 + 32 + 4 * values + 4 + names);
+        let mut out = Vec::with_capacity(1 + 24 + 4 * values + 8 + 4 + names);
         out.push(VERSION);
         for r in rings {
             put_u32(&mut out, r.cap);
@@ -45,6 +52,8 @@ impl GroupBaseline {
                 }
             }
         }
+        let since = self.premium_since.map_or(NONE, |t| t.timestamp());
+        out.extend_from_slice(&since.to_le_bytes());
         put_u32(&mut out, self.model_calls.len());
         for (model, weight) in &self.model_calls {
             put_u32(&mut out, model.len());
@@ -58,16 +67,25 @@ impl GroupBaseline {
     pub fn from_bytes(bytes: &[u8]) -> Result<GroupBaseline, String> {
         let mut r = Reader { bytes, at: 0 };
         let version = r.take(1)?[0];
-        if version != VERSION && version != VERSION_1 {
+        if !(VERSION_1..=VERSION).contains(&version) {
             return Err(format!("unknown baseline layout {version}"));
         }
         let log_requests = r.ring()?;
         let cached_share = r.ring()?;
         let tiny_call_price = r.ring()?;
-        let cheapest_call_price = if version == VERSION_1 {
-            Ring::new(super::CHEAPEST_KEPT)
+        if version == VERSION_2 {
+            r.ring()?;
+        }
+        let premium_since = if version == VERSION {
+            match i64::from_le_bytes(r.array()?) {
+                NONE => None,
+                secs => Some(
+                    DateTime::from_timestamp(secs, 0)
+                        .ok_or_else(|| format!("premium_since {secs} out of range"))?,
+                ),
+            }
         } else {
-            r.ring()?
+            None
         };
         let models = r.u32()?;
         let mut model_calls = BTreeMap::new();
@@ -86,7 +104,7 @@ impl GroupBaseline {
             log_requests,
             cached_share,
             tiny_call_price,
-            cheapest_call_price,
+            premium_since,
             model_calls,
         })
     }
@@ -147,8 +165,7 @@ mod tests {
         }
         b.cached_share.push(0.0);
         b.cached_share.push(0.93);
-        b.cheapest_call_price.push(0.175);
-        b.cheapest_call_price.push(4.375);
+        b.premium_since = DateTime::from_timestamp(1_790_000_000, 0);
         b.model_calls
             .insert("gpt-6.1-luna".into(), 12.345_678_901_234);
         b.model_calls.insert("claude-é".into(), 0.5);
@@ -161,34 +178,43 @@ mod tests {
         let bytes = b.to_bytes();
         assert_eq!(GroupBaseline::from_bytes(&bytes).unwrap(), b);
         assert_eq!(bytes[0], VERSION);
-        // 1 + 4 rings (8 + 4 per value: 4, 2, 0, 2 values) + 4 + two models.
+        // 1 + 3 rings (8 + 4 per value: 4, 2, 0 values) + 8 + 4 + two models.
         assert_eq!(
             bytes.len(),
-            1 + 4 * 8 + 4 * 8 + 4 + (4 + 12 + 8) + (4 + 9 + 8)
+            1 + 3 * 8 + 4 * 6 + 8 + 4 + (4 + 12 + 8) + (4 + 9 + 8)
         );
         let empty = GroupBaseline::new(512);
         assert_eq!(GroupBaseline::from_bytes(&empty.to_bytes()).unwrap(), empty);
     }
 
+    /// The bytes of `b` in version 2 or 1: a fourth ring (capacity 64, two
+    /// values) after the three, and no `premium_since`.
+    fn older(b: &GroupBaseline, version: u8) -> Vec<u8> {
+        let v3 = b.to_bytes();
+        let rings = 1 + 3 * 8 + 4 * 6;
+        let mut out = v3[..rings].to_vec();
+        if version == 2 {
+            out.extend_from_slice(&64u32.to_le_bytes());
+            out.extend_from_slice(&2u32.to_le_bytes());
+            out.extend_from_slice(&0.175f32.to_le_bytes());
+            out.extend_from_slice(&4.375f32.to_le_bytes());
+        }
+        out.extend_from_slice(&v3[rings + 8..]);
+        out[0] = version;
+        out
+    }
+
     #[test]
-    fn a_version_1_baseline_reads_back_without_the_cheapest_prices() {
+    fn older_baselines_read_back_without_a_premium_episode() {
         let b = sample();
-        let v2 = b.to_bytes();
-        // Version 1 is version 2 without the fourth ring (capacity 64, two
-        // values): its bytes sit after the three rings of 4, 2 and 0 values.
-        let fourth = 1 + 3 * 8 + 4 * 6;
-        let mut v1 = v2[..fourth].to_vec();
-        v1.extend_from_slice(&v2[fourth + 8 + 4 * 2..]);
-        v1[0] = 1;
-        let read = GroupBaseline::from_bytes(&v1).unwrap();
-        assert!(read.cheapest_call_price.is_empty());
-        assert_eq!(
-            GroupBaseline {
-                cheapest_call_price: Ring::new(super::super::CHEAPEST_KEPT),
-                ..b
-            },
-            read
-        );
+        let want = GroupBaseline {
+            premium_since: None,
+            ..b.clone()
+        };
+        for version in [1, 2] {
+            let read = GroupBaseline::from_bytes(&older(&b, version)).unwrap();
+            assert_eq!(read, want, "version {version}");
+        }
     }
 
     #[test]

@@ -195,6 +195,11 @@ fn digest_moving(windows: i64, on_sol: std::ops::Range<i64>) -> Vec<Vec<SessionR
     )
 }
 
+/// `s` for the life of the test run (the table's names are `&'static str`).
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
 /// `history` with `extra` sessions added to their windows.
 fn add(
     mut history: Vec<Vec<SessionRecord>>,
@@ -479,21 +484,31 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
-            // One session a window after the move: the first two wait for
-            // the group's next sessions, the third makes a run of three
-            // that called only the premium model (`moved_after_sessions`):
-            // the move is recognised and the two are dropped.
-            name: "a group that moved to a premium model is not flagged, not even for the first sessions of the move",
+            // One session a window after the move, for six windows: nobody
+            // declared it, so it is an incident however many sessions in a
+            // row call only the premium model.
+            name: "a group whose tiny calls move to a premium model is flagged in every session of the move",
             rules: None,
+            windows: digest_moving(14, 8..14),
+            requests: vec![],
+            expect: (8..14)
+                .map(|w| (Kind::OversizedModel, leak(format!("digest-{w}-0"))))
+                .collect(),
+        },
+        Case {
+            // The same move, declared by the team: the group's design.
+            name: "a move the team declared with design_model is not flagged",
+            rules: Some(leak(format!(
+                "oversized_model:\n  - name: premium-model-on-tiny-calls\n  - name: digest-on-sol\n    match: {{feature: digest}}\n    design_model: {SOL}\n"
+            ))),
             windows: digest_moving(14, 8..14),
             requests: vec![],
             expect: vec![],
         },
         Case {
-            // Two premium-only sessions wait; the group's next session is
-            // back on the small model: the run broke before it said "move",
-            // so both stand (in that window).
-            name: "premium-only sessions whose group goes back to its small model stand",
+            // Two premium-only sessions; the group's next sessions are back
+            // on the small model: both stand, in their own windows.
+            name: "premium-only sessions whose group goes back to its small model are flagged",
             rules: None,
             windows: add(
                 digest_moving(14, 8..10),
@@ -507,9 +522,9 @@ pub(super) fn cases() -> Vec<Case> {
         },
         Case {
             // In one window: a premium-only session, one on the small
-            // model, then three premium-only ones. The run is the last
-            // three; the first premium-only session is not part of it.
-            name: "only the sessions of the newest premium-only run are taken for a move",
+            // model, then three premium-only ones: every premium-only one
+            // is flagged, wherever it falls.
+            name: "every premium-only session of a group with small-model habits is flagged, in any order",
             rules: None,
             windows: add(
                 add(
@@ -528,17 +543,16 @@ pub(super) fn cases() -> Vec<Case> {
                 .collect(),
             ),
             requests: vec![],
-            expect: vec![(Kind::OversizedModel, "digest-early")],
+            expect: ["digest-early", "digest-a", "digest-b", "digest-c"]
+                .into_iter()
+                .map(|id| (Kind::OversizedModel, id))
+                .collect(),
         },
         Case {
-            // Adversarial tuning seed 2026's `summarize` move: the group's
-            // fifth Sonnet-only session began moments before its
-            // window's end, and its last calls fell in the next window.
-            // Seen again there, it did not enter that window's baseline;
-            // it is older than every session the window brought (none),
-            // so the run reaching past them holds it, and the move still
-            // clears it.
-            name: "a session of a group's move seen again in the next window is not flagged there",
+            // A session of the move that began moments before its window's
+            // end and whose last calls fell in the next window: seen in
+            // both, flagged.
+            name: "a session of a group's move seen again in the next window is flagged",
             rules: None,
             windows: add(
                 digest_moving(13, 8..11),
@@ -556,7 +570,12 @@ pub(super) fn cases() -> Vec<Case> {
                 .collect(),
             ),
             requests: vec![],
-            expect: vec![],
+            expect: vec![
+                (Kind::OversizedModel, "digest-8-0"),
+                (Kind::OversizedModel, "digest-9-0"),
+                (Kind::OversizedModel, "digest-10-0"),
+                (Kind::OversizedModel, "digest-late"),
+            ],
         },
         Case {
             // Tiny premium calls beside the small model are sub-tasks sent
@@ -581,10 +600,7 @@ pub(super) fn cases() -> Vec<Case> {
             requests: vec![],
             expect: (8..10)
                 .flat_map(|w| (0..4).map(move |k| (w, k)))
-                .map(|(w, k)| {
-                    let id: &'static str = Box::leak(format!("triage-{w}-{k}").into_boxed_str());
-                    (Kind::OversizedModel, id)
-                })
+                .map(|(w, k)| (Kind::OversizedModel, leak(format!("triage-{w}-{k}"))))
                 .collect(),
         },
     ]

@@ -134,8 +134,8 @@ fn peers_calling(median: f64) -> GroupStats {
         cache_median: None,
         premium_peers: 0,
         premium_tiny_share: 0.0,
-        recent_premium_tiny_share: 0.0,
-        premium_only_run: 0,
+        premium_accepted: false,
+        premium_since: None,
         usual_model: None,
     }
 }

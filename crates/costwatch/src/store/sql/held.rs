@@ -1,6 +1,8 @@
-//! The findings held until their session has ended or their group has
-//! shown whether it moved (`detect::held`), one row per job, session and
-//! kind. A window's commit replaces them in its
+//! The findings held until their session has ended (`detect::held`), one
+//! row per job, session and kind. The table's `group_move` column, written
+//! when oversized_model findings waited on their group's next sessions, is
+//! no longer read or written: such a row reads back as a finding waiting
+//! for its session. A window's commit replaces them in its
 //! transaction when they changed; skipping windows drops them, since the
 //! skipped windows were never looked at.
 
@@ -10,7 +12,7 @@ use crate::detect::Held;
 
 pub(super) async fn held_findings(store: &SqlStore, job: &str) -> Result<Vec<Held>, StoreError> {
     let rows = sqlx::query(
-        "SELECT quiet_at_ms, alone, finding, group_move FROM held_findings \
+        "SELECT quiet_at_ms, alone, finding FROM held_findings \
          WHERE job = $1 ORDER BY session_id, kind",
     )
     .bind(job)
@@ -25,16 +27,10 @@ pub(super) async fn held_findings(store: &SqlStore, job: &str) -> Result<Vec<Hel
             let finding: String = r.try_get("finding").map_err(c)?;
             let finding: Finding = serde_json::from_str(&finding)
                 .map_err(|e| StoreError::Corrupt(format!("held finding: {e}")))?;
-            let group_move: Option<String> = r.try_get("group_move").map_err(c)?;
-            let group_move = group_move
-                .map(|m| serde_json::from_str(&m))
-                .transpose()
-                .map_err(|e| StoreError::Corrupt(format!("held finding's group move: {e}")))?;
             Ok(Held {
                 finding,
                 quiet_at,
                 alone: alone != 0,
-                group_move,
             })
         })
         .collect()
@@ -53,9 +49,9 @@ pub(super) async fn replace_held(
         .map_err(unavailable)?;
     for chunk in held.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
-            "INSERT INTO held_findings (job, session_id, kind, quiet_at_ms, alone, finding, group_move) \
+            "INSERT INTO held_findings (job, session_id, kind, quiet_at_ms, alone, finding) \
              VALUES {}",
-            value_tuples(chunk.len(), 7)
+            value_tuples(chunk.len(), 6)
         );
         // Only numbered placeholders are formatted in; the values are bound.
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -66,8 +62,7 @@ pub(super) async fn replace_held(
                 .bind(h.finding.kind.as_str())
                 .bind(ms(h.quiet_at))
                 .bind(i64::from(h.alone))
-                .bind(json(&h.finding)?)
-                .bind(h.group_move.as_ref().map(json).transpose()?);
+                .bind(json(&h.finding)?);
         }
         q.execute(&mut **tx).await.map_err(unavailable)?;
     }

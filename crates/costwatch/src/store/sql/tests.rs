@@ -173,7 +173,6 @@ async fn held_findings_of_0014_read_back_as_no_cache_after_0015() {
     assert_eq!(held[0].finding, finding);
     assert_eq!(held[0].quiet_at, t0 + Duration::minutes(20));
     assert!(!held[0].alone);
-    assert!(held[0].group_move.is_none());
     use sqlx::Row;
     let kind: String = sqlx::query("SELECT kind FROM held_findings")
         .fetch_one(&store.pool)
