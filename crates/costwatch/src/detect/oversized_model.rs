@@ -7,8 +7,11 @@
 //! premium calls, is following its design. While the history is thin
 //! (fewer than `cold_start_peers` sessions) the share tolerated is halved
 //! and counted among the other sessions, and findings are marked
-//! `cold_start`. A session with failed calls that also called the usual
-//! model is failing over, not choosing the dearer model: left alone.
+//! `cold_start`. A session with failed calls is judged from its request
+//! rows: after a failed call, calls to another model are failing over (a
+//! router's fallback) until the model that failed answers again, not
+//! choosing the dearer model, and are left alone; tiny premium calls
+//! outside a failover are judged as any.
 //!
 //! A move is an incident, never a new design costwatch decides on by
 //! itself: when a group with a history of small-model habits starts sending
@@ -279,8 +282,10 @@ impl RowCheck {
 }
 
 /// Judges a candidate from its request rows (oldest first): its successful
-/// calls to premium models, each tiny on its own, judged as [`judge`]
-/// judges a session's tiny premium calls. A session served without a
+/// calls to premium models, each tiny on its own and not a failover (a
+/// call to another model after a failed one, until the model that failed
+/// answers again), judged as [`judge`] judges a session's tiny premium
+/// calls. A session served without a
 /// per-model breakdown is judged with the breakdown its rows give.
 pub fn confirm(
     s: &SessionRecord,
@@ -292,13 +297,25 @@ pub fn confirm(
     let (cat, rule) = (check.catalogue.as_ref(), &check.rule);
     let mut tiny: Vec<ModelUsage> = Vec::new();
     let mut all: Vec<ModelUsage> = Vec::new();
+    // After a failed call, calls to other models are a failover (a
+    // router's fallback after a rate limit or an outage), until a call to
+    // the model that failed succeeds again: the fallback was not chosen
+    // for the sub-task.
+    let mut failed_on: Option<&str> = None;
     for r in requests {
         let add = |by_model: &mut Vec<ModelUsage>| {
             let (input, cached, output) = (r.input_tokens, r.cached_tokens, r.output_tokens);
             ModelUsage::add_call(by_model, &r.model, input, cached, output, r.cost_usd);
         };
         add(&mut all);
-        if r.status == RequestStatus::Success && is_tiny(r.input_tokens, r.output_tokens, 1, rule) {
+        if r.status != RequestStatus::Success {
+            failed_on = Some(failed_on.unwrap_or(&r.model));
+            continue;
+        }
+        if failed_on == Some(r.model.as_str()) {
+            failed_on = None;
+        }
+        if failed_on.is_none() && is_tiny(r.input_tokens, r.output_tokens, 1, rule) {
             add(&mut tiny);
         }
     }
@@ -414,19 +431,11 @@ pub fn judge(
     window: Window,
 ) -> Option<Finding> {
     // The group's baseline counted the session among those making mostly
-    // tiny premium calls exactly when its aggregates show them.
-    let usual = usual_if_judged(stats, cat, rule, !tiny.from_rows)?;
+    // tiny premium calls exactly when its aggregates show them, unless the
+    // group is in a move its history keeps out.
+    let kept_out = stats.premium_since.is_some() && !stats.premium_accepted;
+    let usual = usual_if_judged(stats, cat, rule, !tiny.from_rows && !kept_out)?;
     let cold_start = stats.premium_peers < rule.cold_start_peers;
-    // Failed calls beside calls to the usual model: the session was failing
-    // over (a router's fallback after a rate limit or an outage), so the
-    // dearer model was not chosen for the sub-task.
-    if s.errors > 0
-        && s.by_model
-            .iter()
-            .any(|m| m.model == usual && m.requests > 0)
-    {
-        return None;
-    }
     let on_usual: f64 = tiny
         .calls
         .iter()
@@ -494,17 +503,14 @@ pub fn judge(
         if let Some(design) = &rule.design_model {
             e.insert("design_model".to_owned(), json!(design));
         }
-        if let Some(since) = stats.premium_since {
+        // The move's start, once it began before the window: a fresh one
+        // is said by the window itself.
+        if let Some(since) = stats.premium_since.filter(|t| *t < window.start) {
             let at = since.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
             e.insert("premium_since".to_owned(), json!(at));
         }
     }
-    if let Some(since) = stats.premium_since {
-        f.explanation.push_str(&format!(
-            "; the group's tiny calls have gone to premium models since {} without a pause, which nobody declared (design_model)",
-            since.format("%Y-%m-%d %H:%M UTC")
-        ));
-    }
+
     super::note_computed_cost(s, &mut f);
     Some(f)
 }

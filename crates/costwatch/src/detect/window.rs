@@ -551,8 +551,31 @@ impl Verdicts<'_> {
                 premium_since: b.premium_since,
                 ..st.clone()
             };
-            let tiny = oversized_model::tiny_premium(&s, &self.catalogue, rule);
-            if let Some(tiny) = tiny.filter(|_| n.oversized) {
+            let tiny =
+                oversized_model::tiny_premium(&s, &self.catalogue, rule).filter(|_| n.oversized);
+            let cat = &self.catalogue;
+            // Only the rows can tell (read only where the group's habits
+            // would let a finding stand): tiny premium calls the aggregates
+            // may hide, and, in a session with failed calls, whether the
+            // premium calls followed a failure (a failover) or not.
+            let read_rows = match &tiny {
+                Some(_) if s.errors > 0 => {
+                    oversized_model::usual_if_judged(&st, cat, rule, true).is_some()
+                }
+                Some(_) => false,
+                None => {
+                    n.oversized_rows
+                        && oversized_model::may_hide_tiny_premium(&s, cat, rule, floor)
+                        && oversized_model::usual_if_judged(&st, cat, rule, false).is_some()
+                }
+            };
+            if read_rows {
+                let catalogue = self
+                    .shared_catalogue
+                    .get_or_insert_with(|| Arc::new(self.catalogue.clone()))
+                    .clone();
+                oversized_rows = Some(oversized_model::RowCheck::new(st, rule.clone(), catalogue));
+            } else if let Some(tiny) = tiny {
                 let found = oversized_model::judge(
                     &s,
                     &tiny,
@@ -565,17 +588,6 @@ impl Verdicts<'_> {
                 if let Some(f) = found {
                     self.findings.push(f);
                 }
-            } else if n.oversized_rows
-                && oversized_model::may_hide_tiny_premium(&s, &self.catalogue, rule, floor)
-                && oversized_model::usual_if_judged(&st, &self.catalogue, rule, false).is_some()
-            {
-                // Only the rows can tell; read them only where the group's
-                // habits would let a finding stand.
-                let catalogue = self
-                    .shared_catalogue
-                    .get_or_insert_with(|| Arc::new(self.catalogue.clone()))
-                    .clone();
-                oversized_rows = Some(oversized_model::RowCheck::new(st, rule.clone(), catalogue));
             }
         }
         let retry_rule = self.det.retry_rule(&s).filter(|_| n.retry);

@@ -373,6 +373,61 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
+            // A sub-step on the premium model before the session met a
+            // failure and retried on its small model: the rows show the
+            // premium calls followed no failure.
+            name: "tiny premium calls that followed no failure are flagged in a session with failed calls",
+            rules: None,
+            windows: with_history(healthy_history(4, 6), {
+                let mut s = session(
+                    "moved-then-failed",
+                    "triage",
+                    0,
+                    &[(SOL, 2, 400, 0, 60), (LUNA, 3, 1_200, 0, 100)],
+                );
+                s.errors = 1;
+                vec![s]
+            }),
+            requests: vec![(
+                "moved-then-failed",
+                vec![
+                    request("moved-then-failed", 0, SOL, 200, RequestStatus::Success),
+                    request("moved-then-failed", 1, SOL, 200, RequestStatus::Success),
+                    request("moved-then-failed", 2, LUNA, 400, RequestStatus::Success),
+                    request("moved-then-failed", 3, LUNA, 400, RequestStatus::Error),
+                    request("moved-then-failed", 4, LUNA, 400, RequestStatus::Success),
+                ],
+            )],
+            expect: vec![(Kind::OversizedModel, "moved-then-failed")],
+        },
+        Case {
+            // The same calls, the premium ones after the failure, the
+            // session staying on the fallback: a failover.
+            name: "tiny premium calls after a failed call, until the failed model answers, are a failover and left alone",
+            rules: None,
+            windows: with_history(healthy_history(4, 6), {
+                let mut s = session(
+                    "failed-then-premium",
+                    "triage",
+                    0,
+                    &[(SOL, 2, 400, 0, 60), (LUNA, 3, 1_200, 0, 100)],
+                );
+                s.errors = 2;
+                vec![s]
+            }),
+            requests: vec![(
+                "failed-then-premium",
+                vec![
+                    request("failed-then-premium", 0, LUNA, 400, RequestStatus::Success),
+                    request("failed-then-premium", 1, LUNA, 400, RequestStatus::Error),
+                    request("failed-then-premium", 2, SOL, 200, RequestStatus::Success),
+                    request("failed-then-premium", 3, SOL, 200, RequestStatus::Success),
+                    request("failed-then-premium", 4, LUNA, 400, RequestStatus::Error),
+                ],
+            )],
+            expect: vec![],
+        },
+        Case {
             name: "a per-label threshold is tuned for one group only",
             rules: Some(
                 "oversized_model:\n  - name: default\n  - name: triage-strict\n    match: {feature: triage}\n    max_avg_input_tokens: 50\n",
