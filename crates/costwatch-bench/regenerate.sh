@@ -215,9 +215,10 @@ group's design meant for a call), not by what a detector can see:
   or a cycle of two); three retries and giving up is not a loop;
 - **oversized_model**: a successful tiny call (at most 1,000 prompt and 500
   completion tokens) went to a premium-tier model (Sol, Sonnet, Opus) when
-  the group's design meant it for a small one. A group whose design is a
-  premium model, from the start or after it moved on purpose, is not
-  wasting; Haiku is a small model.
+  the group's design meant it for a small one, however many of the group's
+  sessions do it. A group whose design is a premium model, from the start
+  or after a move its team declared, is not wasting; a move nobody
+  declared is; Haiku is a small model.
 
 Its situations, true waste and look-alikes side by side: conversations
 whose prompts stay below the cache minimum or cross it only on the last
@@ -233,9 +234,11 @@ same amount, in that spread-out group; checkout loops on failures beside bounded
 provider outage; bursty batch fan-outs whose shared template is below the
 minimum, one burst meeting a rate-limit storm; sub-agents misrouted to a
 premium model, escalating a hard case on purpose, or failing over to
-Haiku; sessions mixing three models, with tiny premium calls beside a big
-one on the same model; a feature served without a per-model breakdown; a
-group moving to a premium model mid-run; a thin new group whose design is
+Haiku; a sub-step moving to a premium model nobody declared for hours, in
+every session of a feature or in about half of them; sessions mixing three
+models, with tiny premium calls beside a big one on the same model; a
+feature served without a per-model breakdown; a group moving to a premium
+model mid-run on purpose; a thin new group whose design is
 a premium model on short prompts; tiny sessions of about \$0.0001 around the
 cache minimum. \`crates/costwatch-sim/src/scenario/adversarial/mod.rs\`
 describes each one and its schedule.
@@ -243,7 +246,10 @@ describes each one and its schedule.
 costwatch runs on it with the shipped \`rules/\`, told what a user of
 Haiku and Opus writes in them: the models' published cache minimums
 (\`model_min_cacheable_tokens: {claude-haiku-5: 2048, claude-opus-5:
-4096}\`, which the gateway's catalogue does not carry). Without them
+4096}\`, which the gateway's catalogue does not carry), and what the team
+that moved \`summarize\` to Sonnet on purpose declares (a rule
+\`summarize-by-design\` with \`match: {feature: summarize}\` and
+\`design_model: claude-sonnet-5.5\`). Without them
 costwatch judges those models by the default 1,024 and flags the Haiku and
 Opus sessions that stay between 1,024 and their model's minimum.
 

@@ -7,7 +7,10 @@
 //!   31337, 271828 and 314159.
 //! - `adversarial`: the second family (`costwatch_sim::scenario::adversarial`),
 //!   built to break the detectors. Tuning seeds 3, 17, 101, 2026 and
-//!   65537; held-out seeds 1234, 5678, 31337, 271828 and 314159.
+//!   65537; held-out seeds 1234, 5678, 31337, 271828 and 314159. Its
+//!   sessions are also scored per situation, each named by
+//!   `Situation::name` (`model_move`: a sub-step sent to a premium model
+//!   nobody declared, in all or part of a group's sessions).
 //!
 //! Detection is tuned on each family's tuning seeds; the held-out seeds of
 //! both families are reported, never tuned against.
@@ -104,6 +107,28 @@ impl Family {
         }
     }
 
+    /// The features the family's team moved to a premium model on purpose,
+    /// with the model: declared in its rules (`design_model`), as the team
+    /// would. The adversarial family's `summarize` moves to Sonnet on day
+    /// 2; the first family moves nothing on purpose.
+    pub fn design_models(self) -> BTreeMap<String, String> {
+        match self {
+            Family::Base => BTreeMap::new(),
+            Family::Adversarial => BTreeMap::from([(
+                adversarial::Feature::Summarize.name().to_owned(),
+                scenario::SONNET.to_owned(),
+            )]),
+        }
+    }
+
+    /// What the family's team tells costwatch in its rules.
+    pub fn told(self) -> quality::Told {
+        quality::Told {
+            cache_minimums: self.cache_minimums(),
+            design_models: self.design_models(),
+        }
+    }
+
     /// One seed's traffic, with what each session was made to be (the
     /// adversarial family only).
     pub fn generate(self, params: &ScenarioParams) -> (Dataset, Option<Notes>) {
@@ -184,8 +209,7 @@ pub async fn run_seed(
     let serving = serving.unwrap_or(family.serving());
     let (dataset, notes) = family.generate(&params);
     let truth = dataset.truth.clone();
-    let minimums = family.cache_minimums();
-    let run = quality::run_dataset(seed, dataset, &params, rules, &minimums, serving).await?;
+    let run = quality::run_dataset(seed, dataset, &params, rules, &family.told(), serving).await?;
     let mut situations = BTreeMap::new();
     if let Some(notes) = notes {
         let flagged: BTreeSet<(Kind, &str)> = run
@@ -247,7 +271,26 @@ mod tests {
             ),
         )
         .unwrap();
-        let d = quality::detector_knowing(dir.path(), &minimums).unwrap();
+        let told = quality::Told {
+            cache_minimums: minimums,
+            ..quality::Told::default()
+        };
+        let d = quality::detector_knowing(dir.path(), &told).unwrap();
+        // The family's deliberate move, declared as its team would.
+        let declared = quality::detector_knowing(
+            Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../rules")),
+            &Family::Adversarial.told(),
+        )
+        .unwrap();
+        let rule = declared
+            .rules
+            .oversized_model
+            .iter()
+            .find(|r| r.meta.name == "summarize-by-design")
+            .unwrap();
+        assert_eq!(rule.design_model.as_deref(), Some(scenario::SONNET));
+        assert_eq!(rule.meta.selector.0["feature"], "summarize");
+        assert!(Family::Base.design_models().is_empty());
         let of = |i: usize| d.rules.no_cache[i].model_min_cacheable_tokens.clone();
         assert_eq!(of(0).get(adversarial::HAIKU), Some(&2_048));
         assert_eq!(of(0).get(adversarial::OPUS), Some(&4_096));
@@ -287,5 +330,10 @@ mod tests {
             assert_eq!(total.truth[k] - total.found[k], score.false_negatives);
         }
         assert!(r.situations.contains_key(&Situation::BelowMinimum));
+        // Day 0 has the `checkout` model move: waste, whatever share moved.
+        let moved = r.situations[&Situation::ModelMove];
+        assert!(moved.sessions > 0);
+        assert_eq!(moved.truth, [0, moved.sessions, 0]);
+        assert_eq!(Situation::ModelMove.name(), "model_move");
     }
 }

@@ -118,7 +118,7 @@ pub async fn review_seed(
         dataset.clone(),
         &params,
         rules,
-        &family.cache_minimums(),
+        &family.told(),
         family.serving(),
     )
     .await?;

@@ -35,20 +35,42 @@ pub fn default_detector(rules: &Path) -> Result<Detector, BenchError> {
     ])?))
 }
 
-/// [`default_detector`] told each model's minimum cacheable prefix the way
-/// a user of those models writes it: in every `no_cache` rule's
-/// `model_min_cacheable_tokens`, where the rule does not already say.
-pub fn detector_knowing(
-    rules: &Path,
-    cache_minimums: &BTreeMap<String, u64>,
-) -> Result<Detector, BenchError> {
+/// What a team tells costwatch about its own traffic, in its rules, as a
+/// user of those models and the owner of those features would.
+#[derive(Debug, Clone, Default)]
+pub struct Told {
+    /// Each model's minimum cacheable prefix, in tokens.
+    pub cache_minimums: BTreeMap<String, u64>,
+    /// Per `feature` label, the model it moved to on purpose: declared
+    /// with an `oversized_model` rule naming `design_model`. A move nobody
+    /// declares is an incident.
+    pub design_models: BTreeMap<String, String>,
+}
+
+/// [`default_detector`] told what `told` says, the way a user writes it:
+/// each minimum in every `no_cache` rule's `model_min_cacheable_tokens`,
+/// where the rule does not already say, and each declared move as an
+/// `oversized_model` rule of its own (`{feature}-by-design`, the settings
+/// of the rule that covered the feature, with `design_model`).
+pub fn detector_knowing(rules: &Path, told: &Told) -> Result<Detector, BenchError> {
     let mut d = default_detector(rules)?;
     for rule in &mut d.rules.no_cache {
-        for (model, tokens) in cache_minimums {
+        for (model, tokens) in &told.cache_minimums {
             rule.model_min_cacheable_tokens
                 .entry(model.clone())
                 .or_insert(*tokens);
         }
+    }
+    for (feature, model) in &told.design_models {
+        let labels = Labels::from([("feature".to_owned(), feature.clone())]);
+        let covering = config::rules::select(&d.rules.oversized_model, |r| &r.meta, &labels);
+        let Some(mut rule) = covering.cloned() else {
+            continue;
+        };
+        rule.meta.name = format!("{feature}-by-design");
+        rule.meta.selector = config::rules::Selector(labels);
+        rule.design_model = Some(model.clone());
+        d.rules.oversized_model.push(rule);
     }
     Ok(d)
 }
@@ -133,7 +155,7 @@ pub async fn run_seed(seed: u64, days: u32, rules: &Path) -> Result<SeedResult, 
         dataset,
         &params,
         rules,
-        &BTreeMap::new(),
+        &Told::default(),
         Serving::Historical,
     )
     .await?;
@@ -166,14 +188,14 @@ pub struct DatasetRun {
 }
 
 /// Serves `dataset` (generated from `params`), replays it through costwatch
-/// (its rules at `rules`, told `cache_minimums`) and the static baseline,
+/// (its rules at `rules`, told what `told` says) and the static baseline,
 /// and scores both.
 pub async fn run_dataset(
     seed: u64,
     dataset: costwatch_sim::Dataset,
     params: &ScenarioParams,
     rules: &Path,
-    cache_minimums: &BTreeMap<String, u64>,
+    told: &Told,
     serving: Serving,
 ) -> Result<DatasetRun, BenchError> {
     let from = params.start;
@@ -206,7 +228,7 @@ pub async fn run_dataset(
     let started = Instant::now();
     let replay = backtest::replay(
         source.clone(),
-        detector_knowing(rules, cache_minimums)?,
+        detector_knowing(rules, told)?,
         "sqlite::memory:",
         from,
         to,

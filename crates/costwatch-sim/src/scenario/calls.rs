@@ -96,6 +96,40 @@ pub(super) struct Draft {
     pub(super) kind: Option<&'static str>,
 }
 
+/// The largest prompt of a tiny call, in tokens (the oversized_model
+/// rule's default limit).
+pub(super) const TINY_INPUT: u64 = 1_000;
+/// The largest completion of a tiny call, in tokens.
+pub(super) const TINY_OUTPUT: u64 = 500;
+
+impl Draft {
+    /// Sends the session's sub-step, its first `calls` tiny calls that
+    /// went to `small` and succeeded the first time, to `model`; at least
+    /// one such call stays on `small`. Returns how many moved.
+    pub(super) fn move_substep(&mut self, small: &str, model: &'static str, calls: usize) -> usize {
+        let movable: Vec<usize> = self
+            .calls
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                c.model == small
+                    && c.failure.is_none()
+                    && c.gap != Gap::Retry
+                    && c.input <= TINY_INPUT
+                    && c.output <= TINY_OUTPUT
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let n = calls.min(movable.len().saturating_sub(1));
+        for &i in &movable[..n] {
+            if let Some(c) = self.calls.get_mut(i) {
+                c.model = model;
+            }
+        }
+        n
+    }
+}
+
 /// How a conversation uses the prompt cache after its first turn.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum CacheMode {

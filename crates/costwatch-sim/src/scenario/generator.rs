@@ -4,16 +4,18 @@
 //! tokens, cost, latency, labels) while recording the truth.
 //!
 //! Every random draw comes from one seeded [`SimRng`] in a fixed order:
-//! the same parameters always yield the same rows.
+//! the same parameters always yield the same rows. The model moves draw
+//! from a second stream of their own, seeded from the same parameters, so
+//! the sessions around them are the same as without them.
 
 use super::calls::{Call, Draft, Failure, Gap};
 use super::plan::{Plan, in_span};
 use super::{
-    FEATURE_SHARES, Feature, LUNA, NIGHT_FLOOR, NO_CACHE_SHARE, NOVA, ONBOARDING_NO_CACHE_SHARE,
-    ONBOARDING_SHARE, OVERSIZED_SHARE, RETRY_LOOP_SHARE, SCATTERED_LOOPS, SOL, SONNET,
-    SPIKE_FACTOR, ScenarioParams, VOLUME_JITTER, catalogue,
+    FEATURE_SHARES, Feature, LUNA, MOVE_SALT, MOVED_CALLS, NIGHT_FLOOR, NO_CACHE_SHARE, NOVA,
+    ONBOARDING_NO_CACHE_SHARE, ONBOARDING_SHARE, OVERSIZED_SHARE, RETRY_LOOP_SHARE,
+    SCATTERED_LOOPS, SOL, SONNET, SPIKE_FACTOR, ScenarioParams, VOLUME_JITTER, catalogue,
 };
-use crate::dataset::{SimModel, SimRequest, SimSession, Truth};
+use crate::dataset::{OVERSIZED_MODEL, SimModel, SimRequest, SimSession, Truth};
 use crate::rng::SimRng;
 use chrono::{DateTime, Duration, Timelike, Utc};
 use std::collections::{BTreeMap, HashSet};
@@ -21,6 +23,8 @@ use std::collections::{BTreeMap, HashSet};
 /// The state of one generation.
 pub(super) struct Generator {
     pub(super) rng: SimRng,
+    /// The model moves' own stream: which sessions move, and how much.
+    moves: SimRng,
     plan: Plan,
     params: ScenarioParams,
     models: Vec<SimModel>,
@@ -34,9 +38,11 @@ impl Generator {
     /// A generator seeded from `p`, its incident plan drawn.
     pub(super) fn new(p: &ScenarioParams) -> Generator {
         let mut rng = SimRng::seed_from_u64(p.seed);
-        let plan = Plan::new(p, &mut rng);
+        let mut moves = SimRng::seed_from_u64(p.seed ^ MOVE_SALT);
+        let plan = Plan::new(p, &mut rng, &mut moves);
         Generator {
             rng,
+            moves,
             plan,
             params: p.clone(),
             models: catalogue(),
@@ -45,6 +51,18 @@ impl Generator {
             sessions: Vec::new(),
             truth: Truth::default(),
         }
+    }
+
+    /// The incident schedule.
+    #[cfg(test)]
+    pub(super) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The schedule, to change before generating.
+    #[cfg(test)]
+    pub(super) fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
     }
 
     /// Relative volume of the hour starting at `t` (low at night, peak 15:00 UTC).
@@ -224,8 +242,30 @@ impl Generator {
             .map_or(0.0, |m| m.cost(c.input, c.cached, c.output))
     }
 
+    /// During a model move of `feature` at `at`, sends the sub-step of a
+    /// healthy session (one of the move's share) to the move's premium
+    /// model: waste nobody declared. Sessions made for another incident
+    /// are left as they are. Draws only from the moves' own stream.
+    fn model_move(&mut self, feature: Feature, at: DateTime<Utc>, draft: &mut Draft) {
+        if draft.kind.is_some() {
+            return;
+        }
+        let Some(m) = self.plan.model_move_at(feature, at).copied() else {
+            return;
+        };
+        // A share of 1 draws nothing: every session moves.
+        if !self.moves.random_bool(m.share) {
+            return;
+        }
+        let calls = self.moves.random_range(MOVED_CALLS);
+        if draft.move_substep(LUNA, m.model, calls) > 0 {
+            draft.kind = Some(OVERSIZED_MODEL);
+        }
+    }
+
     /// Assigns ids, times, latencies and costs, and records the truth.
-    fn materialize(&mut self, feature: Feature, start: DateTime<Utc>, draft: Draft) {
+    fn materialize(&mut self, feature: Feature, start: DateTime<Utc>, mut draft: Draft) {
+        self.model_move(feature, start, &mut draft);
         let session_id = self.new_session_id(feature);
         let labels: BTreeMap<String, String> = [("feature", feature.name()), ("env", "prod")]
             .into_iter()

@@ -14,7 +14,15 @@
 //!   rate limits and timeouts; a few isolated loops are scattered over all
 //!   days (in `checkout` and `support-agent`).
 //! - `oversized_model`: on day 0 afternoon and day 3 morning, `triage`
-//!   sub-agents send some calls to `gpt-6.1-sol`.
+//!   sub-agents send some calls to `gpt-6.1-sol`. Two model moves nobody
+//!   declared, waste however many of the group's sessions make them, for
+//!   as long as they last: from the evening of day 0, for 46-50 hours,
+//!   every `triage` session sends its sub-step (two to four of its tiny
+//!   calls) to `gpt-6.1-sol`; on the morning of day 0, for 3-5 hours,
+//!   40-60% of healthy `checkout` sessions send theirs (one call where a
+//!   session has only two) to `claude-sonnet-5.5`. Either way the rest of
+//!   each session stays on Luna. The moves draw from a stream of their
+//!   own, so every other session is the same as without them.
 //!
 //! Layout: this file holds the tunables, the parameters, the features and
 //! [`generate`]; `models` the catalogue, `plan` the incident schedule,
@@ -89,6 +97,17 @@ pub const RETRY_LOOP_MINUTES: RangeInclusive<i64> = 120..=240;
 pub const SCATTERED_LOOPS: RangeInclusive<u32> = 4..=6;
 /// Share of `triage` sessions sending calls to the premium model during an incident.
 pub const OVERSIZED_SHARE: f64 = 0.25;
+/// Length of the `triage` model move (every session), in minutes: about two days.
+pub const TRIAGE_MOVE_MINUTES: RangeInclusive<i64> = 2_760..=3_000;
+/// Length of the `checkout` model move, in minutes.
+pub const CHECKOUT_MOVE_MINUTES: RangeInclusive<i64> = 180..=300;
+/// Share of `checkout` sessions in its model move (drawn once per run).
+pub const CHECKOUT_MOVE_SHARE: RangeInclusive<f64> = 0.40..=0.60;
+/// Calls of a session's sub-step sent to the premium model in a model move
+/// (fewer where the session would have none left on its small model).
+pub const MOVED_CALLS: RangeInclusive<usize> = 2..=4;
+/// Mixed into the seed of the model moves' own stream of draws.
+const MOVE_SALT: u64 = 0x6d6f_7665_d1ff_5eed;
 
 // ---------------------------------------------------------------------------
 // Parameters.
@@ -167,7 +186,11 @@ impl Feature {
 
 /// Generates the scenario's dataset.
 pub fn generate(p: &ScenarioParams) -> Dataset {
-    let mut g = Generator::new(p);
+    run(Generator::new(p), p)
+}
+
+/// Runs `g`, its plan drawn, over the days of `p`.
+fn run(mut g: Generator, p: &ScenarioParams) -> Dataset {
     for day in 0..i64::from(p.days) {
         for hour in 0..24 {
             g.hour(p.start + Duration::days(day) + Duration::hours(hour));

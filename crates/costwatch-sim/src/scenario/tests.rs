@@ -1,6 +1,8 @@
 //! Tests of the generated scenarios: determinism, the truth, labels, costs,
 //! consistency of the rows, volumes.
 
+use super::generator::Generator;
+use super::plan::{ModelMove, Plan};
 use super::*;
 use crate::dataset::{KINDS, NO_CACHE, OVERSIZED_MODEL, RETRY_LOOP, SimRequest, SimSession};
 use std::collections::{BTreeMap, HashSet};
@@ -151,15 +153,15 @@ fn truth_sessions_carry_their_waste() {
     }
     for id in d.truth.of(OVERSIZED_MODEL) {
         let s = d.session(id).unwrap();
-        let sol: f64 = s
+        let premium: f64 = s
             .requests
             .iter()
-            .filter(|r| r.model == SOL)
+            .filter(|r| is_premium(r))
             .map(|r| r.cost_usd)
             .sum();
         let all: f64 = s.requests.iter().map(|r| r.cost_usd).sum();
-        assert!(sol / all > 0.5, "{id}: sol share {}", sol / all);
-        assert_eq!(feature(s), "triage");
+        assert!(premium / all > 0.5, "{id}: premium share {}", premium / all);
+        assert!(matches!(feature(s), "triage" | "checkout"), "{id}");
     }
     for id in d.truth.of(RETRY_LOOP) {
         let s = d.session(id).unwrap();
@@ -205,14 +207,55 @@ fn look_alikes_stay_out_of_the_truth() {
     );
 }
 
+/// The default scenario's schedule.
+fn default_plan() -> Plan {
+    Generator::new(&ScenarioParams::default()).plan().clone()
+}
+
+/// The default scenario's model move of `f`.
+fn default_move(f: Feature) -> ModelMove {
+    *default_plan()
+        .model_moves
+        .iter()
+        .find(|m| m.feature == f)
+        .unwrap()
+}
+
+fn is_premium(r: &SimRequest) -> bool {
+    r.model == SOL || r.model == SONNET
+}
+
+fn is_tiny(r: &SimRequest) -> bool {
+    r.input_tokens <= 1_000 && r.output_tokens <= 500
+}
+
+fn starts_in(s: &SimSession, m: &ModelMove) -> bool {
+    m.span.contains(s.first_request_at().unwrap())
+}
+
 #[test]
 fn default_volumes_are_as_designed() {
     let d = default_dataset();
     let count = |k: &str| d.truth.of(k).count();
     let by_feature = |f: &str| d.sessions.iter().filter(|s| feature(s) == f).count();
+    let oversized_in = |f: Feature| {
+        let m = default_move(f);
+        d.truth
+            .of(OVERSIZED_MODEL)
+            .filter(|id| {
+                let s = d.session(id).unwrap();
+                feature(s) == f.name() && starts_in(s, &m)
+            })
+            .count()
+    };
+    let (triage_move, checkout_move) = (
+        oversized_in(Feature::Triage),
+        oversized_in(Feature::Checkout),
+    );
     let n = d.sessions.len();
     eprintln!(
-        "sessions {n}, requests {}, no_cache {}, oversized_model {}, retry_loop {}, onboarding {}",
+        "sessions {n}, requests {}, no_cache {}, oversized_model {} (triage move {triage_move}, \
+         checkout move {checkout_move}), retry_loop {}, onboarding {}",
         d.request_count(),
         count(NO_CACHE),
         count(OVERSIZED_MODEL),
@@ -221,7 +264,10 @@ fn default_volumes_are_as_designed() {
     );
     assert!((9_000..=11_500).contains(&n), "{n} sessions");
     assert!((30..=150).contains(&count(NO_CACHE)));
-    assert!((8..=40).contains(&count(OVERSIZED_MODEL)));
+    let incidents = count(OVERSIZED_MODEL) - triage_move - checkout_move;
+    assert!((8..=40).contains(&incidents), "{incidents}");
+    assert!((350..=650).contains(&triage_move), "{triage_move}");
+    assert!((20..=150).contains(&checkout_move), "{checkout_move}");
     assert!((8..=40).contains(&count(RETRY_LOOP)));
     assert!(by_feature("onboarding") > 50);
     let (first, last) = d.time_range().unwrap();
@@ -254,4 +300,137 @@ fn night_is_quieter_than_afternoon() {
         count(3),
         count(15)
     );
+}
+
+#[test]
+fn every_triage_session_sends_its_sub_step_to_sol_for_about_two_days() {
+    let d = default_dataset();
+    let plan = default_plan();
+    let m = default_move(Feature::Triage);
+    let start = ScenarioParams::default().start;
+    assert_eq!((m.share, m.model), (1.0, SOL));
+    let len = m.span.end - m.span.start;
+    assert!(
+        (Duration::hours(46)..=Duration::hours(50)).contains(&len),
+        "{len}"
+    );
+    // From the evening of day 0, clear of both incidents of the group.
+    assert!(m.span.start >= start + Duration::hours(19));
+    assert!(m.span.end < start + Duration::days(3) + Duration::hours(7));
+    let incident = |at| plan.oversized.iter().any(|s| s.contains(at));
+    let mut moved = Vec::new();
+    for s in d.sessions.iter().filter(|s| feature(s) == "triage") {
+        let at = s.first_request_at().unwrap();
+        let sol = s.requests.iter().filter(|r| r.model == SOL).count();
+        let luna = s.requests.iter().filter(|r| r.model == LUNA).count();
+        let labelled = d.truth.kinds_of(&s.session_id) == [OVERSIZED_MODEL];
+        if m.span.contains(at) {
+            assert!(labelled, "{}", s.session_id);
+            assert!(
+                (2..=4).contains(&sol),
+                "{}: {sol} calls on sol",
+                s.session_id
+            );
+            assert!(luna >= 1 && sol + luna == s.requests.len());
+            assert!(s.requests.iter().filter(|r| r.model == SOL).all(is_tiny));
+            moved.push(at);
+        } else if !incident(at) {
+            assert!(!labelled && sol == 0, "{}", s.session_id);
+        }
+    }
+    assert!(moved.len() > 300, "{}", moved.len());
+    // The move spans many windows: sessions from its first hours to its last.
+    let spread = *moved.iter().max().unwrap() - *moved.iter().min().unwrap();
+    assert!(spread > Duration::hours(45), "{spread}");
+}
+
+#[test]
+fn a_share_of_checkout_sessions_sends_its_sub_step_to_sonnet_for_a_few_hours() {
+    let d = default_dataset();
+    let m = default_move(Feature::Checkout);
+    assert_eq!(m.model, SONNET);
+    assert!((0.40..=0.60).contains(&m.share), "{}", m.share);
+    let len = m.span.end - m.span.start;
+    assert!(
+        (Duration::hours(3)..=Duration::hours(5)).contains(&len),
+        "{len}"
+    );
+    let (mut candidates, mut moved) = (0, 0);
+    for s in d.sessions.iter().filter(|s| feature(s) == "checkout") {
+        let sonnet = s.requests.iter().filter(|r| r.model == SONNET).count();
+        let kinds = d.truth.kinds_of(&s.session_id);
+        if !starts_in(s, &m) {
+            assert_eq!(sonnet, 0, "{}", s.session_id);
+            assert!(!kinds.contains(&OVERSIZED_MODEL));
+            continue;
+        }
+        if kinds.contains(&RETRY_LOOP) {
+            assert_eq!(sonnet, 0, "a loop is left as it is");
+            continue;
+        }
+        candidates += 1;
+        if sonnet == 0 {
+            assert!(kinds.is_empty() && s.requests.iter().all(|r| r.model == LUNA));
+            continue;
+        }
+        moved += 1;
+        assert_eq!(kinds, [OVERSIZED_MODEL], "{}", s.session_id);
+        assert!((1..=4).contains(&sonnet));
+        let sent = s.requests.iter().filter(|r| r.model == SONNET);
+        assert!(sent.clone().all(|r| is_tiny(r) && !r.is_error()));
+        assert!(s.requests.iter().any(|r| r.model == LUNA));
+        assert!(
+            s.requests
+                .iter()
+                .all(|r| r.model == SONNET || r.model == LUNA)
+        );
+    }
+    let share = moved as f64 / candidates as f64;
+    assert!(candidates > 60, "{candidates}");
+    assert!(
+        (m.share - 0.15..=m.share + 0.10).contains(&share),
+        "{moved} of {candidates}, drawn {}",
+        m.share
+    );
+}
+
+#[test]
+fn a_model_move_changes_only_its_own_sessions() {
+    let p = ScenarioParams {
+        seed: 11,
+        days: 4,
+        sessions_per_day: 300,
+        ..ScenarioParams::default()
+    };
+    let with = generate(&p);
+    let mut g = Generator::new(&p);
+    g.plan_mut().model_moves.clear();
+    let without = run(g, &p);
+    assert_eq!(with.sessions.len(), without.sessions.len());
+    let mut changed = 0;
+    for (a, b) in with.sessions.iter().zip(&without.sessions) {
+        assert_eq!(a.session_id, b.session_id);
+        if a == b {
+            assert_eq!(
+                with.truth.kinds_of(&a.session_id),
+                without.truth.kinds_of(&b.session_id)
+            );
+            continue;
+        }
+        changed += 1;
+        assert!(matches!(feature(a), "triage" | "checkout"));
+        assert_eq!(with.truth.kinds_of(&a.session_id), [OVERSIZED_MODEL]);
+        assert!(without.truth.kinds_of(&b.session_id).is_empty());
+        // The same calls, some of them on a premium model.
+        for (x, y) in a.requests.iter().zip(&b.requests) {
+            assert_eq!(x.request_id, y.request_id);
+            assert_eq!(
+                (x.input_tokens, x.output_tokens),
+                (y.input_tokens, y.output_tokens)
+            );
+            assert_eq!(y.model, LUNA);
+            assert!(x.model == y.model || is_premium(x));
+        }
+    }
+    assert!(changed > 30, "{changed}");
 }

@@ -7,6 +7,7 @@
 //! No wire format here: `rows` turns a [`Draft`] into the request rows of
 //! gateway-api.md section 1.
 
+use super::catalogue::{is_premium, is_tiny};
 use serde::Serialize;
 
 /// How a call ended.
@@ -89,6 +90,10 @@ pub enum Situation {
     ModelMigration,
     /// A group whose design is a premium model on short prompts.
     PremiumNorm,
+    /// A sub-step's tiny calls sent to a premium model for hours, in all
+    /// or part of the group's sessions, the rest of each session as it
+    /// was: a move nobody declared.
+    ModelMove,
 }
 
 impl Situation {
@@ -116,6 +121,7 @@ impl Situation {
             Situation::MixedRouter => "mixed_router",
             Situation::ModelMigration => "model_migration",
             Situation::PremiumNorm => "premium_norm",
+            Situation::ModelMove => "model_move",
         }
     }
 }
@@ -242,6 +248,42 @@ impl Draft {
             },
             ..original
         });
+    }
+
+    /// Sends the session's sub-step, its first `calls` requests whose every
+    /// send is a successful tiny call on a small model, meant for a small
+    /// one, to `model`; the design stays as it was, and at least one such
+    /// request stays where it was. Returns how many moved.
+    pub(super) fn move_substep(&mut self, model: &'static str, calls: usize) -> usize {
+        let mut movable: Vec<u32> = Vec::new();
+        for s in &self.steps {
+            let r = s.note.request;
+            if !movable.contains(&r) && self.sends_stay_small(r) {
+                movable.push(r);
+            }
+        }
+        let n = calls.min(movable.len().saturating_sub(1));
+        let moved = &movable[..n];
+        for s in &mut self.steps {
+            if moved.contains(&s.note.request) {
+                s.model = model;
+            }
+        }
+        n
+    }
+
+    /// Whether every send of `request` is a successful tiny call on a
+    /// small model, meant for a small one.
+    fn sends_stay_small(&self, request: u32) -> bool {
+        self.steps
+            .iter()
+            .filter(|s| s.note.request == request)
+            .all(|s| {
+                s.outcome == Outcome::Ok
+                    && !is_premium(s.model)
+                    && !is_premium(s.note.norm)
+                    && is_tiny(s.input, s.output)
+            })
     }
 
     /// Marks the call at `at` as failed with `outcome`.

@@ -4,17 +4,19 @@
 //!
 //! Every draw comes from one [`SimRng`] seeded from the parameters (apart
 //! from the first family's), in a fixed order: the same parameters always
-//! yield the same rows.
+//! yield the same rows. The model moves draw from a second stream of their
+//! own, so the sessions around them are the same as without them.
 
 use super::super::ScenarioParams;
-use super::draft::Draft;
+use super::draft::{Draft, Situation};
 use super::rows::Writer;
 use super::schedule::{Plan, within};
 use super::shapes::agents::{self, AgentLoop};
 use super::shapes::{conversations, routing};
 use super::{
     AGENT_LOOP_SHARE, BATCH_BURST_SESSIONS, CONTRACT_QA_PER_DAY, FAQ_SPIKE_FACTOR, FEATURE_SHARES,
-    Feature, NIGHT_FLOOR, SCATTERED_BLOCKED, SCATTERED_CYCLES, SCATTERED_VALIDATION,
+    Feature, MOVE_SALT, MOVED_CALLS, NIGHT_FLOOR, SCATTERED_BLOCKED, SCATTERED_CYCLES,
+    SCATTERED_VALIDATION,
 };
 use crate::rng::SimRng;
 use chrono::{DateTime, Duration, Timelike, Utc};
@@ -22,6 +24,8 @@ use chrono::{DateTime, Duration, Timelike, Utc};
 /// The state of one generation.
 pub(super) struct Generator {
     pub(super) rng: SimRng,
+    /// The model moves' own stream: which sessions move, and how much.
+    moves: SimRng,
     plan: Plan,
     params: ScenarioParams,
     pub(super) writer: Writer,
@@ -31,13 +35,27 @@ impl Generator {
     /// A generator seeded from `p`, its schedule drawn.
     pub(super) fn new(p: &ScenarioParams, salt: u64) -> Generator {
         let mut rng = SimRng::seed_from_u64(p.seed ^ salt);
-        let plan = Plan::new(p, &mut rng);
+        let mut moves = SimRng::seed_from_u64(p.seed ^ salt ^ MOVE_SALT);
+        let plan = Plan::new(p, &mut rng, &mut moves);
         Generator {
             rng,
+            moves,
             plan,
             params: p.clone(),
             writer: Writer::new(),
         }
+    }
+
+    /// The family's schedule.
+    #[cfg(test)]
+    pub(super) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The schedule, to change before generating.
+    #[cfg(test)]
+    pub(super) fn plan_mut(&mut self) -> &mut Plan {
+        &mut self.plan
     }
 
     /// Relative volume of the hour starting at `t` (low at night, peak 15:00 UTC).
@@ -154,8 +172,37 @@ impl Generator {
 
     /// Drafts and writes one session of `feature` starting at `at`.
     fn session(&mut self, feature: Feature, at: DateTime<Utc>) {
-        let draft = self.draft(feature, at);
+        let mut draft = self.draft(feature, at);
+        self.model_move(feature, at, &mut draft);
         self.writer.write(&mut self.rng, feature, at, draft);
+    }
+
+    /// During a model move of `feature` at `at`, sends the sub-step of an
+    /// ordinary session (one of the move's share) to the move's premium
+    /// model. Sessions made for another incident are left as they are.
+    /// Draws only from the moves' own stream.
+    fn model_move(&mut self, feature: Feature, at: DateTime<Utc>, draft: &mut Draft) {
+        let ordinary = matches!(
+            draft.situation,
+            Situation::SubAgent
+                | Situation::Escalation
+                | Situation::Failover
+                | Situation::ShortCalls
+        );
+        if !ordinary {
+            return;
+        }
+        let Some(m) = self.plan.model_move_at(feature, at).copied() else {
+            return;
+        };
+        // A share of 1 draws nothing: every session moves.
+        if !self.moves.random_bool(m.share) {
+            return;
+        }
+        let calls = self.moves.random_range(MOVED_CALLS);
+        if draft.move_substep(m.model, calls) > 0 {
+            draft.situation = Situation::ModelMove;
+        }
     }
 
     /// A session of `feature` starting at `at`, with the incidents of the

@@ -44,7 +44,10 @@
 //! - `checkout` (Luna): short chains, 5% with one or two retries (not
 //!   waste); day 2, 15% loop 6-30 times on failures (waste); day 3, a 45-90
 //!   minute outage: 80% retry a call three times with backoff and give up
-//!   (four failures in a row; a bounded retry, not waste).
+//!   (four failures in a row; a bounded retry, not waste). Day 0, for
+//!   3-5 hours, 40-60% of the sessions send two to four of their calls
+//!   that succeed the first time (one where a session has only two) to
+//!   Sol, the rest staying on Luna (a model move nobody declared: waste).
 //! - `batch` (Luna, bursts of 40-120 sessions every six hours): fan-outs of
 //!   a heavy-tailed number of independent items whose shared template is
 //!   below the minimum (not waste), some with a retry or two; the day-1
@@ -53,7 +56,11 @@
 //! - `triage` (Luna sub-agents): day 0 (Sonnet) and day 3 (Sol), 25% send
 //!   two to four tiny calls to the premium model (waste); 5% escalate one
 //!   big call to Sol on purpose; 3% fail over to Haiku after a rate limit
-//!   (another small model: not waste).
+//!   (another small model: not waste). Day 1, for 4-8 hours, every session
+//!   sends its sub-step, two to four of its tiny calls (fewer where a
+//!   session has too few to keep one on its small model), to Opus, its
+//!   other calls staying as they were: a default nobody declared, so waste
+//!   however many of the group's sessions do it, for as long as it lasts.
 //! - `router`: mixed models in one session: a Luna conversation, a Sol
 //!   planning call on a big prompt, classification on Luna, extraction on
 //!   Nova (no cache). Day 2, 30% send classification to Sol (tiny premium
@@ -67,6 +74,9 @@
 //! - `contract-qa`: a thin group appearing on day 1 (about 18 sessions a
 //!   day) whose design is Sonnet on short questions and long documents (not
 //!   waste).
+//!
+//! The model moves of `triage` and `checkout` draw from a stream of their
+//! own, so every other session is the same as without them.
 //!
 //! Layout: this file holds the tunables, the features and [`generate`];
 //! `catalogue` the models and their cache facts, `definition` the truth,
@@ -133,6 +143,17 @@ pub const SCATTERED_VALIDATION: RangeInclusive<u32> = 6..=9;
 pub const SCATTERED_CYCLES: RangeInclusive<u32> = 3..=5;
 /// Isolated `agent` sessions stuck on a blocked tool call over all days.
 pub const SCATTERED_BLOCKED: RangeInclusive<u32> = 4..=7;
+/// Length of the `triage` model move (every session), in minutes.
+pub const TRIAGE_MOVE_MINUTES: RangeInclusive<i64> = 240..=480;
+/// Length of the `checkout` model move, in minutes.
+pub const CHECKOUT_MOVE_MINUTES: RangeInclusive<i64> = 180..=300;
+/// Share of `checkout` sessions in its model move (drawn once per run).
+pub const CHECKOUT_MOVE_SHARE: RangeInclusive<f64> = 0.40..=0.60;
+/// Calls of a session's sub-step sent to the premium model in a model move
+/// (fewer where the session would have none left on its small model).
+pub const MOVED_CALLS: RangeInclusive<usize> = 2..=4;
+/// Mixed into the seed of the model moves' own stream of draws.
+const MOVE_SALT: u64 = 0x6d6f_7665_d1ff_5eed;
 
 /// A product feature of the family: the `feature` label and the session id
 /// prefix.
@@ -198,7 +219,11 @@ pub fn generate(p: &ScenarioParams) -> Dataset {
 /// Generates the family's dataset and the notes behind its truth: each
 /// session's situation and what its rows do not show.
 pub fn generate_with_notes(p: &ScenarioParams) -> (Dataset, Notes) {
-    let mut g = Generator::new(p, SEED_SALT);
+    run(Generator::new(p, SEED_SALT), p)
+}
+
+/// Runs `g`, its schedule drawn, over the days of `p`.
+fn run(mut g: Generator, p: &ScenarioParams) -> (Dataset, Notes) {
     for day in 0..i64::from(p.days) {
         for hour in 0..24 {
             g.hour(p.start + Duration::days(day) + Duration::hours(hour));

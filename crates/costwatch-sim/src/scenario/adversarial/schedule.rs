@@ -1,11 +1,14 @@
 //! When things happen in the adversarial family: the incidents, the
 //! deliberate changes and the bursts, drawn from the family's own seeded
-//! generator before any session, in a fixed order.
+//! generator before any session, in a fixed order; then the model moves,
+//! from a stream of their own, so the draws before them stay as they were.
 //!
 //! No wire format here: the schedule never shows in the gateway's rows
 //! (gateway-api.md section 1), only in what the sessions do.
 
 use super::super::ScenarioParams;
+use super::catalogue::{OPUS, SOL};
+use super::{CHECKOUT_MOVE_MINUTES, CHECKOUT_MOVE_SHARE, Feature, TRIAGE_MOVE_MINUTES};
 use crate::rng::SimRng;
 use chrono::{DateTime, Duration, Timelike, Utc};
 use std::ops::RangeInclusive;
@@ -59,11 +62,26 @@ pub(super) struct Plan {
     pub(super) summarize_switch: Option<DateTime<Utc>>,
     /// `contract-qa` starts (day 1).
     pub(super) contract_qa_from: Option<DateTime<Utc>>,
+    /// Model moves nobody declared (`triage` on day 1, `checkout` on day 0).
+    pub(super) model_moves: Vec<ModelMove>,
+}
+
+/// A model move: while `span` lasts, a `share` of the sessions of
+/// `feature` send their sub-step's tiny calls to the premium `model`, the
+/// rest of each session staying where its design sends it. The design
+/// does not change, so the move is waste however many sessions make it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct ModelMove {
+    pub(super) feature: Feature,
+    pub(super) span: Span,
+    pub(super) share: f64,
+    pub(super) model: &'static str,
 }
 
 impl Plan {
-    /// Draws the schedule.
-    pub(super) fn new(p: &ScenarioParams, rng: &mut SimRng) -> Plan {
+    /// Draws the schedule: everything from `rng`, then the model moves from
+    /// `moves`, a stream of their own.
+    pub(super) fn new(p: &ScenarioParams, rng: &mut SimRng, moves: &mut SimRng) -> Plan {
         let days = i64::from(p.days);
         let mut span = |day: i64, hours: RangeInclusive<i64>, minutes: RangeInclusive<i64>| {
             let start = p.start
@@ -119,7 +137,15 @@ impl Plan {
             faq_spike,
             summarize_switch,
             contract_qa_from,
+            model_moves: model_moves(p, moves),
         }
+    }
+
+    /// The model move of `feature` under way at `t`, if any.
+    pub(super) fn model_move_at(&self, feature: Feature, t: DateTime<Utc>) -> Option<&ModelMove> {
+        self.model_moves
+            .iter()
+            .find(|m| m.feature == feature && m.span.contains(t))
     }
 
     /// The premium model `triage` misroutes to at `t`, during an incident.
@@ -129,4 +155,34 @@ impl Plan {
             .find(|(s, _)| s.contains(t))
             .map(|(_, m)| *m)
     }
+}
+
+/// Draws the model moves: on day 1, for 4-8 hours, every `triage` session
+/// sends its sub-step to Opus; on day 0, for 3-5 hours, 40-60% of
+/// `checkout` sessions send theirs to Sol.
+fn model_moves(p: &ScenarioParams, rng: &mut SimRng) -> Vec<ModelMove> {
+    let days = i64::from(p.days);
+    let mut span = |day: i64, hours: RangeInclusive<i64>, minutes: RangeInclusive<i64>| {
+        let start = p.start
+            + Duration::days(day)
+            + Duration::hours(rng.random_range(hours))
+            + Duration::minutes(rng.random_range(0..60));
+        let end = start + Duration::minutes(rng.random_range(minutes));
+        (day < days).then_some(Span { start, end })
+    };
+    let triage = span(1, 8..=11, TRIAGE_MOVE_MINUTES).map(|span| ModelMove {
+        feature: Feature::Triage,
+        span,
+        share: 1.0,
+        model: OPUS,
+    });
+    let checkout = span(0, 9..=12, CHECKOUT_MOVE_MINUTES);
+    let share = rng.random_range(CHECKOUT_MOVE_SHARE);
+    let checkout = checkout.map(|span| ModelMove {
+        feature: Feature::Checkout,
+        span,
+        share,
+        model: SOL,
+    });
+    [triage, checkout].into_iter().flatten().collect()
 }

@@ -3,6 +3,9 @@
 //! defining property of every look-alike, and the shapes the family
 //! promises.
 
+use super::catalogue::{LUNA, SOL};
+use super::generator::Generator;
+use super::schedule::{ModelMove, Plan};
 use super::*;
 use crate::dataset::{NO_CACHE, OVERSIZED_MODEL, RETRY_LOOP, SimRequest, SimSession};
 use chrono::{DateTime, Utc};
@@ -533,4 +536,197 @@ fn costs_follow_the_catalogue_and_rejected_calls_are_free() {
                 .all(|w| w[0].created_at < w[1].created_at)
         );
     }
+}
+
+/// The default family's schedule.
+fn default_plan() -> Plan {
+    Generator::new(&ScenarioParams::default(), SEED_SALT)
+        .plan()
+        .clone()
+}
+
+/// The default family's model move of `f`.
+fn default_move(f: Feature) -> ModelMove {
+    *default_plan()
+        .model_moves
+        .iter()
+        .find(|m| m.feature == f)
+        .unwrap()
+}
+
+fn tiny(r: &SimRequest) -> bool {
+    r.input_tokens <= TINY_INPUT && r.output_tokens <= TINY_OUTPUT
+}
+
+/// The calls of a session on `model`, with their notes.
+fn calls_on<'a>(
+    s: &'a SimSession,
+    n: &'a SessionNotes,
+    model: &'a str,
+) -> impl Iterator<Item = (&'a SimRequest, &'a CallNote)> + Clone {
+    s.requests
+        .iter()
+        .zip(&n.calls)
+        .filter(move |(r, _)| r.model == model)
+}
+
+#[test]
+fn every_triage_session_sends_its_sub_step_to_opus_while_the_move_lasts() {
+    let (d, notes) = default_family();
+    let m = default_move(Feature::Triage);
+    let start = ScenarioParams::default().start;
+    assert_eq!((m.share, m.model), (1.0, OPUS));
+    let len = m.span.end - m.span.start;
+    let hours = chrono::Duration::hours;
+    assert!((hours(4)..=hours(8)).contains(&len), "{len}");
+    assert!(m.span.start >= start + hours(32) && m.span.end <= start + hours(48));
+    let (mut moved, mut two_to_four) = (0, 0);
+    for s in d.sessions.iter().filter(|s| feature(s) == "triage") {
+        let n = notes.of(&s.session_id).unwrap();
+        let opus = calls_on(s, n, OPUS);
+        if !m.span.contains(s.first_request_at().unwrap()) {
+            assert_ne!(n.situation, Situation::ModelMove, "{}", s.session_id);
+            assert_eq!(opus.count(), 0, "{}", s.session_id);
+            continue;
+        }
+        // Every session of the group, whatever else it was made to do.
+        assert_eq!(n.situation, Situation::ModelMove, "{}", s.session_id);
+        assert!(has(OVERSIZED_MODEL, s), "{}", s.session_id);
+        let sent = opus.clone().count();
+        assert!((1..=4).contains(&sent), "{}: {sent}", s.session_id);
+        two_to_four += usize::from(sent >= 2);
+        // The design still means Luna for them: that is what makes it waste.
+        assert!(
+            opus.clone()
+                .all(|(r, c)| tiny(r) && !r.is_error() && c.norm == LUNA)
+        );
+        assert!(
+            opus.clone()
+                .all(|(r, c)| definition::is_oversized_call(r, c))
+        );
+        // The rest of the session is as the group makes it: Luna, but for
+        // an escalation to Sol or a failover to Haiku.
+        let small = s
+            .requests
+            .iter()
+            .filter(|r| !r.is_error() && (r.model == LUNA || r.model == HAIKU));
+        assert!(small.count() >= 1, "{}", s.session_id);
+        for (r, c) in s.requests.iter().zip(&n.calls) {
+            match r.model.as_str() {
+                OPUS | LUNA | HAIKU => {}
+                SOL => assert!(c.norm == SOL && !tiny(r)),
+                other => panic!("{}: {other}", s.session_id),
+            }
+        }
+        moved += 1;
+    }
+    assert!(moved > 80, "{moved}");
+    assert!(two_to_four * 10 >= moved * 9, "{two_to_four} of {moved}");
+}
+
+#[test]
+fn a_share_of_checkout_sessions_sends_its_sub_step_to_sol_for_a_few_hours() {
+    let (d, notes) = default_family();
+    let m = default_move(Feature::Checkout);
+    let start = ScenarioParams::default().start;
+    assert_eq!(m.model, SOL);
+    assert!((0.40..=0.60).contains(&m.share), "{}", m.share);
+    let len = m.span.end - m.span.start;
+    let hours = chrono::Duration::hours;
+    assert!((hours(3)..=hours(5)).contains(&len), "{len}");
+    assert!(m.span.start >= start + hours(9) && m.span.end <= start + hours(18));
+    let (mut candidates, mut moved) = (0, 0);
+    for s in d.sessions.iter().filter(|s| feature(s) == "checkout") {
+        let n = notes.of(&s.session_id).unwrap();
+        let sol = calls_on(s, n, SOL);
+        if !m.span.contains(s.first_request_at().unwrap()) {
+            assert_ne!(n.situation, Situation::ModelMove);
+            assert_eq!(sol.count(), 0, "{}", s.session_id);
+            assert!(!has(OVERSIZED_MODEL, s));
+            continue;
+        }
+        match n.situation {
+            Situation::ShortCalls => {
+                candidates += 1;
+                assert_eq!(sol.count(), 0);
+                assert!(!has(OVERSIZED_MODEL, s));
+            }
+            Situation::ModelMove => {
+                candidates += 1;
+                moved += 1;
+                assert!(has(OVERSIZED_MODEL, s), "{}", s.session_id);
+                assert!((1..=4).contains(&sol.clone().count()));
+                assert!(
+                    sol.clone()
+                        .all(|(r, c)| tiny(r) && !r.is_error() && c.norm == LUNA)
+                );
+                // The other calls, retries included, stay on Luna.
+                let luna = calls_on(s, n, LUNA).count();
+                assert!(luna >= 1 && luna + sol.count() == s.requests.len());
+            }
+            // Loops are left as they are.
+            _ => assert_eq!(sol.count(), 0),
+        }
+    }
+    let share = moved as f64 / candidates as f64;
+    assert!(candidates > 25, "{candidates}");
+    assert!(
+        (m.share - 0.2..=m.share + 0.15).contains(&share),
+        "{moved} of {candidates}, drawn {}",
+        m.share
+    );
+}
+
+#[test]
+fn a_model_move_changes_only_its_own_sessions() {
+    let p = ScenarioParams {
+        seed: 11,
+        sessions_per_day: 400,
+        ..ScenarioParams::default()
+    };
+    let (with, with_notes) = generate_with_notes(&p);
+    let mut g = Generator::new(&p, SEED_SALT);
+    g.plan_mut().model_moves.clear();
+    let (without, without_notes) = run(g, &p);
+    assert_eq!(with.sessions.len(), without.sessions.len());
+    let kinds_in = |d: &Dataset, id: &str| d.truth.kinds_of(id).join(",");
+    let mut changed = 0;
+    for (a, b) in with.sessions.iter().zip(&without.sessions) {
+        assert_eq!(a.session_id, b.session_id);
+        let (na, nb) = (
+            with_notes.of(&a.session_id).unwrap(),
+            without_notes.of(&b.session_id).unwrap(),
+        );
+        if a == b {
+            assert_eq!(na, nb);
+            assert_eq!(
+                kinds_in(&with, &a.session_id),
+                kinds_in(&without, &b.session_id)
+            );
+            continue;
+        }
+        changed += 1;
+        assert_eq!(na.situation, Situation::ModelMove);
+        assert_eq!(na.calls, nb.calls, "the design did not change");
+        assert!(
+            with.truth
+                .kinds_of(&a.session_id)
+                .contains(&OVERSIZED_MODEL)
+        );
+        assert!(
+            !without
+                .truth
+                .kinds_of(&b.session_id)
+                .contains(&OVERSIZED_MODEL)
+        );
+        for (x, y) in a.requests.iter().zip(&b.requests) {
+            assert_eq!(x.request_id, y.request_id);
+            assert_eq!(
+                (x.input_tokens, x.output_tokens),
+                (y.input_tokens, y.output_tokens)
+            );
+            assert!(x.model == y.model || (is_premium(&x.model) && y.model == LUNA));
+        }
+    }
+    assert!(changed > 20, "{changed}");
 }
