@@ -173,8 +173,8 @@ same REST API window by window:
 P, R and F1 are per session, against the simulator's truth, with
 \`backtest::score\`. **Alerts per incident**: findings become incidents the
 way the daemon groups them (one per kind, rule and peer group; a new
-episode after 2 hours without a finding; first alert and re-alerts per the
-default cooldown of 6 hours and growth of 2x, evaluated after every window);
+episode after 2 hours without a finding; one alert per episode, the
+default, which re-alerts never, evaluated after every window);
 the alerts sent are divided by the real incidents (clusters of truly
 wasteful sessions of one kind in one feature, less than 2 hours apart). A
 **missed incident** is a real one none of whose sessions is in an episode

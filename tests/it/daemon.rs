@@ -43,7 +43,7 @@ impl Notifier for Recorder {
 pub fn policy() -> AlertPolicy {
     AlertPolicy {
         cooldown: Duration::from_secs(6 * 3600),
-        realert_growth: 2.0,
+        realert_growth: 0.0,
         resolve_after: Duration::from_secs(2 * 3600),
         reopen_within: Duration::from_secs(6 * 3600),
         min_impact_usd_per_day: 0.0,

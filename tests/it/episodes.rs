@@ -105,26 +105,37 @@ async fn a_re_fire_soon_after_the_resolution_is_the_same_episode(url: &str) {
     let alerts = run(&store, &policy(), 26, &flapping()).await;
     // Fired at hour 1 (window end 2), resolved after two quiet hours; the
     // finding at hour 5 is within reopen_within (6 h) of that resolution:
-    // no new firing alert, and, since the resolution was the last word
-    // people had, no second resolution when it goes quiet again. Hour 20
-    // is past the reopening time: a new episode, a new firing alert.
+    // the same episode (its start, its sessions), and, since the
+    // resolution was the last word people had and the waste went on, they
+    // are told it fires again, then that it ended. Hour 20 is past the
+    // reopening time: a new episode, a new firing alert.
     assert_eq!(
         alerts,
         vec![
             (1, AlertStatus::Firing, 1),
             (3, AlertStatus::Resolved, 2),
-            (20, AlertStatus::Firing, 3),
-            (22, AlertStatus::Resolved, 4),
+            (5, AlertStatus::Firing, 3),
+            (7, AlertStatus::Resolved, 4),
+            (20, AlertStatus::Firing, 5),
+            (22, AlertStatus::Resolved, 6),
         ]
     );
-    let new_episode = store
-        .outbox()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|o| o.alert)
-        .find(|a| a.sequence == 3)
-        .unwrap();
+    let of = |sequence: u32| {
+        let store = &store;
+        async move {
+            store
+                .outbox()
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|o| o.alert)
+                .find(|a| a.sequence == sequence)
+                .unwrap()
+        }
+    };
+    let again = of(3).await;
+    assert_eq!((again.session_count, again.starts_at), (2, hour(1)));
+    let new_episode = of(5).await;
     assert_eq!(
         (new_episode.session_count, new_episode.starts_at),
         (1, hour(20))
@@ -132,15 +143,15 @@ async fn a_re_fire_soon_after_the_resolution_is_the_same_episode(url: &str) {
 }
 
 /// The continued episode, seen in the state at hour 6: one incident, both
-/// sessions, started at hour 1.
+/// sessions, started at hour 1, told that it fires again.
 async fn the_continued_episode_counts_from_its_first_start(url: &str) {
     let store = SqlStore::open(url).await.unwrap();
     run(&store, &policy(), 6, &flapping()).await;
     let open = store.open_incidents().await.unwrap();
     assert_eq!(open.len(), 1);
     let i = &open[0];
-    assert_eq!((i.session_count, i.started, i.sequence), (2, hour(1), 2));
-    assert!(i.reopened);
+    assert_eq!((i.session_count, i.started, i.sequence), (2, hour(1), 3));
+    assert!(!i.reopened);
 }
 
 #[tokio::test]

@@ -26,8 +26,8 @@ use costwatch_sim::Dataset;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-/// The alerting defaults of `config/costwatch.example.yaml` (cooldown 6h,
-/// re-alert on 2x growth, resolve after 2h quiet, no reopening, no floor).
+/// The alerting defaults of `config/costwatch.example.yaml` (told once per
+/// episode, no re-alert; resolve after 2h quiet, no reopening, no floor).
 pub fn default_policy() -> AlertPolicy {
     AlertPolicy::from(&costwatch::config::AlertsConfig::default())
 }
@@ -405,10 +405,17 @@ mod tests {
         let f: Vec<Finding> = (0..24)
             .map(|i| finding(Kind::NoCache, &format!("s{i}"), "feature=x", i * 30))
             .collect();
-        let out = tally(&f, &ws, &truth(&[]), &none(), &default_policy());
+        let realert = AlertPolicy {
+            realert_growth: 2.0,
+            ..default_policy()
+        };
+        let out = tally(&f, &ws, &truth(&[]), &none(), &realert);
         assert_eq!(out[&Kind::NoCache].episodes, 1);
         assert_eq!(out[&Kind::NoCache].alerts, 2);
         assert_eq!(out[&Kind::NoCache].false_alerts, 2);
+        // By default it is told of once, however long it lasts.
+        let out = tally(&f, &ws, &truth(&[]), &none(), &default_policy());
+        assert_eq!(out[&Kind::NoCache].alerts, 1);
     }
 
     #[test]

@@ -2,11 +2,14 @@
 //! not one per session or per window.
 //!
 //! An incident is the findings of one rule in one peer group. Its fingerprint
-//! is stable. It fires once, is re-alerted only by a finding that comes
-//! after the cooldown and only if it grew by `realert_growth`, and resolves
+//! is stable. It fires once, is re-alerted (only where `realert_growth` is
+//! set; never by default) only by a finding that comes after the cooldown
+//! and only if it grew by that factor, and resolves
 //! once no finding came for `resolve_after`. A finding within `reopen_within` of
-//! the resolution continues the same episode (its start, counts and
-//! notification state), so an incident that flaps is told of once. An
+//! the resolution continues the same episode (its start and counts), and
+//! since the last word people had was its resolution, they are told once
+//! that it fires again: costwatch never leaves "resolved" standing over
+//! waste that goes on. An
 //! incident below the floor (`min_impact_usd_per_day`, `min_sessions`) is
 //! recorded and followed like any other but not sent until it rises above
 //! it. All times are data time: the ends of
@@ -169,12 +172,18 @@ pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decis
     }
     match i.notified {
         None => Some(Decision::Fire),
+        // Continued after its resolution was told: the last word people
+        // had is that it ended, and it has not. Told once that it fires
+        // again (the episode keeps its start and counts).
+        Some(_) if i.reopened => Some(Decision::Realert),
         Some(at) => {
             // Still recurring: a finding came once the cooldown had passed.
             // Grown during the cooldown and quiet since, it is not "still
             // going on"; it resolves soon.
             let past_cooldown = i.last_finding - at >= chrono(p.cooldown);
-            let grew = i.session_count > i.notified_sessions
+            // A growth of 0 never re-alerts: told once, however long it lasts.
+            let grew = p.realert_growth >= 1.0
+                && i.session_count > i.notified_sessions
                 && i.session_count as f64 >= i.notified_sessions as f64 * p.realert_growth;
             (past_cooldown && grew).then_some(Decision::Realert)
         }
@@ -499,6 +508,21 @@ mod tests {
             ..policy()
         };
         assert_eq!(reopen_until(t(3), &p), None);
+    }
+
+    #[test]
+    fn an_episode_that_comes_back_after_its_told_resolution_fires_again_once() {
+        let p = policy();
+        let mut i = incident();
+        i.notified = Some(t(1));
+        i.notified_sessions = i.session_count;
+        // Reopened: told it fires again, whatever the cooldown and growth.
+        i.reopened = true;
+        i.last_finding = t(2);
+        assert_eq!(decide(&i, t(2), &p), Some(Decision::Realert));
+        // Once told, it is an ordinary episode again.
+        i.reopened = false;
+        assert_eq!(decide(&i, t(2), &p), None);
     }
 
     #[test]

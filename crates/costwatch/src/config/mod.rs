@@ -179,13 +179,14 @@ pub struct AlertsConfig {
     /// An incident (rule + group) is not alerted again within this time.
     pub cooldown: Duration,
     /// After the cooldown, re-alert only when the incident's session count
-    /// grew by this factor since the last alert (e.g. 2.0).
+    /// grew by this factor since the last alert (e.g. 2.0); 0, the default,
+    /// never re-alerts: an incident is told of once, however long it lasts.
     pub realert_growth: f64,
     /// An incident with no new finding for this long is resolved.
     pub resolve_after: Duration,
     /// A finding within this time after its incident resolved continues
-    /// that episode (same start, counts and notification state) rather
-    /// than opening a new one: a flapping incident is one episode.
+    /// that episode (same start and counts) rather than opening a new one:
+    /// a flapping incident is one episode, told once that it fires again.
     pub reopen_within: Duration,
     /// The floor: an incident worth less than this many dollars a day (at
     /// its rate so far) is recorded but not sent (0 = no floor).

@@ -201,7 +201,8 @@ impl Default for RawSchedule {
 pub(crate) struct RawAlerts {
     /// Quiet time after an incident's alert.
     pub cooldown: HumanDuration,
-    /// After the cooldown, the growth factor of the session count that re-alerts.
+    /// After the cooldown, the growth factor of the session count that
+    /// re-alerts; 0 never re-alerts.
     pub realert_growth: f64,
     /// Time without findings after which an incident is resolved.
     pub resolve_after: HumanDuration,
@@ -232,7 +233,7 @@ impl Default for RawAlerts {
     fn default() -> Self {
         RawAlerts {
             cooldown: HumanDuration::secs(6 * 3600),
-            realert_growth: 2.0,
+            realert_growth: 0.0,
             resolve_after: HumanDuration::secs(2 * 3600),
             reopen_within: HumanDuration::secs(0),
             min_impact_usd_per_day: 0.0,

@@ -8,7 +8,12 @@ use crate::config::raw::RawAlerts;
 use url::Url;
 
 pub(super) fn alerts_config(doc: &mut Doc, raw: RawAlerts) -> Option<AlertsConfig> {
-    doc.at_least_f64("alerts.realert_growth", raw.realert_growth, 1.0);
+    let growth = raw.realert_growth;
+    doc.check(
+        growth == 0.0 || growth >= 1.0,
+        "alerts.realert_growth",
+        || format!("must be 0 (never re-alert) or at least 1, got {growth}"),
+    );
     doc.positive_duration("alerts.resolve_after", raw.resolve_after.0);
     doc.at_least_f64(
         "alerts.min_impact_usd_per_day",

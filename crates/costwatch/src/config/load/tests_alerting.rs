@@ -24,7 +24,7 @@ fn problems_of_the_alerting_sections_have_positions() -> TestResult {
                 "alerting_errors.yaml:6:13: schedule.timezone: unknown time zone `Mars/Olympus_Mons`; expected an iana name such as `UTC` or `Europe/Berlin`",
                 "alerting_errors.yaml:7:25: schedule.max_catch_up_windows: must be at least 1, got 0",
                 "alerting_errors.yaml:9:13: alerts.cooldown: invalid duration `soon`: expected number at 0",
-                "alerting_errors.yaml:10:19: alerts.realert_growth: must be at least 1, got 0.5",
+                "alerting_errors.yaml:10:19: alerts.realert_growth: must be 0 (never re-alert) or at least 1, got 0.5",
                 "alerting_errors.yaml:11:18: alerts.resolve_after: must be greater than 0",
                 "alerting_errors.yaml:12:17: alerts.top_sessions: must be between 1 and 50, got 51",
                 "alerting_errors.yaml:13:26: alerts.summary_after_windows: must be at least 1, got 0",

@@ -99,7 +99,7 @@ fn assert_default_sections(config: &Config) -> TestResult {
         [a.retry_base, a.retry_max],
         [Duration::from_secs(30), Duration::from_secs(30 * 60)]
     );
-    assert_eq!(a.realert_growth, 2.0);
+    assert_eq!(a.realert_growth, 0.0);
     assert!(a.send_resolved);
     assert_eq!((a.top_sessions, a.summary_after_windows), (5, 4));
     assert_eq!(a.gateway_ui_url, None);
