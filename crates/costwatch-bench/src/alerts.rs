@@ -338,9 +338,10 @@ mod tests {
         assert_eq!(ws.len(), 96);
         // Three findings within an hour: one alert. Quiet for 5 hours
         // (resolved after 2h, at 03:00), then one more at 06:00, within
-        // reopen_within (6h) of the resolution: the same episode, no
-        // alert. It resolves at 08:15; one at 15:00 is past 14:15: a
-        // second episode and alert.
+        // reopen_within (6h) of the resolution: the same episode, told
+        // once that it fires again (its resolution was the last word). It
+        // resolves at 08:15; one at 15:00 is past 14:15: a second episode
+        // and alert.
         let f = vec![
             finding(Kind::NoCache, "a", "feature=x", 0),
             finding(Kind::NoCache, "b", "feature=x", 15),
@@ -357,7 +358,7 @@ mod tests {
         assert_eq!(
             out[&Kind::NoCache],
             AlertTally {
-                alerts: 2,
+                alerts: 3,
                 false_alerts: 0,
                 episodes: 2,
                 missed_incidents: 0,
