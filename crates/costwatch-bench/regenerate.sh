@@ -205,11 +205,13 @@ to each session's request rows and to what the rows do not show (which
 prompts share a prefix by design, which call resends which, which model the
 group's design meant for a call), not by what a detector can see:
 
-- **no_cache**: the session never read the prompt cache, yet a successful
-  call could have: an earlier successful call on the same model, ended at
-  most five minutes before, had a prompt of at least the model's minimum
-  cacheable prefix (1,024 tokens for Luna, Sol and Sonnet, 2,048 for
-  Haiku, 4,096 for Opus) and shares at least that much with it;
+- **no_cache**: the session never read the prompt cache, yet at least
+  two successful calls could have: for each, an earlier successful call on
+  the same model, ended at most five minutes before, had a prompt of at
+  least the model's minimum cacheable prefix (1,024 tokens for Luna, Sol
+  and Sonnet, 2,048 for Haiku, 4,096 for Opus) and shares at least that
+  much with it. A single such miss (a two-call session whose second call
+  missed) is the providers' best-effort caching, not waste;
 - **retry_loop**: five or more calls in a row, each at most a minute after
   the previous, resend a request the session already sent (the same call,
   or a cycle of two); three retries and giving up is not a loop;
@@ -257,7 +259,13 @@ The first table gives the median over each family's held-out seeds (the
 columns as in the table above); the second says where the adversarial
 family's sessions were found or missed: per situation, the truly wasteful
 sessions of each kind, how many of them costwatch found, and how many
-sessions it flagged for a kind they do not carry. Per-seed tables follow.
+sessions it flagged for a kind they do not carry. The third sums why the
+no_cache findings' calls missed the cache (\`cache_miss_causes\`, README
+"What each detector sees"): the calls of each cause and what a working
+cache would have saved on them (for \`written_never_read\`, the write
+premium paid); only the causes marked count in a finding's impact. The
+reference gateway names no provider, so \`provider_switch\` is 0 here.
+Per-seed tables follow.
 
 $held_out
 

@@ -552,6 +552,7 @@ async fn retention_deletes_old_calls_but_never_those_a_window_still_reads() {
                 output_tokens: 1,
                 cost_usd: None,
                 labels: Default::default(),
+                provider: None,
             },
         })
         .collect();

@@ -166,6 +166,7 @@ mod tests {
             output_usd_per_mtok: input * 4.0,
             supports_prompt_cache: true,
             min_cacheable_prompt_tokens: None,
+            cache_lifetime_seconds: None,
         }
     }
 

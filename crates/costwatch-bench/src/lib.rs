@@ -14,6 +14,7 @@
 
 pub mod alerts;
 pub mod baseline;
+pub mod causes;
 pub mod compact;
 pub mod family;
 pub mod heldout;

@@ -4,6 +4,7 @@
 use anyhow::{Context, anyhow};
 use clap::{Args, Parser, Subcommand};
 use costwatch::detect::Kind;
+use costwatch_bench::causes;
 use costwatch_bench::compact::{self, CompactParams, Mix};
 use costwatch_bench::family::{self, Family, FamilyRun, Split};
 use costwatch_bench::heldout::{self, HeldOut};
@@ -389,6 +390,11 @@ async fn quality_cmd(a: QualityArgs) -> anyhow::Result<()> {
         println!("\nPer situation (seeds summed):\n");
         print!("{}", heldout::situations_table(&runs, a.markdown));
     }
+    println!("\nWhy the no_cache findings' calls missed the cache (seeds summed):\n");
+    print!(
+        "{}",
+        causes::table(&causes::CauseTally::of_runs(&runs), a.markdown)
+    );
     Ok(())
 }
 
@@ -445,6 +451,11 @@ async fn held_out_cmd(a: &QualityArgs) -> anyhow::Result<()> {
         "\nWhere the adversarial family's sessions were found or missed (held-out seeds summed):\n"
     );
     print!("{}", heldout::situations_table(&report, a.markdown));
+    println!("\nWhy the no_cache findings' calls missed the cache (held-out seeds summed):\n");
+    print!(
+        "{}",
+        causes::table(&causes::CauseTally::of_runs(&report), a.markdown)
+    );
     for f in Family::ALL {
         println!("\nPer seed, {} family:\n", f.name());
         print!("{}", quality::table(&report.results(f), a.markdown));

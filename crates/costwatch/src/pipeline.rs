@@ -358,6 +358,9 @@ where
                 after: deadline.map(|d| d.after).unwrap_or_default(),
             })?
             .map_err(PipelineError::Models)?;
+        // What the source's prices leave out of a model's caching, the
+        // shipped caching facts fill.
+        let models = crate::source::caching::with_caching_facts(models);
         let mut reports = Vec::with_capacity(due.len());
         let mut carried: Option<Carried> = self.carrying.then(Carried::default);
         for window in due {
@@ -536,25 +539,15 @@ where
         } else {
             analysis.judge(history)
         };
-        let mut drilldowns = judgement.drilldowns.len();
+        let drilldowns = judgement.drilldowns.len();
         let confirmed = self
             .drill_down(
                 window,
                 std::mem::take(&mut judgement.drilldowns),
-                carried.as_deref_mut().map(|c| &mut c.drilled),
+                carried.map(|c| &mut c.drilled),
             )
             .await?;
-        // Single missed reads stand beside their group's uncached sessions;
-        // sessions held back for that are read only now.
-        let wanted = judgement.confirmed(confirmed);
-        let mut late = Confirmed::default();
-        if !wanted.is_empty() {
-            drilldowns += wanted.len();
-            late = self
-                .drill_down(window, wanted, carried.map(|c| &mut c.drilled))
-                .await?;
-        }
-        judgement.corroborate(late);
+        judgement.confirmed(confirmed);
         Ok(Read {
             judgement,
             pages,

@@ -86,6 +86,7 @@ fn sim_price(m: &costwatch_sim::dataset::SimModel) -> ModelPrice {
         output_usd_per_mtok: m.output_usd_per_mtok,
         supports_prompt_cache: m.supports_prompt_cache,
         min_cacheable_prompt_tokens: None,
+        cache_lifetime_seconds: None,
     }
 }
 

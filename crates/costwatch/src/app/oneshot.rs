@@ -80,6 +80,11 @@ pub struct Probe {
     /// Sessions none of whose calls reported cache reads (OpenTelemetry
     /// instrumentations that do not record them): no_cache cannot judge them.
     pub cache_unreported_sessions: u64,
+    /// Cache-capable models carrying traffic in the hour whose minimum
+    /// cacheable prefix or cache lifetime neither their prices nor the
+    /// shipped caching facts give (the rules' defaults stand in), in name
+    /// order.
+    pub models_without_caching_facts: Vec<String>,
 }
 
 /// Reads the source's catalogue and its last hour when it can be read: an
@@ -94,19 +99,34 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
     probe_cfg.source.rows.session_lookback = std::time::Duration::ZERO;
     let source = gateway(&probe_cfg).await?;
     let setting = |e| AppError::setup(format!("source ({})", cfg.source.kind), e);
-    let models = source.models().await.map_err(setting)?.len();
+    let prices =
+        crate::source::caching::with_caching_facts(source.models().await.map_err(setting)?);
+    let models = prices.len();
     let window = Window {
         start: now - chrono::TimeDelta::hours(1),
         end: now,
     };
     let (mut sessions, mut cache_unreported_sessions) = (0, 0);
+    let mut in_use = std::collections::BTreeSet::new();
     let stats = source
         .sessions(window, |s| {
             sessions += 1;
             cache_unreported_sessions += u64::from(s.cache_unreported);
+            for m in s.by_model {
+                in_use.insert(m.model);
+            }
         })
         .await
         .map_err(setting)?;
+    let models_without_caching_facts = in_use
+        .into_iter()
+        .filter(|m| {
+            prices
+                .iter()
+                .find(|p| &p.id == m)
+                .is_some_and(crate::source::caching::lacks_facts)
+        })
+        .collect();
     Ok(Some(Probe {
         kind: cfg.source.kind,
         models,
@@ -116,6 +136,7 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
         calls_without_session: stats.calls_without_session,
         unpriced_calls: stats.unpriced_calls,
         cache_unreported_sessions,
+        models_without_caching_facts,
     }))
 }
 

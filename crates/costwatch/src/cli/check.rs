@@ -150,6 +150,13 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
             p.calls_without_session
         ));
     }
+    if !p.models_without_caching_facts.is_empty() {
+        out.push(format!(
+            "warning: no caching facts (minimum cacheable prefix, cache lifetime) for {} in              use: no_cache judges them with its rule's defaults (min_cacheable_tokens,              cache_lifetime_seconds); give them in the rule's model_min_cacheable_tokens and              model_cache_lifetime_seconds, or in source.models_file (caching facts shipped:              collected {})",
+            p.models_without_caching_facts.join(", "),
+            costwatch::source::caching::collected()
+        ));
+    }
     if p.unpriced_calls > 0 {
         out.push(format!(
             "warning: {} calls have no cost from the source and a model missing from the \

@@ -52,22 +52,14 @@ pub struct NoCacheRule {
     pub min_cacheable_tokens: u64,
     /// Per-model smallest cacheable prefix; overrides the catalogue.
     pub model_min_cacheable_tokens: BTreeMap<String, u64>,
-    /// Average prompt per call, as a multiple of the model's minimum, from
-    /// which aggregates alone decide; closer to it, request rows decide.
-    pub clear_avg_input_ratio: f64,
     /// How long a cached prefix lives after its last use, for models
     /// `model_cache_lifetime` does not name.
     pub cache_lifetime: std::time::Duration,
     /// Per-model cache lifetime; overrides `cache_lifetime`.
     pub model_cache_lifetime: BTreeMap<String, std::time::Duration>,
-    /// Fewest calls that could have read the cache and did not.
+    /// Fewest calls that could have read the cache and read nothing (at
+    /// least 2).
     pub min_missed_calls: u64,
-    /// Sessions of a group found uncached on their own in one window from
-    /// which its sessions with a single missed read count too (0: never).
-    pub corroborating_sessions: u64,
-    /// Fewest calls of a session that counts beside its group's uncached
-    /// sessions; below `min_requests`, never alone.
-    pub corroborated_min_requests: u64,
     /// Whether a finding of a session still going at the window's end is
     /// held for the windows after it to decide (`detect::held`).
     pub judge_once_ended: bool,

@@ -71,6 +71,15 @@ impl Catalogue {
             .and_then(|p| p.min_cacheable_prompt_tokens)
     }
 
+    /// How long the model's cached prefix lives after its last use, where
+    /// the catalogue gives it.
+    pub fn cache_lifetime(&self, model: &str) -> Option<std::time::Duration> {
+        self.prices
+            .get(model)
+            .and_then(|p| p.cache_lifetime_seconds)
+            .map(std::time::Duration::from_secs)
+    }
+
     /// How many times the cheapest model in use this model costs; `None` for
     /// unknown models or before any model is known to be in use.
     pub fn price_ratio(&self, model: &str) -> Option<f64> {

@@ -1,10 +1,11 @@
 //! Candidates that need their request rows before they are judged: retry-loop
-//! candidates, no_cache candidates whose prompts are near the model's
-//! cacheable minimum, and oversized_model candidates whose aggregates could
-//! hide tiny premium calls. A session needing several is fetched once.
+//! candidates, no_cache candidates (their rows say which calls could have
+//! read the cache and why each missed), and oversized_model candidates
+//! whose aggregates could hide tiny premium calls. A session needing
+//! several is fetched once.
 
 use super::retry_loop::Trigger;
-use super::{Finding, GroupStats, Kind, no_cache, oversized_model, retry_loop};
+use super::{Finding, GroupStats, Held, Kind, no_cache, oversized_model, retry_loop};
 use crate::config::RetryLoopRule;
 use crate::source::{RequestRecord, SessionRecord, Window};
 
@@ -48,8 +49,10 @@ impl Drilldown {
         let found = &mut out.findings;
         if let Some(c) = &self.no_cache {
             match no_cache::confirm(&self.session, requests, c, &self.group, window) {
-                Some(no_cache::Judged::Alone(f)) => found.push(f),
-                Some(no_cache::Judged::Weak(w)) => out.weak.push(w),
+                Some(no_cache::Judged::Found(f)) => found.push(f),
+                Some(no_cache::Judged::Going(f, quiet_at)) => {
+                    out.held.push(Held::new(f, quiet_at));
+                }
                 None => {}
             }
         }
@@ -75,27 +78,22 @@ impl Drilldown {
         }
         out
     }
-
-    /// The `corroborating_sessions` of its no_cache check, if it has one.
-    pub fn corroboration_needed(&self) -> Option<u64> {
-        self.no_cache.as_ref().map(no_cache::RowCheck::needs)
-    }
 }
 
 /// What a candidate's request rows confirmed.
 #[derive(Debug, Default)]
 pub struct Confirmed {
-    /// Findings that stand alone.
+    /// Findings that stand now.
     pub findings: Vec<Finding>,
-    /// Findings of a single missed read, standing only beside their
-    /// group's (see [`super::Corroboration`]).
-    pub weak: Vec<no_cache::Weak>,
+    /// no_cache findings of sessions still going at the window's end, held
+    /// for the next window (see [`super::held`]).
+    pub held: Vec<Held>,
 }
 
 impl Confirmed {
     /// Adds what another candidate's rows confirmed.
     pub fn extend(&mut self, other: Confirmed) {
         self.findings.extend(other.findings);
-        self.weak.extend(other.weak);
+        self.held.extend(other.held);
     }
 }

@@ -1,23 +1,18 @@
 //! A session still going at its window's end may be caching late, seen
 //! before its first read: its misses so far do not yet say it never
-//! caches. Once it has ended (no call for a cache lifetime after its
-//! last), what it missed is final, and for a session of enough calls one
-//! miss is enough. A session that ends right after a window is never in
-//! the next window's listing, so its no_cache finding waits here
-//! (`judge_once_ended`): held with the window that found it, it is
-//! dropped where a later window sees the session again, which judges it
-//! afresh. A single missed read stands in the first later window that
-//! shows no call of the session once the lifetime has passed. A finding
-//! that counted alone already (enough misses) waits one window only: it
-//! stands in the next window if that window does not list the session,
-//! and, seen there still uncached, stands as that window judged it, even
-//! if the session is still going.
+//! caches. A session that ends right after a window is never in the next
+//! window's listing, so its no_cache finding waits here
+//! (`judge_once_ended`), held with the window that found it, for one
+//! window: it is dropped where the next window sees the session again
+//! (that window judges it afresh, and a finding it makes there stands
+//! there), and stands in the next window if that window does not list the
+//! session.
 //!
 //! Windows are processed in order, each one after the last: a held
 //! finding still held at a window was not seen in any window since its
 //! own, so the session made no call there.
 
-use super::{Finding, no_cache::Weak};
+use super::Finding;
 use crate::source::Window;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -29,23 +24,23 @@ pub struct Held {
     /// The finding as its window judged it.
     pub finding: Finding,
     /// When a cache lifetime will have passed since the session's last
-    /// call: from then on, a window without its calls makes it final.
+    /// call.
     pub quiet_at: DateTime<Utc>,
-    /// It had enough missed reads to count alone (held one window), not a
-    /// single one (held until the session ends).
+    /// Always true now: a finding of enough missed reads to count alone,
+    /// held one window. A row written by an earlier release with `false`
+    /// held a single missed read, which is never a finding: it is dropped.
     pub alone: bool,
 }
 
 impl Held {
-    /// The held finding of an uncorroborated weak one that would count
-    /// alone once its session ended (`None` for any other).
-    pub fn of(weak: Weak) -> Option<Held> {
-        let quiet_at = weak.once_ended?;
-        Some(Held {
-            finding: weak.finding,
+    /// The held finding of a session still going (see
+    /// [`super::no_cache::Judged::Going`]).
+    pub fn new(finding: Finding, quiet_at: DateTime<Utc>) -> Held {
+        Held {
+            finding,
             quiet_at,
-            alone: weak.alone,
-        })
+            alone: true,
+        }
     }
 
     /// The finding, standing in `window`, which showed no call of its
@@ -57,17 +52,10 @@ impl Held {
         if let Some(e) = f.evidence.as_object_mut() {
             e.insert("judged_once_ended".into(), true.into());
         }
-        let why = if self.alone {
-            format!(
-                "; its last call came within a cache lifetime of its window's end, and the next window, up to {}, shows no call of it",
-                at(window.end)
-            )
-        } else {
-            format!(
-                "; its last call came within a cache lifetime of its window's end, and it made no call again by {}, so its missed read is final",
-                at(self.quiet_at)
-            )
-        };
+        let why = format!(
+            "; its last call came within a cache lifetime of its window's end, and the next window, up to {}, shows no call of it",
+            at(window.end)
+        );
         f.explanation.push_str(&why);
         self.finding
     }
@@ -114,38 +102,33 @@ impl HeldFindings {
 
     /// Settles the held findings at the end of `window`, adding the ones
     /// the window itself would hold (`fresh`): a session the window saw is
-    /// dropped (the window judged it afresh); one it did not see stands if
-    /// it counted alone (it has waited its window) or once its `quiet_at`
-    /// is within the window, and is held on before. A fresh finding that
-    /// counts alone, of a session held before, stands now: it has waited
-    /// its window.
+    /// dropped (the window judged it afresh); one it did not see stands
+    /// (it has waited its window). A fresh finding of a session held
+    /// before stands now: it has waited its window.
     pub fn settle(self, window: Window, fresh: Vec<Held>) -> Settled {
         let before = self.held.len();
         let mut stand = Vec::new();
         let mut held = Vec::with_capacity(before + fresh.len());
-        let mut kept = 0;
         for h in self.held {
             if self.seen.contains(&h.finding.session_id) {
                 continue;
             }
-            // One that counted alone has waited its window.
-            if h.alone || h.quiet_at <= window.end {
+            // It has waited its window. (A single missed read held by an
+            // earlier release is never a finding.)
+            if h.alone {
                 stand.push(h.stand(window));
-            } else {
-                kept += 1;
-                held.push(h);
             }
         }
         let mut added = 0;
         for h in fresh {
-            if h.alone && self.ids.contains(&h.finding.session_id) {
+            if self.ids.contains(&h.finding.session_id) {
                 stand.push(h.finding);
             } else {
                 added += 1;
                 held.push(h);
             }
         }
-        let changed = kept != before || added > 0;
+        let changed = before > 0 || added > 0;
         stand.sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
         held.sort_by(|a, b| {
             let (a, b) = (&a.finding, &b.finding);
@@ -175,8 +158,8 @@ mod tests {
     }
 
     fn held(id: &str, quiet_at: DateTime<Utc>) -> Held {
-        Held {
-            finding: Finding {
+        Held::new(
+            Finding {
                 kind: Kind::NoCache,
                 session_id: id.into(),
                 window: window(0),
@@ -186,44 +169,56 @@ mod tests {
                 labels: Default::default(),
                 cost_usd: 0.01,
                 impact_usd: 0.001,
-                evidence: serde_json::json!({"missed_calls": 1}),
-                explanation: "one miss".into(),
+                evidence: serde_json::json!({"missed_calls": 2}),
+                explanation: "two misses".into(),
             },
             quiet_at,
-            alone: false,
-        }
+        )
     }
 
     #[test]
-    fn a_window_drops_what_it_saw_and_settles_what_ended() {
+    fn a_window_drops_what_it_saw_and_stands_what_it_did_not() {
         let w = window(1);
         let mut before = HeldFindings::new(vec![
             held("seen", w.start),
-            held("ended", w.start + Duration::minutes(5)),
-            held("at-the-end", w.end),
-            held("later", w.end + Duration::seconds(1)),
+            held("quiet", w.end + Duration::minutes(3)),
         ]);
         before.saw("seen");
         before.saw("someone-else");
         let s = before.settle(w, vec![held("fresh", w.end + Duration::minutes(5))]);
         let stand: Vec<&str> = s.stand.iter().map(|f| f.session_id.as_str()).collect();
-        assert_eq!(stand, ["at-the-end", "ended"]);
-        assert!(s.stand.iter().all(|f| f.window == w));
+        // Not seen in the next window: it stands there, before its quiet_at.
+        assert_eq!(stand, ["quiet"]);
+        assert_eq!(s.stand[0].window, w);
+        assert_eq!(s.stand[0].evidence["judged_once_ended"], true);
+        assert_eq!(s.stand[0].evidence["missed_calls"], 2);
         assert!(
-            s.stand
-                .iter()
-                .all(|f| f.evidence["judged_once_ended"] == true)
+            s.stand[0]
+                .explanation
+                .ends_with("the next window, up to 2026-11-02T00:30:00Z, shows no call of it"),
+            "{}",
+            s.stand[0].explanation
         );
-        assert_eq!(s.stand[1].evidence["missed_calls"], 1);
         let kept: Vec<&str> = s
             .held
             .iter()
             .map(|h| h.finding.session_id.as_str())
             .collect();
-        assert_eq!(kept, ["fresh", "later"]);
-        // The one held on keeps the window that found it.
-        assert_eq!(s.held[1].finding.window, window(0));
+        assert_eq!(kept, ["fresh"]);
+        // The one held keeps the window that found it.
+        assert_eq!(s.held[0].finding.window, window(0));
         assert!(s.changed);
+    }
+
+    #[test]
+    fn seen_again_and_still_uncached_it_stands_as_judged_now() {
+        let w = window(1);
+        let mut before = HeldFindings::new(vec![held("again", w.start)]);
+        before.saw("again");
+        let s = before.settle(w, vec![held("again", w.end + Duration::minutes(1))]);
+        assert_eq!(s.stand.len(), 1);
+        assert!(s.stand[0].evidence.get("judged_once_ended").is_none());
+        assert!(s.held.is_empty());
     }
 
     #[test]
@@ -231,11 +226,6 @@ mod tests {
         let w = window(1);
         let none = HeldFindings::new(Vec::new()).settle(w, Vec::new());
         assert_eq!(none, Settled::default());
-        // Held on, untouched: the stored rows stay.
-        let on = HeldFindings::new(vec![held("later", w.end + Duration::minutes(1))])
-            .settle(w, Vec::new());
-        assert!(!on.changed);
-        assert_eq!(on.held.len(), 1);
         // One dropped: written.
         let mut seen = HeldFindings::new(vec![held("seen", w.end + Duration::minutes(1))]);
         seen.saw("seen");
@@ -244,47 +234,11 @@ mod tests {
     }
 
     #[test]
-    fn a_finding_that_counts_alone_waits_one_window() {
-        let w = window(1);
-        let going = |id: &str| Held {
-            alone: true,
-            ..held(id, w.end + Duration::minutes(3))
-        };
-        let mut before = HeldFindings::new(vec![going("again"), held("single", w.start)]);
-        before.saw("again");
-        before.saw("single");
-        // Both seen again and still going: the one that counted alone has
-        // waited its window and stands as judged now; a single miss, and a
-        // session not held before, wait.
-        let s = before.settle(
-            w,
-            vec![
-                going("again"),
-                held("single", w.end + Duration::minutes(1)),
-                going("new"),
-            ],
-        );
-        let stand: Vec<&str> = s.stand.iter().map(|f| f.session_id.as_str()).collect();
-        assert_eq!(stand, ["again"]);
-        assert!(s.stand[0].evidence.get("judged_once_ended").is_none());
-        let kept: Vec<&str> = s
-            .held
-            .iter()
-            .map(|h| h.finding.session_id.as_str())
-            .collect();
-        assert_eq!(kept, ["new", "single"]);
-        // Not seen in the next window: it stands, before its quiet_at (a
-        // single miss would wait for it).
-        let s = HeldFindings::new(vec![going("quiet")]).settle(w, Vec::new());
-        assert_eq!(s.stand.len(), 1);
-        assert_eq!(s.stand[0].evidence["judged_once_ended"], true);
-        assert!(
-            s.stand[0]
-                .explanation
-                .ends_with("the next window, up to 2026-11-02T00:30:00Z, shows no call of it"),
-            "{}",
-            s.stand[0].explanation
-        );
+    fn a_single_missed_read_held_by_an_earlier_release_is_dropped() {
+        let mut single = held("single", window(1).start);
+        single.alone = false;
+        let s = HeldFindings::new(vec![single]).settle(window(1), Vec::new());
+        assert!(s.stand.is_empty() && s.held.is_empty() && s.changed);
     }
 
     #[test]

@@ -4,7 +4,6 @@
 
 pub mod baseline;
 pub mod catalogue;
-mod corroborate;
 pub mod drilldown;
 pub mod held;
 pub mod no_cache;
@@ -15,7 +14,6 @@ pub mod window;
 
 pub use baseline::{GroupBaseline, GroupStats, Ring};
 pub use catalogue::Catalogue;
-pub use corroborate::Corroboration;
 pub use drilldown::{Confirmed, Drilldown};
 pub use held::{Held, HeldFindings, Settled};
 pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};

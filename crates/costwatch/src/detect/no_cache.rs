@@ -1,53 +1,31 @@
-//! A multi-request conversation on a cache-capable model whose prompts are
-//! long enough to cache, yet it reads (almost) nothing from the cache while
-//! its peers do.
+//! A no-cache conversation: a session of at least `min_missed_calls` (2)
+//! calls that could have read the prompt cache and read nothing, while its
+//! peers do.
 //!
-//! A call can read the cache only if it and an earlier successful call of the
-//! session on the same model were each at least the model's minimum cacheable
-//! prefix, and that earlier call (or the last one to use the prefix since)
-//! started at most the cache lifetime before it. Aggregates settle the clear
-//! cases: too little prompt on every model for two such calls (never
-//! cacheable), or an average per call well above the minimum, within one
-//! cache lifetime from first call to last, with nothing read (cacheable).
-//! Otherwise the session's request rows decide which calls could have read
-//! the cache.
+//! A call could have read the cache when an earlier successful call of the
+//! session on the same model, at most the model's cache lifetime before it,
+//! had a prompt of at least the model's minimum cacheable prefix, and so
+//! did the call itself. A single such miss is the providers' best-effort
+//! caching, never a finding by itself: a session of two calls whose second
+//! missed is not a no-cache conversation.
 //!
-//! A session is uncached when at least `min_missed_calls` of the calls that
-//! could have read the cache read nothing, and those calls together read at
-//! most `max_cached_share` of their prompt. A session whose caching starts
-//! partway (its first cacheable calls miss, the later ones read) reads a
-//! fair share of what it could and is not flagged; seen before its first
-//! read, it shows a single miss, which is not enough. A session quiet for
-//! a cache lifetime before the window's end has ended as far as its cache
-//! goes: for it a single miss is final, and enough. With
-//! `corroborating_sessions` set, a single miss of a session still going
-//! (or of one with fewer than `min_requests` calls, from
-//! `corroborated_min_requests` up) is a [`Weak`] finding, which stands
-//! beside enough of its group's sessions found uncached on their own in the
-//! same window (see [`super::Corroboration`]). With `judge_once_ended`, a
-//! finding of a session still going that nothing corroborates is a weak
-//! one too, held for the windows after it to decide (see
-//! [`super::held`]).
+//! The aggregates nominate (a cache-capable model with two calls' worth of
+//! cacheable prompt, nearly nothing read, peers that cache); the request
+//! rows decide, call by call, and say why each call that read nothing
+//! missed ([`Cause`]). Only what the team could have saved counts in the
+//! impact: the calls whose prefix changed, the calls sent to another
+//! provider or deployment, and the write premium of cache writes no later
+//! call read. A pause longer than the cache lives is shown with what a
+//! longer lifetime would have saved; a conversation's first call and calls
+//! below the minimum never count.
 
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::config::NoCacheRule;
-use crate::source::{ModelUsage, RequestRecord, RequestStatus, SessionRecord, Window};
+use crate::source::{RequestRecord, RequestStatus, SessionRecord, Window};
 use chrono::{DateTime, Utc};
-use serde_json::json;
+use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-/// What the session aggregates say about whether any call could have read
-/// the prompt cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cacheability {
-    /// No model carries two calls of at least its minimum.
-    Never,
-    /// Every model that could is well above its minimum on average.
-    Clear,
-    /// Some model is near its minimum: the request rows decide.
-    Unsure,
-}
 
 /// The smallest cacheable prefix of `model`: the rule's per-model value,
 /// else the gateway's catalogue, else the rule's default.
@@ -61,42 +39,27 @@ pub fn min_cacheable(model: &str, cat: &Catalogue, rule: &NoCacheRule) -> u64 {
 }
 
 /// How long a cached prefix of `model` lives after its last use: the rule's
-/// per-model value, else its default.
-pub fn cache_lifetime(model: &str, rule: &NoCacheRule) -> Duration {
+/// per-model value, else the catalogue's, else the rule's default.
+pub fn cache_lifetime(model: &str, cat: &Catalogue, rule: &NoCacheRule) -> Duration {
     rule.model_cache_lifetime
         .get(model)
         .copied()
+        .or_else(|| cat.cache_lifetime(model))
         .unwrap_or(rule.cache_lifetime)
 }
 
-fn model_cacheability(m: &ModelUsage, min: u64, rule: &NoCacheRule) -> Cacheability {
-    // One call writes the prefix, a later one reads it: both at least `min`.
-    if m.requests < 2 || m.input_tokens < min.saturating_mul(2) {
-        Cacheability::Never
-    } else if m.input_tokens as f64 / m.requests as f64 >= rule.clear_avg_input_ratio * min as f64 {
-        Cacheability::Clear
-    } else {
-        Cacheability::Unsure
-    }
-}
-
 /// Whether any of the session's calls could have read the cache, as far as
-/// its aggregates tell (O(models)). Models without a prompt cache never
-/// could. The aggregates count failed calls too, but only a successful one
-/// reads the cache (a failed one often reports no usage at all): a session
-/// with any is never clear from its aggregates, its rows tell which calls
-/// could have read.
-pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Cacheability {
-    let mut seen = Cacheability::Never;
-    for m in s.by_model.iter().filter(|m| cat.supports_cache(&m.model)) {
-        match model_cacheability(m, min_cacheable(&m.model, cat, rule), rule) {
-            Cacheability::Unsure => return Cacheability::Unsure,
-            Cacheability::Clear if s.errors > 0 => return Cacheability::Unsure,
-            Cacheability::Clear => seen = Cacheability::Clear,
-            Cacheability::Never => {}
-        }
-    }
-    seen
+/// its aggregates tell (O(models)): a cache-capable model with two calls
+/// and at least twice its minimum of prompt (one call writes the prefix, a
+/// later one reads it). Models without a prompt cache never could.
+fn could_read(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
+    s.by_model
+        .iter()
+        .filter(|m| cat.supports_cache(&m.model))
+        .any(|m| {
+            m.requests >= 2
+                && m.input_tokens >= min_cacheable(&m.model, cat, rule).saturating_mul(2)
+        })
 }
 
 /// Whether the session could have used the prompt cache at all: enough calls,
@@ -105,24 +68,10 @@ pub fn cacheability(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> C
 /// judged on the others); and whether its cache reads are known (a source
 /// that reported none for it says nothing either way).
 pub fn eligible(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
-    s.requests >= rule.min_requests && could_cache(s, cat, rule)
-}
-
-/// Whether a session of too few calls to count alone (at least
-/// `corroborated_min_requests`, fewer than `min_requests`) may count beside
-/// its group's uncached sessions.
-pub fn weakly_eligible(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
-    rule.corroborating_sessions > 0
-        && s.requests >= rule.corroborated_min_requests.max(2)
-        && s.requests < rule.min_requests
-        && could_cache(s, cat, rule)
-}
-
-/// Eligibility without the number of calls.
-fn could_cache(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
-    !s.cache_unreported
+    s.requests >= rule.min_requests.max(rule.min_missed_calls + 1)
+        && !s.cache_unreported
         && avg_input(s) >= rule.min_avg_input_tokens as f64
-        && cacheability(s, cat, rule) != Cacheability::Never
+        && could_read(s, cat, rule)
 }
 
 /// Share of the prompt sent to models with a prompt cache that was read
@@ -143,115 +92,303 @@ pub fn capable_cached_share(s: &SessionRecord, cat: &Catalogue) -> f64 {
 
 /// The cheap test made on every session: eligible and uncached.
 pub fn is_candidate(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
-    (eligible(s, cat, rule) || weakly_eligible(s, cat, rule))
-        && capable_cached_share(s, cat) <= rule.max_cached_share
+    eligible(s, cat, rule) && capable_cached_share(s, cat) <= rule.max_cached_share
 }
 
-/// What the peers say a session of the group should cache.
-#[derive(Debug, Clone, PartialEq)]
-struct Peers {
-    /// Share of the cacheable prompt caching like the peers reads from cache.
-    expected_share: f64,
-    median: Option<f64>,
-    count: usize,
-    cold_start: bool,
+/// Why a call that read nothing from the prompt cache missed it; and
+/// [`Cause::WrittenNeverRead`], a call whose cache write no later call
+/// read. The names are the keys of a finding's `cache_miss_causes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Cause {
+    /// The session's first cacheable call: there was nothing to read yet.
+    ColdStart,
+    /// The prompt was below the model's minimum cacheable prefix.
+    BelowMinimum,
+    /// The pause since the previous call on the model (or, for a model's
+    /// first call, since the conversation's previous call) outlived the
+    /// model's cache lifetime.
+    TtlExpired,
+    /// The model's first call after the conversation ran on another model
+    /// within the cache lifetime: a cache lives with one model.
+    ModelSwitch,
+    /// Cacheable, in time and on the same model, but served by another
+    /// provider or deployment than the call before it.
+    ProviderSwitch,
+    /// Cacheable, in time, same model and provider, and read nothing: the
+    /// prompt's start changed (a timestamp, a reordered tool list). The
+    /// one a team fixes in its own code.
+    PrefixChanged,
+    /// A cache write that no later call read: its premium bought nothing.
+    WrittenNeverRead,
 }
 
-/// One cache-capable model of a candidate: its minimum and what a cached
-/// prompt token saves on it.
+impl Cause {
+    /// Every cause, in the order evidence lists them.
+    pub const ALL: [Cause; 7] = [
+        Cause::ColdStart,
+        Cause::BelowMinimum,
+        Cause::TtlExpired,
+        Cause::ModelSwitch,
+        Cause::ProviderSwitch,
+        Cause::PrefixChanged,
+        Cause::WrittenNeverRead,
+    ];
+
+    /// The cause's name in evidence.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::ColdStart => "cold_start",
+            Cause::BelowMinimum => "below_minimum",
+            Cause::TtlExpired => "ttl_expired",
+            Cause::ModelSwitch => "model_switch",
+            Cause::ProviderSwitch => "provider_switch",
+            Cause::PrefixChanged => "prefix_changed",
+            Cause::WrittenNeverRead => "written_never_read",
+        }
+    }
+
+    /// Whether its dollars count in the impact: what the team could have
+    /// saved by fixing its own calls.
+    pub fn avoidable(self) -> bool {
+        matches!(
+            self,
+            Cause::PrefixChanged | Cause::ProviderSwitch | Cause::WrittenNeverRead
+        )
+    }
+
+    /// What it means, for a person reading the explanation.
+    fn meaning(self) -> &'static str {
+        match self {
+            Cause::ColdStart => "the conversation's first cacheable call",
+            Cause::BelowMinimum => "prompts below the model's minimum cacheable prefix",
+            Cause::TtlExpired => "pauses longer than the cache lives",
+            Cause::ModelSwitch => "the conversation moved to another model",
+            Cause::ProviderSwitch => {
+                "calls served by another provider or deployment than the call before"
+            }
+            Cause::PrefixChanged => {
+                "the prompt's start changed between calls, as a timestamp or a reordered tool list does"
+            }
+            Cause::WrittenNeverRead => "cache writes no later call read",
+        }
+    }
+}
+
+/// The calls of one cause and what a working cache would have saved on
+/// them (for [`Cause::WrittenNeverRead`], the write premium paid).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tally {
+    /// Calls.
+    pub calls: u64,
+    /// Dollars.
+    pub usd: f64,
+}
+
+/// Why each call of a session missed the cache, and what the calls that
+/// could have read it read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Misses {
+    /// Per cause.
+    pub causes: BTreeMap<Cause, Tally>,
+    /// Calls that could have read the cache.
+    pub could_read: u64,
+    /// Their prompt tokens.
+    pub could_read_input: u64,
+    /// What they read.
+    pub could_read_cached: u64,
+    /// Those of them that read nothing.
+    pub missed: u64,
+}
+
+impl Misses {
+    fn add(&mut self, cause: Cause, usd: f64) {
+        let t = self.causes.entry(cause).or_default();
+        t.calls += 1;
+        t.usd += usd;
+    }
+
+    /// What the team could have saved: the avoidable causes' dollars.
+    pub fn avoidable_usd(&self) -> f64 {
+        self.causes
+            .iter()
+            .filter(|(c, _)| c.avoidable())
+            .map(|(_, t)| t.usd)
+            .sum()
+    }
+
+    /// The avoidable cause with the most dollars; else, where none saved
+    /// anything, the cause with the most calls.
+    pub fn dominant(&self) -> Option<Cause> {
+        let avoidable = self
+            .causes
+            .iter()
+            .filter(|(c, t)| c.avoidable() && t.usd > 0.0)
+            .max_by(|a, b| a.1.usd.total_cmp(&b.1.usd).then(b.0.cmp(a.0)))
+            .map(|(c, _)| *c);
+        avoidable.or_else(|| {
+            self.causes
+                .iter()
+                .filter(|(_, t)| t.calls > 0)
+                .max_by(|a, b| a.1.calls.cmp(&b.1.calls).then(b.0.cmp(a.0)))
+                .map(|(c, _)| *c)
+        })
+    }
+
+    /// The causes as evidence: name → `{calls, usd}`.
+    fn evidence(&self) -> Value {
+        let mut out = Map::new();
+        for (c, t) in &self.causes {
+            out.insert(
+                c.name().into(),
+                json!({"calls": t.calls, "usd": usd(t.usd)}),
+            );
+        }
+        Value::Object(out)
+    }
+}
+
+/// One cache-capable model of a candidate: its minimum, its cache's
+/// lifetime, what a cached prompt token saves on it and what a written one
+/// costs above an uncached one.
 #[derive(Debug, Clone, PartialEq)]
 struct ModelCache {
     model: String,
     min_tokens: u64,
     lifetime: Duration,
     discount_usd_per_mtok: f64,
+    write_premium_usd_per_mtok: f64,
 }
 
-/// A candidate near the cacheable minimum, to judge from its request rows.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RowCheck {
-    peers: Peers,
-    models: Vec<ModelCache>,
-    rule: NoCacheRule,
+fn model_caches(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Vec<ModelCache> {
+    s.by_model
+        .iter()
+        .map(|m| m.model.as_str())
+        .filter(|m| cat.supports_cache(m))
+        .filter_map(|m| {
+            let p = cat.get(m)?;
+            Some(ModelCache {
+                model: m.to_owned(),
+                min_tokens: min_cacheable(m, cat, rule),
+                lifetime: cache_lifetime(m, cat, rule),
+                discount_usd_per_mtok: p.input_usd_per_mtok - p.cached_input_usd_per_mtok?,
+                write_premium_usd_per_mtok: p
+                    .cache_write_usd_per_mtok
+                    .map_or(0.0, |w| (w - p.input_usd_per_mtok).max(0.0)),
+            })
+        })
+        .collect()
 }
 
-impl RowCheck {
-    /// The rule's `corroborating_sessions`.
-    pub fn needs(&self) -> u64 {
-        self.rule.corroborating_sessions
-    }
-}
-
-/// The outcome of judging a candidate from its aggregates.
-#[derive(Debug)]
-pub enum Verdict {
-    /// Not wasteful (or not worth a finding).
-    Clean,
-    /// Wasteful, from the aggregates alone.
-    Found(Box<Finding>),
-    /// A single missed read, from the aggregates: a finding only beside
-    /// its group's uncached sessions.
-    Weak(Box<Weak>),
-    /// Its request rows decide.
-    Rows(Box<RowCheck>),
-}
-
-/// A finding that too few missed reads support (one, with the shipped
-/// `min_missed_calls`): the session had too few calls to count alone, or
-/// was still going at the window's end (it may be caching late). It stands
-/// when `corroborating_sessions` other sessions of its group were found
-/// uncached on their own in the same window.
-#[derive(Debug, Clone)]
-pub struct Weak {
-    /// The finding, as it reads once corroborated.
-    pub finding: Finding,
-    /// The rule's `corroborating_sessions`.
-    pub needs: u64,
-    /// For a session still going that would count alone once ended (the
-    /// rule's `judge_once_ended`): when a cache lifetime will have passed
-    /// since its last call. Uncorroborated, it is held for the windows
-    /// after it: a single miss until then, one that counts `alone` for one
-    /// window (see [`super::held`]).
-    pub once_ended: Option<DateTime<Utc>>,
-    /// Enough missed reads to count alone: weak only because its session
-    /// is still going and may start reading the cache in its next window
-    /// (held one window; it corroborates its group's single misses as a
-    /// finding does).
-    pub alone: bool,
-}
-
-impl Weak {
-    /// The finding, corroborated by `by` sessions of its group.
-    pub fn corroborated(mut self, by: u64) -> Finding {
-        let f = &mut self.finding;
-        if let Some(e) = f.evidence.as_object_mut() {
-            e.insert("corroborated_by".into(), by.into());
-        }
-        f.explanation.push_str(&format!(
-            "; alone its missed reads would not count, but {by} other sessions of {} were found uncached on their own in this window",
-            f.group
-        ));
-        self.finding
-    }
-}
-
-/// A judged session: wasteful on its own, or beside its group.
-#[derive(Debug)]
-pub enum Judged {
-    /// Enough missed reads to count alone.
-    Alone(Finding),
-    /// Too few missed reads to count alone.
-    Weak(Weak),
-}
-
-/// The cacheable part of one model's calls.
-#[derive(Debug, Clone, Default)]
-struct Part {
-    calls: u64,
+/// The last call on a model that wrote or read its prefix.
+#[derive(Debug, Clone, Copy)]
+struct Use<'r> {
+    at: DateTime<Utc>,
+    provider: Option<&'r str>,
     input: u64,
-    cached: u64,
-    /// Cacheable calls that read nothing.
-    missed: u64,
+}
+
+fn within(earlier: DateTime<Utc>, later: DateTime<Utc>, lifetime: Duration) -> bool {
+    (later - earlier)
+        .to_std()
+        .is_ok_and(|pause| pause <= lifetime)
+}
+
+/// Classifies every successful call on a cache-capable model that read
+/// nothing (rows oldest first), and every cache write no later call read
+/// once the cache has expired by `now`. A call's saving is the prefix a
+/// working cache would have read: the smaller of its prompt and that of
+/// the call that last used the prefix. The rows carry no end times, so
+/// pauses are measured from start to start: a slow call can make a pause
+/// look up to its own latency longer, which errs towards no finding.
+fn misses(requests: &[RequestRecord], models: &[ModelCache], now: DateTime<Utc>) -> Misses {
+    let mut out = Misses::default();
+    let mut last: Vec<Option<Use<'_>>> = vec![None; models.len()];
+    let mut writes: Vec<Vec<u64>> = vec![Vec::new(); models.len()];
+    // The conversation's previous cacheable call: its time and model.
+    let mut prev: Option<(DateTime<Utc>, usize)> = None;
+    let never_read = |out: &mut Misses, m: &ModelCache, pending: &mut Vec<u64>| {
+        for tokens in pending.drain(..) {
+            out.add(
+                Cause::WrittenNeverRead,
+                tokens as f64 * m.write_premium_usd_per_mtok / 1e6,
+            );
+        }
+    };
+    for r in requests {
+        if r.status != RequestStatus::Success {
+            continue;
+        }
+        let Some(i) = models.iter().position(|m| m.model == r.model) else {
+            continue;
+        };
+        let m = &models[i];
+        let cached = r.cached_tokens.min(r.input_tokens);
+        let alive = last[i].filter(|u| within(u.at, r.created_at, m.lifetime));
+        if last[i].is_some() && alive.is_none() {
+            never_read(&mut out, m, &mut writes[i]);
+        }
+        if r.input_tokens < m.min_tokens {
+            if cached == 0 {
+                out.add(Cause::BelowMinimum, 0.0);
+            }
+            continue;
+        }
+        let provider = r.provider.as_deref();
+        let saving =
+            |u: &Use<'_>| r.input_tokens.min(u.input) as f64 * m.discount_usd_per_mtok / 1e6;
+        if let Some(u) = &alive {
+            out.could_read += 1;
+            out.could_read_input += r.input_tokens;
+            out.could_read_cached += cached;
+            if cached == 0 {
+                out.missed += 1;
+                let moved = matches!((u.provider, provider), (Some(a), Some(b)) if a != b);
+                let cause = if moved {
+                    Cause::ProviderSwitch
+                } else {
+                    Cause::PrefixChanged
+                };
+                out.add(cause, saving(u));
+            }
+        } else if cached == 0 {
+            match (&last[i], prev) {
+                (Some(u), _) => out.add(Cause::TtlExpired, saving(u)),
+                (None, Some((at, _))) if within(at, r.created_at, m.lifetime) => {
+                    out.add(Cause::ModelSwitch, 0.0);
+                }
+                (None, Some(_)) => out.add(Cause::TtlExpired, 0.0),
+                (None, None) => out.add(Cause::ColdStart, 0.0),
+            }
+        }
+        if cached > 0 {
+            // Read: what was written before is paid back.
+            writes[i].clear();
+        }
+        if r.cache_write_tokens > 0 {
+            writes[i].push(r.cache_write_tokens);
+        }
+        last[i] = Some(Use {
+            at: r.created_at,
+            provider,
+            input: r.input_tokens,
+        });
+        prev = Some((r.created_at, i));
+    }
+    // Writes still alive at `now` may yet be read.
+    for (i, m) in models.iter().enumerate() {
+        if last[i].is_some_and(|u| !within(u.at, now, m.lifetime)) {
+            never_read(&mut out, m, &mut writes[i]);
+        }
+    }
+    out
+}
+
+/// What the peers say a session of the group should cache.
+#[derive(Debug, Clone, PartialEq)]
+struct Peers {
+    median: Option<f64>,
+    count: usize,
+    cold_start: bool,
 }
 
 fn peers(stats: &GroupStats, rule: &NoCacheRule) -> Option<Peers> {
@@ -265,100 +402,52 @@ fn peers(stats: &GroupStats, rule: &NoCacheRule) -> Option<Peers> {
         // start).
         return None;
     }
-    // With too few peers, the rule's own floor is the expectation.
     Some(Peers {
-        expected_share: median
-            .unwrap_or(rule.min_peer_cached_share)
-            .max(rule.min_peer_cached_share),
         median,
         count: stats.cache_peers,
         cold_start,
     })
 }
 
-fn model_caches(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Vec<ModelCache> {
-    s.by_model
-        .iter()
-        .filter_map(|m| {
-            let p = cat.get(&m.model)?;
-            Some(ModelCache {
-                model: m.model.clone(),
-                min_tokens: min_cacheable(&m.model, cat, rule),
-                lifetime: cache_lifetime(&m.model, rule),
-                discount_usd_per_mtok: p.input_usd_per_mtok - p.cached_input_usd_per_mtok?,
-            })
-        })
-        .collect()
+/// A candidate whose peers cache, to judge from its request rows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowCheck {
+    peers: Peers,
+    models: Vec<ModelCache>,
+    rule: NoCacheRule,
 }
 
-/// Judges a candidate against its group.
+/// Judges a candidate against its group: the rows to read when its peers
+/// cache (`None`: not unusual, or no cache-capable model priced).
 pub fn judge(
     s: &SessionRecord,
-    group: &str,
     stats: &GroupStats,
     cat: &Catalogue,
     rule: &NoCacheRule,
-    window: Window,
-) -> Verdict {
-    let Some(peers) = peers(stats, rule) else {
-        return Verdict::Clean;
-    };
+) -> Option<RowCheck> {
+    let peers = peers(stats, rule)?;
     let models = model_caches(s, cat, rule);
-    let rows = || {
-        Verdict::Rows(Box::new(RowCheck {
-            peers: peers.clone(),
-            models: models.clone(),
-            rule: rule.clone(),
-        }))
-    };
-    // Aggregates cannot tell which calls read what, nor whether a pause
-    // outlived the cache: a session that read a little, or that lasted
-    // longer than a cache lifetime, is judged from its rows.
-    let span = (s.last_request_at - s.first_request_at)
-        .to_std()
-        .unwrap_or_default();
-    let outlives = models.iter().any(|m| span > m.lifetime);
-    match cacheability(s, cat, rule) {
-        Cacheability::Never => Verdict::Clean,
-        Cacheability::Unsure => rows(),
-        Cacheability::Clear if s.cached_tokens > 0 || outlives => rows(),
-        Cacheability::Clear => {
-            // Every call but the first on each model could have read the
-            // cache; the first is counted at the model's average.
-            let parts: Vec<Part> = models
-                .iter()
-                .map(|mc| {
-                    let usage = s.by_model.iter().find(|m| m.model == mc.model);
-                    usage
-                        .filter(|m| {
-                            model_cacheability(m, mc.min_tokens, rule) != Cacheability::Never
-                        })
-                        .map(|m| Part {
-                            calls: m.requests - 1,
-                            input: m.input_tokens - m.input_tokens / m.requests,
-                            cached: m.cached_tokens,
-                            missed: m.requests - 1,
-                        })
-                        .unwrap_or_default()
-                })
-                .collect();
-            match finding(s, group, &peers, &models, &parts, rule, window, false) {
-                None => Verdict::Clean,
-                Some(Judged::Alone(f)) => Verdict::Found(Box::new(f)),
-                Some(Judged::Weak(w)) => Verdict::Weak(Box::new(w)),
-            }
-        }
-    }
+    (!models.is_empty()).then(|| RowCheck {
+        peers,
+        models,
+        rule: rule.clone(),
+    })
 }
 
-/// Judges a candidate from its request rows (oldest first): a successful
-/// call of at least the model's minimum is cacheable when an earlier
-/// successful call on the same model was too, and the last such call
-/// started at most the model's cache lifetime before it (every such call
-/// writes or reads the prefix, which keeps it alive). The rows carry no end
-/// times, so pauses are measured from start to start: a slow call can make
-/// a pause look up to its own latency longer, which errs towards no
-/// finding. No cacheable call, no finding.
+/// A session its rows show uncached.
+#[derive(Debug)]
+pub enum Judged {
+    /// Its finding.
+    Found(Finding),
+    /// Its finding, of a session still going at the window's end (its
+    /// last call less than a cache lifetime before it), which may start
+    /// reading the cache in its next window: held until then (the rule's
+    /// `judge_once_ended`; see [`super::held`]). The time is when a cache
+    /// lifetime will have passed since its last call.
+    Going(Finding, DateTime<Utc>),
+}
+
+/// Judges a candidate from its request rows (oldest first).
 pub fn confirm(
     s: &SessionRecord,
     requests: &[RequestRecord],
@@ -366,101 +455,91 @@ pub fn confirm(
     group: &str,
     window: Window,
 ) -> Option<Judged> {
-    let mut parts = vec![Part::default(); check.models.len()];
-    let mut primed: Vec<Option<chrono::DateTime<chrono::Utc>>> = vec![None; check.models.len()];
-    for r in requests {
-        if r.status != RequestStatus::Success {
-            continue;
-        }
-        let Some(i) = check.models.iter().position(|m| m.model == r.model) else {
-            continue;
-        };
-        let m = &check.models[i];
-        if r.input_tokens < m.min_tokens {
-            continue;
-        }
-        let alive = primed[i].is_some_and(|at| {
-            (r.created_at - at)
-                .to_std()
-                .is_ok_and(|pause| pause <= m.lifetime)
-        });
-        if alive {
-            let cached = r.cached_tokens.min(r.input_tokens);
-            parts[i].calls += 1;
-            parts[i].input += r.input_tokens;
-            parts[i].cached += cached;
-            parts[i].missed += u64::from(cached == 0);
-        }
-        primed[i] = Some(r.created_at);
-    }
-    finding(
-        s,
-        group,
-        &check.peers,
-        &check.models,
-        &parts,
-        &check.rule,
-        window,
-        true,
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-fn finding(
-    s: &SessionRecord,
-    group: &str,
-    peers: &Peers,
-    models: &[ModelCache],
-    parts: &[Part],
-    rule: &NoCacheRule,
-    window: Window,
-    from_rows: bool,
-) -> Option<Judged> {
-    let cacheable_input: u64 = parts.iter().map(|p| p.input).sum();
-    let cacheable_calls: u64 = parts.iter().map(|p| p.calls).sum();
-    let cacheable_cached: u64 = parts.iter().map(|p| p.cached).sum();
-    let missed: u64 = parts.iter().map(|p| p.missed).sum();
-    // A session quiet for a cache lifetime before the window's end has
-    // ended as far as its cache goes: a single miss is final. One still
-    // going may be caching late, seen before its first read.
-    let lifetime = models.iter().map(|m| m.lifetime).max().unwrap_or_default();
-    let ended = (window.end - s.last_request_at)
-        .to_std()
-        .is_ok_and(|quiet| quiet >= lifetime);
-    let alone = s.requests >= rule.min_requests
-        && (missed >= rule.min_missed_calls || (ended && missed >= 1));
-    if cacheable_calls == 0 || cacheable_input == 0 || missed == 0 {
-        return None;
-    }
-    // Still going with enough calls: alone once it has ended, and judged
-    // in full only then or in its next window.
-    let once_ended = (rule.judge_once_ended && !ended && s.requests >= rule.min_requests)
-        .then(|| {
-            chrono::Duration::from_std(lifetime)
-                .ok()
-                .and_then(|l| s.last_request_at.checked_add_signed(l))
-        })
-        .flatten();
-    if !alone && rule.corroborating_sessions == 0 && once_ended.is_none() {
+    let rule = &check.rule;
+    let m = misses(requests, &check.models, window.end);
+    if m.missed < rule.min_missed_calls || m.could_read_input == 0 {
         return None;
     }
     // Caching that starts partway reads a fair share of what it could.
-    let read_share = cacheable_cached as f64 / cacheable_input as f64;
+    let read_share = m.could_read_cached as f64 / m.could_read_input as f64;
     if read_share > rule.max_cached_share {
         return None;
     }
-    // What caching the cacheable calls like the peers would have saved.
-    let impact: f64 = models
-        .iter()
-        .zip(parts)
-        .map(|(m, p)| {
-            let saved = peers.expected_share * p.input as f64 - p.cached as f64;
-            saved.max(0.0) * m.discount_usd_per_mtok / 1e6
-        })
-        .sum();
+    let impact = m.avoidable_usd();
     if impact < rule.min_impact_usd {
         return None;
     }
+    let f = finding(s, group, check, &m, read_share, impact, window);
+    let lifetime = check
+        .models
+        .iter()
+        .map(|m| m.lifetime)
+        .max()
+        .unwrap_or_default();
+    let ended = (window.end - s.last_request_at)
+        .to_std()
+        .is_ok_and(|quiet| quiet >= lifetime);
+    let quiet_at = chrono::Duration::from_std(lifetime)
+        .ok()
+        .and_then(|l| s.last_request_at.checked_add_signed(l));
+    Some(match quiet_at {
+        Some(at) if rule.judge_once_ended && !ended => Judged::Going(f, at),
+        _ => Judged::Found(f),
+    })
+}
+
+/// The sentence naming the dominant cause and its dollars.
+fn cause_text(m: &Misses, impact: f64) -> String {
+    let Some(dominant) = m.dominant() else {
+        return String::new();
+    };
+    let t = m.causes.get(&dominant).copied().unwrap_or_default();
+    let mut text = if dominant.avoidable() && impact > 0.0 {
+        format!(
+            "; most of what could have been saved is {}, {} calls and ${:.4} of ${:.4} ({:.0}%): {}",
+            dominant.name(),
+            t.calls,
+            t.usd,
+            impact,
+            t.usd / impact * 100.0,
+            dominant.meaning()
+        )
+    } else {
+        format!(
+            "; most misses are {}, {} calls: {}, which no fix of the calls would have saved",
+            dominant.name(),
+            t.calls,
+            dominant.meaning()
+        )
+    };
+    if let Some(ttl) = m
+        .causes
+        .get(&Cause::TtlExpired)
+        .filter(|t| t.usd > 0.0 && dominant != Cause::TtlExpired)
+    {
+        text.push_str(&format!(
+            "; a longer cache lifetime would have saved ${:.4} more on {} calls",
+            ttl.usd, ttl.calls
+        ));
+    } else if dominant == Cause::TtlExpired && t.usd > 0.0 {
+        text.push_str(&format!(
+            "; a longer cache lifetime would have saved ${:.4}",
+            t.usd
+        ));
+    }
+    text
+}
+
+fn finding(
+    s: &SessionRecord,
+    group: &str,
+    check: &RowCheck,
+    m: &Misses,
+    read_share: f64,
+    impact: f64,
+    window: Window,
+) -> Finding {
+    let (peers, rule, models) = (&check.peers, &check.rule, &check.models);
     let share = cached_share(s);
     let names: Vec<&str> = s.by_model.iter().map(|m| m.model.as_str()).collect();
     let minimums: BTreeMap<&str, u64> = models
@@ -500,36 +579,28 @@ fn finding(
             "avg_input_tokens": avg_input(s).round(),
             "models": names,
             "min_cacheable_tokens": minimums,
-            "cacheable_calls": cacheable_calls,
-            "cacheable_input_tokens": cacheable_input,
+            "cacheable_calls": m.could_read,
+            "cacheable_input_tokens": m.could_read_input,
             "cacheable_cached_share": ratio(read_share),
-            "missed_calls": missed,
+            "missed_calls": m.missed,
             "cache_lifetime_seconds": lifetimes,
-            "judged_from": if from_rows { "requests" } else { "aggregates" },
+            "cache_miss_causes": m.evidence(),
+            "dominant_cause": m.dominant().map(Cause::name),
             "peer_median_cached_share": peers.median.map(ratio),
             "peers": peers.count,
             "cold_start": peers.cold_start,
         }),
         explanation: format!(
-            "{} calls read {} of {} prompt tokens from the prompt cache ({:.1}%) {peers_text}; {} of the calls ({} prompt tokens) could have read it, and caching them like the peers would have saved about ${:.4}",
+            "{} calls read {} of {} prompt tokens from the prompt cache ({:.1}%) {peers_text}; {} of the {} calls that could have read it read nothing{}",
             s.requests,
             s.cached_tokens,
             s.input_tokens,
             share * 100.0,
-            cacheable_calls,
-            cacheable_input,
-            impact
+            m.missed,
+            m.could_read,
+            cause_text(m, impact)
         ),
     };
     super::note_computed_cost(s, &mut f);
-    Some(if alone && once_ended.is_none() {
-        Judged::Alone(f)
-    } else {
-        Judged::Weak(Weak {
-            finding: f,
-            needs: rule.corroborating_sessions,
-            once_ended,
-            alone,
-        })
-    })
+    f
 }

@@ -28,6 +28,7 @@ fn models() -> Vec<ModelPrice> {
         output_usd_per_mtok: o,
         supports_prompt_cache: c.is_some(),
         min_cacheable_prompt_tokens: None,
+        cache_lifetime_seconds: None,
     };
     let mut opus = m(OPUS, 15.0, Some(1.50), 75.0);
     opus.min_cacheable_prompt_tokens = Some(4_096);
@@ -146,6 +147,49 @@ fn loop_requests(id: &str, calls: u64, input: u64, failures: u64) -> Vec<Request
         .collect()
 }
 
+/// Request rows as a no_cache candidate's aggregates describe them, for a
+/// case that gives none: each model's calls evenly spaced from the first
+/// call to the last (models one after another), its prompt split evenly
+/// but for a growth of 10 tokens a call (a conversation, not a resend),
+/// cache reads split evenly with none on a model's first call, answers of
+/// differing sizes, every call successful but the last `errors`. Other
+/// candidates get no rows, as a case that gives none means.
+fn rows_from_aggregates(c: &Drilldown) -> Vec<RequestRecord> {
+    if !c.kinds().any(|k| k == Kind::NoCache) {
+        return Vec::new();
+    }
+    let s = &c.session;
+    let n = s.by_model.iter().map(|m| m.requests).sum::<u64>().max(1);
+    let span = (s.last_request_at - s.first_request_at).num_milliseconds();
+    let step = if n > 1 { span / (n as i64 - 1) } else { 0 };
+    let mut out = Vec::new();
+    let mut k = 0u64;
+    for m in &s.by_model {
+        for c in 0..m.requests {
+            let input =
+                (m.input_tokens / m.requests.max(1) + 10 * c).saturating_sub(5 * (m.requests - 1));
+            let cached = if c == 0 || m.requests < 2 {
+                0
+            } else {
+                (m.cached_tokens / (m.requests - 1)).min(input)
+            };
+            let status = if k + s.errors >= n {
+                RequestStatus::Error
+            } else {
+                RequestStatus::Success
+            };
+            let mut r = request(&s.session_id, k, &m.model, input, status);
+            r.created_at = s.first_request_at + Duration::milliseconds(step * k as i64);
+            r.cached_tokens = cached;
+            r.output_tokens = answer_tokens(k);
+            r.cost_usd = m.cost_usd / m.requests.max(1) as f64;
+            out.push(r);
+            k += 1;
+        }
+    }
+    out
+}
+
 fn request(id: &str, t: u64, model: &str, input: u64, status: RequestStatus) -> RequestRecord {
     RequestRecord {
         request_id: format!("req_{id}_{t}"),
@@ -161,12 +205,14 @@ fn request(id: &str, t: u64, model: &str, input: u64, status: RequestStatus) -> 
         error_type: (status == RequestStatus::Error).then(|| "RateLimitError".to_string()),
         input_tokens: input,
         cached_tokens: 0,
+        cache_write_tokens: 0,
         output_tokens: if status == RequestStatus::Error {
             0
         } else {
             20
         },
         cost_usd: input as f64 * 0.1 / 1e6,
+        provider: None,
     }
 }
 
@@ -216,19 +262,13 @@ fn run_findings(
             requests
                 .get(&c.session.session_id)
                 .cloned()
-                .unwrap_or_default()
+                .unwrap_or_else(|| rows_from_aggregates(c))
         };
         let mut confirmed = Confirmed::default();
         for c in &j.drilldowns {
             confirmed.extend(det.confirm(c, &rows_of(c), w));
         }
-        // As the pipeline does: held-back sessions are read only for a
-        // corroborated group.
-        let mut late = Confirmed::default();
-        for c in j.confirmed(confirmed) {
-            late.extend(det.confirm(&c, &rows_of(&c), w));
-        }
-        j.corroborate(late);
+        j.confirmed(confirmed);
         // As the pipeline does: what was held stands once its session ended.
         let fresh = std::mem::take(&mut j.held);
         let settled = before.settle(w, fresh);
@@ -417,7 +457,19 @@ fn last_window_findings(
         let j = a.judge(std::mem::take(&mut baselines));
         last = j.findings;
         for c in &j.drilldowns {
-            last.extend(det.confirm(c, requests, w).findings);
+            let own: Vec<RequestRecord> = requests
+                .iter()
+                .filter(|r| r.session_id == c.session.session_id)
+                .cloned()
+                .collect();
+            let rows = if own.is_empty() {
+                rows_from_aggregates(c)
+            } else {
+                own
+            };
+            let confirmed = det.confirm(c, &rows, w);
+            last.extend(confirmed.findings);
+            last.extend(confirmed.held.into_iter().map(|h| h.finding));
         }
         baselines = j.baselines;
     }

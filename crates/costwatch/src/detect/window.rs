@@ -1,8 +1,9 @@
 //! One window's pass: every session is seen once as its page streams by
 //! (O(1) work, folded into bounded per-group samples); only candidates are
 //! kept. After the last page, candidates are judged against their group's
-//! baseline (history plus this window); retry-loop candidates, and no_cache
-//! candidates near the cacheable minimum, are handed back for a request
+//! baseline (history plus this window); retry-loop candidates, no_cache
+//! candidates whose peers cache, and oversized_model candidates whose
+//! aggregates could hide tiny premium calls are handed back for a request
 //! drill-down.
 //!
 //! A window that nominates more sessions than `max_candidates` is read a
@@ -85,6 +86,20 @@ struct PremiumEntry<'d> {
     rule: &'d OversizedModelRule,
 }
 
+/// A session of the window that could have cached and read (nearly)
+/// nothing: whether its cached share enters its group's history is decided
+/// once the group's history is known ([`Verdicts`]). A group that caches
+/// keeps such sessions out of the history that says what it normally
+/// reads, so a broken prefix stays an incident however many of its
+/// sessions it breaks, and for as long as it lasts.
+#[derive(Debug)]
+struct UncachedEntry<'d> {
+    /// Its cached share.
+    share: f64,
+    /// Its rule.
+    rule: &'d NoCacheRule,
+}
+
 /// The state of one window while its pages stream in.
 #[derive(Debug)]
 pub struct WindowAnalysis<'d> {
@@ -95,6 +110,9 @@ pub struct WindowAnalysis<'d> {
     /// Per group, the sessions entering its history whose tiny calls went
     /// to a premium model, held apart until the window is judged.
     premium: FastMap<String, Vec<PremiumEntry<'d>>>,
+    /// Per group, the sessions entering its history that read (nearly)
+    /// nothing of what they could have cached, held apart likewise.
+    uncached: FastMap<String, Vec<UncachedEntry<'d>>>,
     candidates: Vec<Candidate>,
     sessions: u64,
     skipped_candidates: u64,
@@ -121,49 +139,20 @@ pub struct Judgement {
     pub models_seen: BTreeSet<String>,
     /// Retry-loop suspects left unread by their rule's `drilldown_budget`.
     pub drilldowns_skipped: u64,
-    /// Findings of a single missed read, from the aggregates: they stand
-    /// only beside their group's (see [`super::Corroboration`]).
-    pub weak: Vec<no_cache::Weak>,
-    /// Sessions of too few calls to count alone whose request rows would
-    /// tell whether they missed the cache: worth reading only in a group
-    /// the window's findings corroborate.
-    pub weak_drilldowns: Vec<Drilldown>,
-    /// Weak findings of sessions still going that no session of their
-    /// group corroborated but that would count alone once their session
-    /// ended (no_cache's `judge_once_ended`): held for later windows (see
-    /// [`super::held`]). Filled by [`Judgement::corroborate`].
+    /// no_cache findings of sessions still going at the window's end, held
+    /// for the next window (see [`super::held`]). Filled by
+    /// [`Judgement::confirmed`].
     pub held: Vec<Held>,
 }
 
 impl Judgement {
     /// Takes what the drill-downs' rows confirmed (in any order; the
-    /// findings keep one) and returns the sessions held back for their
-    /// group that its findings now make worth reading (see
-    /// [`super::Corroboration`]): read them and hand their rows'
-    /// confirmations to [`Judgement::corroborate`].
-    pub fn confirmed(&mut self, mut c: Confirmed) -> Vec<Drilldown> {
+    /// findings keep one).
+    pub fn confirmed(&mut self, mut c: Confirmed) {
         c.findings
             .sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
         self.findings.append(&mut c.findings);
-        self.weak.append(&mut c.weak);
-        super::Corroboration::of(&self.findings, &self.weak)
-            .wanted(std::mem::take(&mut self.weak_drilldowns))
-    }
-
-    /// Takes what the rows of the held-back sessions confirmed; the weak
-    /// findings their group corroborates join the findings, in session
-    /// order.
-    pub fn corroborate(&mut self, late: Confirmed) {
-        let Confirmed {
-            mut findings,
-            mut weak,
-        } = late;
-        // (Held-back sessions have too few calls to stand alone.)
-        self.findings.append(&mut findings);
-        weak.append(&mut self.weak);
-        let (stand, rest) = super::Corroboration::of(&self.findings, &weak).stand(weak);
-        self.findings.extend(stand);
-        self.held.extend(rest.into_iter().filter_map(Held::of));
+        self.held.append(&mut c.held);
     }
 }
 
@@ -180,6 +169,7 @@ impl Detector {
             catalogue,
             fresh: FastMap::default(),
             premium: FastMap::default(),
+            uncached: FastMap::default(),
             candidates: Vec::new(),
             sessions: 0,
             skipped_candidates: 0,
@@ -302,10 +292,23 @@ impl<'d> WindowAnalysis<'d> {
             if s.requests > 0 {
                 b.log_requests.push((s.requests as f64).ln());
             }
-            let eligible = self.det.no_cache_rule(&s);
-            if eligible.is_some_and(|r| no_cache::eligible(&s, &self.catalogue, r)) {
-                b.cached_share
-                    .push(no_cache::capable_cached_share(&s, &self.catalogue));
+            let eligible = self
+                .det
+                .no_cache_rule(&s)
+                .filter(|r| no_cache::eligible(&s, &self.catalogue, r));
+            if let Some(rule) = eligible {
+                let share = no_cache::capable_cached_share(&s, &self.catalogue);
+                if share <= rule.max_cached_share {
+                    let entry = UncachedEntry { share, rule };
+                    match self.uncached.get_mut(&self.key) {
+                        Some(list) => list.push(entry),
+                        None => {
+                            self.uncached.insert(self.key.clone(), vec![entry]);
+                        }
+                    }
+                } else {
+                    b.cached_share.push(share);
+                }
             }
             let premium = self.det.oversized_rule(&s).filter(|r| {
                 n.oversized && !oversized_model::by_design(n.tiny_price, &self.catalogue, r)
@@ -366,6 +369,7 @@ impl<'d> WindowAnalysis<'d> {
         let cap = self.det.baseline_samples;
         let mut baselines = HashMap::new();
         let mut premium = std::mem::take(&mut self.premium);
+        let mut uncached = std::mem::take(&mut self.uncached);
         for (group, fresh) in std::mem::take(&mut self.fresh) {
             let mut b = history
                 .remove(&group)
@@ -375,7 +379,17 @@ impl<'d> WindowAnalysis<'d> {
             let entries = premium.remove(&group).unwrap_or_default();
             let entered = fresh.tiny_call_price.len() + entries.len();
             let moved = moved_entries(&b, &entries, &self.catalogue);
+            let (history_peers, history_median) = (b.cached_share.len(), b.cached_share.median());
             merge(&mut b, fresh);
+            // An uncached session of a group whose history caches is a
+            // broken cache, not the group's new habit.
+            for e in uncached.remove(&group).unwrap_or_default() {
+                let caches = history_peers >= e.rule.min_peers
+                    && history_median.is_some_and(|m| m >= e.rule.min_peer_cached_share);
+                if !caches {
+                    b.cached_share.push(e.share);
+                }
+            }
             // The stretch of the move: begun by its first session, broken
             // by a window whose sessions (there were some) made no such
             // call.
@@ -410,8 +424,6 @@ impl<'d> WindowAnalysis<'d> {
             empty: GroupBaseline::new(1).stats(),
             findings: Vec::new(),
             drilldowns: Vec::new(),
-            weak: Vec::new(),
-            weak_drilldowns: Vec::new(),
             suspects: Suspects::default(),
             shared_catalogue: None,
         }
@@ -475,8 +487,6 @@ struct Verdicts<'d> {
     empty: GroupStats,
     findings: Vec<Finding>,
     drilldowns: Vec<Drilldown>,
-    weak: Vec<no_cache::Weak>,
-    weak_drilldowns: Vec<Drilldown>,
     suspects: Suspects,
     /// The catalogue shared by the window's oversized_model row checks,
     /// made at the first.
@@ -511,8 +521,6 @@ impl Verdicts<'_> {
             sessions,
             models_seen,
             drilldowns_skipped: skipped,
-            weak: self.weak,
-            weak_drilldowns: self.weak_drilldowns,
             held: Vec::new(),
         }
     }
@@ -525,19 +533,11 @@ impl Verdicts<'_> {
             self.stats.insert(group.to_owned(), b.stats());
         }
         let st = self.stats.get(group).unwrap_or(&self.empty);
-        let mut no_cache_rows = None;
-        let mut weak_rows = false;
-        if let Some(rule) = self.det.no_cache_rule(&s).filter(|_| n.no_cache) {
-            match no_cache::judge(&s, group, st, &self.catalogue, rule, self.window) {
-                no_cache::Verdict::Clean => {}
-                no_cache::Verdict::Found(f) => self.findings.push(*f),
-                no_cache::Verdict::Weak(w) => self.weak.push(*w),
-                no_cache::Verdict::Rows(check) => {
-                    weak_rows = s.requests < rule.min_requests;
-                    no_cache_rows = Some(*check);
-                }
-            }
-        }
+        let no_cache_rows = self
+            .det
+            .no_cache_rule(&s)
+            .filter(|_| n.no_cache)
+            .and_then(|rule| no_cache::judge(&s, st, &self.catalogue, rule));
         let mut oversized_rows = None;
         let os_rule = self
             .det
@@ -606,17 +606,6 @@ impl Verdicts<'_> {
             .and_then(|r| Some((r.trigger.suspicion()?, r.rule.drilldown_budget)));
         let rule_name = retry.as_ref().map(|r| r.rule.meta.name.clone());
         if retry.is_none() && no_cache_rows.is_none() && oversized_rows.is_none() {
-            return;
-        }
-        if weak_rows && retry.is_none() && oversized_rows.is_none() {
-            // Read only if its group turns out to need it.
-            self.weak_drilldowns.push(Drilldown {
-                session: s,
-                group: group.to_owned(),
-                retry: None,
-                no_cache: no_cache_rows,
-                oversized: None,
-            });
             return;
         }
         let d = Drilldown {

@@ -65,7 +65,13 @@ pub fn digest(alert: &Alert, max_sessions: usize) -> String {
             money(s.cost_usd),
             money(s.impact_usd)
         );
-        let evidence = compact(&s.evidence);
+        let mut evidence = compact(&s.evidence);
+        // The causes of a no_cache finding's misses, call by call, stay in
+        // the alert: the explanation below names the dominant one and its
+        // dollar share, which is what the investigation starts from.
+        if let Some(e) = evidence.as_object_mut() {
+            e.remove("cache_miss_causes");
+        }
         if evidence.as_object().is_some_and(|o| !o.is_empty()) {
             let _ = writeln!(out, "  evidence {evidence}");
         }

@@ -4,6 +4,7 @@
 //! gateway-agnostic records defined here.
 
 pub mod any;
+pub mod caching;
 pub mod fetch;
 pub mod gateway;
 pub mod langfuse;
@@ -235,10 +236,20 @@ pub struct RequestRecord {
     pub input_tokens: u64,
     /// Prompt tokens read from the prompt cache.
     pub cached_tokens: u64,
+    /// Prompt tokens written to the prompt cache (0 where the source does
+    /// not say).
+    #[serde(default)]
+    pub cache_write_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
     /// What the call cost.
     pub cost_usd: f64,
+    /// The provider or deployment that served the call, where the source
+    /// names one (LiteLLM's `model_id`, OpenTelemetry's
+    /// `gen_ai.provider.name`): a prompt cache lives with one deployment,
+    /// so a call served by another cannot read it.
+    #[serde(default)]
+    pub provider: Option<String>,
 }
 
 /// A model's prices, per million tokens.
@@ -260,6 +271,11 @@ pub struct ModelPrice {
     /// publishes it (`min_cacheable_prompt_tokens`, optional).
     #[serde(default)]
     pub min_cacheable_prompt_tokens: Option<u64>,
+    /// How long the model's cached prefix lives after its last use, in
+    /// seconds, where a table gives it (`cache_lifetime_seconds`,
+    /// optional).
+    #[serde(default)]
+    pub cache_lifetime_seconds: Option<u64>,
 }
 
 /// Why a source call failed, in terms the caller can act on.

@@ -174,6 +174,7 @@ mod tests {
             output_usd_per_mtok: input * 4.0,
             supports_prompt_cache: false,
             min_cacheable_prompt_tokens: None,
+            cache_lifetime_seconds: None,
         }
     }
 }

@@ -44,6 +44,8 @@ pub(super) struct WireModel {
     supports_prompt_cache: Option<bool>,
     #[serde(default)]
     min_cacheable_prompt_tokens: Option<u64>,
+    #[serde(default)]
+    cache_lifetime_seconds: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,6 +104,8 @@ pub(super) struct WireRequest {
     #[serde(default)]
     cached_tokens: u64,
     #[serde(default)]
+    cache_write_tokens: u64,
+    #[serde(default)]
     output_tokens: u64,
     cost_usd: f64,
 }
@@ -125,6 +129,7 @@ impl WireModel {
             output_usd_per_mtok: self.output_usd_per_mtok,
             supports_prompt_cache: supports,
             min_cacheable_prompt_tokens: self.min_cacheable_prompt_tokens.filter(|t| *t > 0),
+            cache_lifetime_seconds: self.cache_lifetime_seconds.filter(|t| *t > 0),
         }
     }
 }
@@ -178,8 +183,10 @@ impl WireRequest {
             error_type: self.error_type,
             input_tokens: self.input_tokens,
             cached_tokens: self.cached_tokens,
+            cache_write_tokens: self.cache_write_tokens,
             output_tokens: self.output_tokens,
             cost_usd: self.cost_usd,
+            provider: None,
         }
     }
 }

@@ -4,13 +4,16 @@
 //! can see:
 //!
 //! - **no_cache**: the session never read the prompt cache, yet at least
-//!   one successful call could have. A call could have read it when an
-//!   earlier successful call on the same cache-capable model, ended at
-//!   most [`CACHE_TTL_MS`] before it, had a prompt of at least the model's
-//!   minimum cacheable prefix, and the two share at least that many tokens
-//!   by the application's design (the conversation so far, a template, the
-//!   same prompt). Prompts that were all below the minimum, or pauses
-//!   longer than the cache lives, are not waste.
+//!   [`NO_CACHE_MIN_MISSES`] (two) successful calls could have. A call
+//!   could have read it when an earlier successful call on the same
+//!   cache-capable model, ended at most [`CACHE_TTL_MS`] before it, had a
+//!   prompt of at least the model's minimum cacheable prefix, and the two
+//!   share at least that many tokens by the application's design (the
+//!   conversation so far, a template, the same prompt). Prompts that were
+//!   all below the minimum, or pauses longer than the cache lives, are not
+//!   waste; nor is a single call that could have read and did not (a
+//!   session of two calls whose second missed): that is the providers'
+//!   best-effort caching.
 //! - **retry_loop**: at least [`LOOP_MIN_REPEATS`] calls in a row resend a
 //!   request the session already sent (the same call, or a cycle of calls),
 //!   each at most [`LOOP_MAX_GAP_MS`] after the previous one ended. Up to
@@ -29,6 +32,9 @@ use crate::dataset::SimRequest;
 use chrono::Duration;
 use std::collections::HashSet;
 
+/// Calls that could have read the cache and read nothing that make a
+/// no-cache conversation.
+pub const NO_CACHE_MIN_MISSES: usize = 2;
 /// Consecutive resends that make a loop.
 pub const LOOP_MIN_REPEATS: usize = 5;
 /// The longest pause inside a loop, in milliseconds.
@@ -80,7 +86,10 @@ pub fn readable_tokens(rows: &[SimRequest], notes: &[CallNote], i: usize) -> u64
 /// Whether the session is no_cache waste.
 pub fn is_no_cache(rows: &[SimRequest], notes: &[CallNote]) -> bool {
     rows.iter().all(|r| r.cached_tokens == 0)
-        && (0..rows.len()).any(|i| readable_tokens(rows, notes, i) > 0)
+        && (0..rows.len())
+            .filter(|&i| readable_tokens(rows, notes, i) > 0)
+            .count()
+            >= NO_CACHE_MIN_MISSES
 }
 
 /// The longest run of consecutive resends.

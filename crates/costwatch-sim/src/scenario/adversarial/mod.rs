@@ -21,16 +21,19 @@
 //!   (775, 1,018, 1,282: average above the minimum, nothing cacheable: not
 //!   waste); ones answered by mail, every pause longer than the cache lives
 //!   (not waste; they cross windows). Day 1: a deploy breaks the prefix of
-//!   35% of sessions for 2.5-4.5 hours (waste where a call could have read).
+//!   35% of sessions for 2.5-4.5 hours (waste where at least two calls
+//!   could have read).
 //! - `claude-desk` (Haiku, minimum 2,048): a third of the sessions stay
 //!   between 1,100 and 1,900 tokens (not waste); the last day, a template
 //!   change breaks the prefix of 40% for two hours.
 //! - `doc-review` (Opus, minimum 4,096; a premium model on big prompts by
 //!   design): sessions below 4,096 (not waste), pauses of up to 12 minutes.
-//! - `faq`: tiny Luna sessions (about $0.0001) straddling 1,024 tokens; a
-//!   client version that breaks the prefix in 2.5% of them, all days (waste
-//!   where a call could have read); a marketing mail multiplies the traffic
-//!   eight times for an hour on day 2.
+//! - `faq`: tiny Luna sessions (about $0.0001) of two to four calls
+//!   straddling 1,024 tokens; a client version that breaks the prefix in
+//!   2.5% of them, all days (waste where at least two calls could have
+//!   read: a two-call session whose second call missed is the providers'
+//!   best-effort caching, not waste); a marketing mail multiplies the
+//!   traffic eight times for an hour on day 2.
 //! - `agent` (Luna): tool loops with heavy-tailed call counts (log-normal,
 //!   median 7, up to 400); a quarter cut their context to a fixed budget,
 //!   so successive prompts have the same size but are new steps (not
@@ -65,7 +68,7 @@
 //!   planning call on a big prompt, classification on Luna, extraction on
 //!   Nova (no cache). Day 2, 30% send classification to Sol (tiny premium
 //!   calls beside a big one: waste); day 3, 40% lose the conversation's
-//!   prefix (waste where a call could have read).
+//!   prefix (waste where at least two calls could have read).
 //! - `fieldops`: served without a per-model breakdown; short Luna steps
 //!   and, in half the sessions, a Sol planning call; day 1, 30% send two to
 //!   four tiny steps to Sol (waste).
@@ -99,8 +102,8 @@ pub use self::catalogue::{
     CACHE_TTL_MS, HAIKU, OPUS, TINY_INPUT, TINY_OUTPUT, catalogue, is_premium, min_prefix,
 };
 pub use self::definition::{
-    LOOP_MAX_GAP_MS, LOOP_MIN_REPEATS, is_no_cache, is_oversized, is_retry_loop, kinds,
-    longest_resend_run, readable_tokens,
+    LOOP_MAX_GAP_MS, LOOP_MIN_REPEATS, NO_CACHE_MIN_MISSES, is_no_cache, is_oversized,
+    is_retry_loop, kinds, longest_resend_run, readable_tokens,
 };
 pub use self::draft::{CallNote, Notes, SessionNotes, Situation};
 

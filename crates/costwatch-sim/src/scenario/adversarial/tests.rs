@@ -143,14 +143,27 @@ fn no_row_reads_a_cache_that_could_not_hold_its_prefix() {
 }
 
 #[test]
-fn no_cache_truth_is_never_read_though_a_call_could_have() {
+fn no_cache_truth_is_never_read_though_two_calls_could_have() {
     let (d, notes) = default_family();
+    let mut single = 0;
     for s in &d.sessions {
         let n = notes.of(&s.session_id).unwrap();
         let never_read = s.requests.iter().all(|r| r.cached_tokens == 0);
-        let could = (0..s.requests.len()).any(|i| could_read(s, n, i));
-        assert_eq!(has(NO_CACHE, s), never_read && could, "{}", s.session_id);
+        let could = (0..s.requests.len())
+            .filter(|&i| could_read(s, n, i))
+            .count();
+        assert_eq!(
+            has(NO_CACHE, s),
+            never_read && could >= 2,
+            "{}",
+            s.session_id
+        );
+        single += usize::from(never_read && could == 1);
     }
+    // The family holds sessions with a single missed read (faq's legacy
+    // client on two calls, a conversation whose prompt crosses the minimum
+    // only at its end): best-effort caching, not waste.
+    assert!(single > 0);
 }
 
 #[test]
@@ -240,7 +253,7 @@ fn late_starts_read_the_cache_only_after_a_long_enough_prompt() {
 }
 
 #[test]
-fn broken_caches_never_read_and_are_waste_when_a_call_could_have() {
+fn broken_caches_never_read_and_are_waste_when_two_calls_could_have() {
     let broken = sessions_of(Situation::BrokenCache);
     let waste = broken.iter().filter(|(s, _)| has(NO_CACHE, s)).count();
     assert!(
@@ -250,8 +263,10 @@ fn broken_caches_never_read_and_are_waste_when_a_call_could_have() {
     );
     for (s, n) in &broken {
         assert!(s.requests.iter().all(|r| r.cached_tokens == 0));
-        let could = (0..s.requests.len()).any(|i| could_read(s, n, i));
-        assert_eq!(has(NO_CACHE, s), could);
+        let could = (0..s.requests.len())
+            .filter(|&i| could_read(s, n, i))
+            .count();
+        assert_eq!(has(NO_CACHE, s), could >= 2);
     }
     // Some are mixed with a model that has no cache at all.
     assert!(broken.iter().any(|(s, _)| {

@@ -239,11 +239,6 @@ impl RawRule for RawNoCacheRule {
         if let Some(least) = self.model_min_cacheable_tokens.values().min() {
             doc.at_least_u64(&child(path, "model_min_cacheable_tokens"), *least, 1);
         }
-        doc.at_least_f64(
-            &child(path, "clear_avg_input_ratio"),
-            self.clear_avg_input_ratio,
-            1.0,
-        );
         doc.at_least_u64(
             &child(path, "cache_lifetime_seconds"),
             self.cache_lifetime_seconds,
@@ -252,19 +247,34 @@ impl RawRule for RawNoCacheRule {
         if let Some(least) = self.model_cache_lifetime_seconds.values().min() {
             doc.at_least_u64(&child(path, "model_cache_lifetime_seconds"), *least, 1);
         }
-        doc.at_least_u64(&child(path, "min_missed_calls"), self.min_missed_calls, 1);
-        doc.at_least_u64(
-            &child(path, "corroborated_min_requests"),
-            self.corroborated_min_requests,
-            2,
-        );
+        doc.at_least_u64(&child(path, "min_missed_calls"), self.min_missed_calls, 2);
+        for (key, given, instead) in [
+            (
+                "corroborating_sessions",
+                self.corroborating_sessions.is_some(),
+                "a single missed read is never a finding, beside its group's uncached sessions or not",
+            ),
+            (
+                "corroborated_min_requests",
+                self.corroborated_min_requests.is_some(),
+                "a single missed read is never a finding, beside its group's uncached sessions or not",
+            ),
+            (
+                "clear_avg_input_ratio",
+                self.clear_avg_input_ratio.is_some(),
+                "every finding is judged call by call from its request rows",
+            ),
+        ] {
+            doc.check(!given, &child(path, key), || {
+                format!("{key} was removed: {instead}")
+            });
+        }
         NoCacheRule {
             meta,
             min_requests: self.min_requests,
             min_avg_input_tokens: self.min_avg_input_tokens,
             min_cacheable_tokens: self.min_cacheable_tokens,
             model_min_cacheable_tokens: self.model_min_cacheable_tokens,
-            clear_avg_input_ratio: self.clear_avg_input_ratio,
             cache_lifetime: Duration::from_secs(self.cache_lifetime_seconds),
             model_cache_lifetime: self
                 .model_cache_lifetime_seconds
@@ -272,8 +282,6 @@ impl RawRule for RawNoCacheRule {
                 .map(|(m, s)| (m.clone(), Duration::from_secs(*s)))
                 .collect(),
             min_missed_calls: self.min_missed_calls,
-            corroborating_sessions: self.corroborating_sessions,
-            corroborated_min_requests: self.corroborated_min_requests,
             judge_once_ended: self.judge_once_ended,
             max_cached_share: self.max_cached_share,
             min_peer_cached_share: self.min_peer_cached_share,

@@ -63,13 +63,6 @@ pub(crate) struct RawNoCacheRule {
     /// overrides the gateway's catalogue and `min_cacheable_tokens`.
     #[serde(default)]
     pub model_min_cacheable_tokens: BTreeMap<String, u64>,
-    /// Average prompt per call on a model, as a multiple of the model's
-    /// cacheable minimum, from which the session's aggregates alone show its
-    /// calls could read the cache; closer to the minimum, its request rows
-    /// decide which calls could.
-    #[serde(default = "no_cache_clear_avg_input_ratio")]
-    #[schemars(range(min = 1.0))]
-    pub clear_avg_input_ratio: f64,
     /// How long a cached prefix lives after the call that wrote or last read
     /// it, in seconds, for models `model_cache_lifetime_seconds` does not
     /// name: a call can read the cache only within it of an earlier
@@ -81,37 +74,33 @@ pub(crate) struct RawNoCacheRule {
     /// `cache_lifetime_seconds`.
     #[serde(default)]
     pub model_cache_lifetime_seconds: BTreeMap<String, u64>,
-    /// Fewest calls that could have read the cache and did not before a
-    /// session is judged uncached: a single miss is how caching that starts
-    /// partway looks before its first read. A session whose last call came
-    /// a cache lifetime before the window's end has ended: one miss is
-    /// enough.
+    /// Fewest calls that could have read the cache and read nothing before
+    /// a session is a no-cache conversation: at least 2, since a single
+    /// miss is the providers' best-effort caching, never a finding by
+    /// itself.
     #[serde(default = "no_cache_min_missed_calls")]
-    #[schemars(range(min = 1))]
-    pub min_missed_calls: u64,
-    /// Sessions of a group found uncached on their own in one window from
-    /// which the group's sessions with a single missed read count too
-    /// (those of fewer than `min_requests` calls, and those still going at
-    /// the window's end): a cache broken for the whole group. 0 turns this
-    /// off.
-    #[serde(default = "no_cache_corroborating_sessions")]
-    pub corroborating_sessions: u64,
-    /// Fewest calls of a session that counts beside its group's uncached
-    /// sessions (see `corroborating_sessions`); below `min_requests` such a
-    /// session never counts alone. A value of `min_requests` or more leaves
-    /// sessions of fewer calls out.
-    #[serde(default = "no_cache_corroborated_min_requests")]
     #[schemars(range(min = 2))]
-    pub corroborated_min_requests: u64,
+    pub min_missed_calls: u64,
     /// Whether a session still going at the window's end is judged by the
     /// windows after it: its finding is held, stands in the next window if
     /// that window does not list the session or still finds it uncached,
-    /// and is dropped if it reads the cache there; a single missed read
-    /// waits until a cache lifetime has passed since the session's last
-    /// call, and then stands alone. false judges such a session in its
-    /// own window only, and drops a single miss.
+    /// and is dropped if it reads the cache there. false judges such a
+    /// session in its own window only.
     #[serde(default = "yes")]
     pub judge_once_ended: bool,
+    /// Removed: a single missed read is never a finding, beside its
+    /// group's uncached sessions or not.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub corroborating_sessions: Option<serde::de::IgnoredAny>,
+    /// Removed, as `corroborating_sessions`.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub corroborated_min_requests: Option<serde::de::IgnoredAny>,
+    /// Removed: every finding is judged call by call from its request rows.
+    #[serde(default, skip_serializing)]
+    #[schemars(skip)]
+    pub clear_avg_input_ratio: Option<serde::de::IgnoredAny>,
     /// Cached share of the prompt at or below which the session counts as
     /// uncached.
     #[serde(default = "no_cache_max_cached_share")]
@@ -322,17 +311,11 @@ fn yes() -> bool {
 fn no_cache_min_requests() -> u64 {
     3
 }
-fn no_cache_corroborated_min_requests() -> u64 {
-    2
-}
 fn no_cache_min_avg_input_tokens() -> u64 {
     0
 }
 fn no_cache_min_cacheable_tokens() -> u64 {
     1024
-}
-fn no_cache_clear_avg_input_ratio() -> f64 {
-    2.0
 }
 fn no_cache_max_cached_share() -> f64 {
     0.05
@@ -347,9 +330,6 @@ fn no_cache_cache_lifetime_seconds() -> u64 {
     300
 }
 fn no_cache_min_missed_calls() -> u64 {
-    2
-}
-fn no_cache_corroborating_sessions() -> u64 {
     2
 }
 

@@ -124,6 +124,8 @@ impl Mapper {
             output_tokens: tokens.output,
             cost_usd,
             labels,
+            // Observations name no deployment.
+            provider: None,
         })
     }
 

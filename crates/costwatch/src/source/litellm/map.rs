@@ -127,6 +127,7 @@ pub(super) fn map(mut row: WireRow, settings: &RowSettings) -> Result<Mapped, St
     };
     let session_id = session(&settings.session_key, &fields)?;
     let labels = labels(settings, &fields)?;
+    let provider = deployment(&row);
     Ok(Mapped::Call(CallRow {
         request_id: row.request_id,
         session_id,
@@ -142,6 +143,7 @@ pub(super) fn map(mut row: WireRow, settings: &RowSettings) -> Result<Mapped, St
         output_tokens,
         cost_usd: Some(cost),
         labels,
+        provider,
     }))
 }
 
@@ -239,6 +241,17 @@ fn model(row: &WireRow) -> Result<String, String> {
     };
     check::id(field, name)?;
     Ok(name.to_owned())
+}
+
+/// The deployment that served the call: LiteLLM's `model_id` (one entry
+/// of its model list: a provider, a region, a key), else the provider it
+/// called. A prompt cache lives with one deployment.
+fn deployment(row: &WireRow) -> Option<String> {
+    [row.model_id.as_deref(), row.custom_llm_provider.as_deref()]
+        .into_iter()
+        .flatten()
+        .find(|v| !v.is_empty())
+        .map(str::to_owned)
 }
 
 /// The session key as `source.session_key` says; `None` when the row has

@@ -60,6 +60,7 @@ fn price(info: &WireModelInfo) -> Result<Option<ModelPrice>, String> {
         output_usd_per_mtok: per_mtok("output_cost_per_token", output)?,
         supports_prompt_cache: info.supports_prompt_caching.unwrap_or(cached.is_some()),
         min_cacheable_prompt_tokens: None,
+        cache_lifetime_seconds: None,
     }))
 }
 

@@ -153,6 +153,8 @@ fn an_anthropic_row_maps_tokens_cost_model_session_and_labels() {
         (2045, 1800, 200, 112)
     );
     assert_eq!(c.cost_usd, Some(0.0071895));
+    // The deployment: a prompt cache lives with one.
+    assert_eq!(c.provider.as_deref(), Some("5f3a1e0c9b"));
     let labels: Vec<(&str, &str)> = c
         .labels
         .iter()

@@ -179,6 +179,9 @@ impl Context<'_> {
             output_tokens: used.output,
             cost_usd: None,
             labels: self.labels(attrs),
+            provider: attrs
+                .text("gen_ai.provider.name")
+                .or_else(|| attrs.text("gen_ai.system")),
         };
         Ok((
             SpanCall {

@@ -191,8 +191,10 @@ pub(super) fn request_record(row: &CallRow, cost_usd: f64) -> RequestRecord {
         error_type: row.error_type.clone(),
         input_tokens: row.input_tokens,
         cached_tokens: row.cached_tokens,
+        cache_write_tokens: row.cache_write_tokens,
         output_tokens: row.output_tokens,
         cost_usd,
+        provider: row.provider.clone(),
     }
 }
 

@@ -58,6 +58,9 @@ pub struct CallRow {
     pub cost_usd: Option<f64>,
     /// Labels picked from the row as `source.labels` says.
     pub labels: Labels,
+    /// The provider or deployment that served the call, where the system
+    /// names one (see [`RequestRecord::provider`](super::RequestRecord)).
+    pub provider: Option<String>,
 }
 
 /// One system's API, read as call rows.

@@ -103,6 +103,7 @@ fn call(id: &str, session: Option<&str>, at: DateTime<Utc>) -> CallRow {
         output_tokens: 100,
         cost_usd: Some(0.001),
         labels: Labels::from([("feature".to_owned(), "chat".to_owned())]),
+        provider: None,
     }
 }
 

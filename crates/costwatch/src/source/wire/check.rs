@@ -169,6 +169,7 @@ impl Row for WireRequest {
         for (field, n) in [
             ("input_tokens", self.input_tokens),
             ("cached_tokens", self.cached_tokens),
+            ("cache_write_tokens", self.cache_write_tokens),
             ("output_tokens", self.output_tokens),
         ] {
             count(field, n)?;
@@ -179,6 +180,12 @@ impl Row for WireRequest {
             "input_tokens",
             self.input_tokens,
         )?;
+        if self.cached_tokens + self.cache_write_tokens > self.input_tokens {
+            return Err(format!(
+                "cache_write_tokens: {} and cached_tokens {} add up to more than input_tokens {}",
+                self.cache_write_tokens, self.cached_tokens, self.input_tokens
+            ));
+        }
         usd("cost_usd", self.cost_usd, MAX_COST_USD)
     }
 }

@@ -468,6 +468,7 @@ impl Scan for WireRequest {
         let mut error_type = None;
         let mut input_tokens = None;
         let mut cached_tokens = None;
+        let mut cache_write_tokens = None;
         let mut output_tokens = None;
         let mut cost_usd = None;
         s.object(|s, key| match key {
@@ -495,6 +496,7 @@ impl Scan for WireRequest {
             "error_type" => first(&mut error_type, s.opt_str()?.map(str::to_owned)),
             "input_tokens" => first(&mut input_tokens, s.u64()?),
             "cached_tokens" => first(&mut cached_tokens, s.u64()?),
+            "cache_write_tokens" => first(&mut cache_write_tokens, s.u64()?),
             "output_tokens" => first(&mut output_tokens, s.u64()?),
             "cost_usd" => first(&mut cost_usd, s.f64()?),
             _ => s.skip(MAX_SKIP_DEPTH),
@@ -509,6 +511,7 @@ impl Scan for WireRequest {
             error_type: error_type.flatten(),
             input_tokens: input_tokens?,
             cached_tokens: cached_tokens.unwrap_or_default(),
+            cache_write_tokens: cache_write_tokens.unwrap_or_default(),
             output_tokens: output_tokens.unwrap_or_default(),
             cost_usd: cost_usd?,
         })

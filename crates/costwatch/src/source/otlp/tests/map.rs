@@ -49,6 +49,24 @@ fn a_chat_span_becomes_a_call() {
     assert_eq!((row.input_tokens, row.output_tokens), (120, 30));
     assert_eq!((row.cached_tokens, row.cache_write_tokens), (0, 0));
     assert_eq!(row.cost_usd, None);
+    assert_eq!(row.provider, None);
+}
+
+#[test]
+fn the_provider_that_served_a_call_is_kept() {
+    let named = |attr: &str| {
+        one(vec![with(
+            chat(1, 1, 3, "gpt-4o", 120, 30),
+            vec![text(attr, "azure.ai.openai")],
+        )])
+        .provider
+    };
+    assert_eq!(
+        named("gen_ai.provider.name").as_deref(),
+        Some("azure.ai.openai")
+    );
+    // The name before semantic conventions 1.37.
+    assert_eq!(named("gen_ai.system").as_deref(), Some("azure.ai.openai"));
 }
 
 #[test]

@@ -317,6 +317,7 @@ impl Gen {
             ("error_type", &OPT_STR, false),
             ("input_tokens", &COUNT, true),
             ("cached_tokens", &COUNT, false),
+            ("cache_write_tokens", &COUNT, false),
             ("output_tokens", &COUNT, false),
             ("cost_usd", &COST, true),
         ]);
