@@ -46,6 +46,7 @@ pub fn policy() -> AlertPolicy {
         realert_growth: 0.0,
         resolve_after: Duration::from_secs(2 * 3600),
         reopen_within: Duration::from_secs(6 * 3600),
+        group_wait: Duration::ZERO,
         min_impact_usd_per_day: 0.0,
         min_sessions: 1,
         send_resolved: true,

@@ -161,6 +161,7 @@ async fn reopening_can_be_switched_off() {
     // With reopening switched off, each comeback is an episode of its own.
     let p = AlertPolicy {
         reopen_within: std::time::Duration::ZERO,
+        group_wait: std::time::Duration::ZERO,
         ..policy()
     };
     let firing = run(&store, &p, 26, &flapping())

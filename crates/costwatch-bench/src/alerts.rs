@@ -352,6 +352,7 @@ mod tests {
         let ids = ["a", "b", "c", "d", "e"];
         let six_hours = AlertPolicy {
             reopen_within: Duration::from_secs(6 * 3600),
+            group_wait: Duration::ZERO,
             ..default_policy()
         };
         let out = tally(&f, &ws, &truth(&ids), &none(), &six_hours);

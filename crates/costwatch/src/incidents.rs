@@ -41,6 +41,9 @@ pub struct AlertPolicy {
     pub resolve_after: Duration,
     /// A finding this soon after the resolution continues the episode.
     pub reopen_within: Duration,
+    /// How long an episode's first notification waits for its siblings,
+    /// from the start of its first window with a finding.
+    pub group_wait: Duration,
     /// Incidents worth less a day (at their rate so far) are not sent.
     pub min_impact_usd_per_day: f64,
     /// Incidents of fewer sessions are not sent.
@@ -63,6 +66,7 @@ impl From<&crate::config::AlertsConfig> for AlertPolicy {
             realert_growth: a.realert_growth,
             resolve_after: a.resolve_after,
             reopen_within: a.reopen_within,
+            group_wait: a.group_wait,
             min_impact_usd_per_day: a.min_impact_usd_per_day,
             min_sessions: a.min_sessions,
             send_resolved: a.send_resolved,
@@ -160,7 +164,13 @@ pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decis
     let quiet_since = i.last_finding;
     // The source incident resolves as soon as a read succeeds (handled by
     // the caller); finding incidents resolve after a quiet period.
+    let waited = now - i.started >= chrono(p.group_wait);
     if i.kind != SOURCE_UNHEALTHY && now - quiet_since >= chrono(p.resolve_after) {
+        // Still waiting for its siblings when it went quiet (a tick over
+        // several windows): it is told of first, and resolves at the next.
+        if i.notified.is_none() && !p.group_wait.is_zero() && meets_floor(i, p) {
+            return Some(Decision::Fire);
+        }
         // A continued episode whose resolution was the last word is not
         // resolved a second time.
         return Some(Decision::Resolve {
@@ -171,7 +181,10 @@ pub fn decide(i: &Incident, now: DateTime<Utc>, p: &AlertPolicy) -> Option<Decis
         return None;
     }
     match i.notified {
-        None => Some(Decision::Fire),
+        // The first notification waits `group_wait` for the findings of
+        // the windows after the first, Alertmanager's group_wait in data
+        // time, so that it tells of them too.
+        None => waited.then_some(Decision::Fire),
         // Continued after its resolution was told: the last word people
         // had is that it ended, and it has not. Told once that it fires
         // again (the episode keeps its start and counts).
@@ -386,6 +399,7 @@ mod tests {
             realert_growth: 2.0,
             resolve_after: Duration::from_secs(2 * 3600),
             reopen_within: Duration::from_secs(6 * 3600),
+            group_wait: Duration::ZERO,
             min_impact_usd_per_day: 0.0,
             min_sessions: 1,
             send_resolved: true,
@@ -505,6 +519,7 @@ mod tests {
         assert_eq!(reopen_until(t(3), &p), Some(t(9)));
         let p = AlertPolicy {
             reopen_within: Duration::ZERO,
+            group_wait: Duration::ZERO,
             ..policy()
         };
         assert_eq!(reopen_until(t(3), &p), None);
@@ -523,6 +538,42 @@ mod tests {
         // Once told, it is an ordinary episode again.
         i.reopened = false;
         assert_eq!(decide(&i, t(2), &p), None);
+    }
+
+    #[test]
+    fn the_first_notification_waits_group_wait_for_its_siblings() {
+        let p = AlertPolicy {
+            group_wait: Duration::from_secs(30 * 60),
+            ..policy()
+        };
+        // The first window (00:00-00:15) found one session.
+        let mut i = incident();
+        i.session_count = 1;
+        i.last_finding = t(0) + ChronoDuration::minutes(15);
+        assert_eq!(decide(&i, t(0) + ChronoDuration::minutes(15), &p), None);
+        // The second found 30 more: still inside the wait.
+        i.session_count = 31;
+        i.last_finding = t(0) + ChronoDuration::minutes(30);
+        // The wait is over at the end of the second window: one
+        // notification, with all 31.
+        assert_eq!(
+            decide(&i, t(0) + ChronoDuration::minutes(30), &p),
+            Some(Decision::Fire)
+        );
+        // Without a wait it fired with the first window.
+        i.session_count = 1;
+        assert_eq!(
+            decide(&i, t(0) + ChronoDuration::minutes(15), &policy()),
+            Some(Decision::Fire)
+        );
+        // Gone quiet past resolve_after before anyone was told (one tick
+        // over many windows): told first, resolved at the next tick.
+        assert_eq!(decide(&i, t(5), &p), Some(Decision::Fire));
+        i.notified = Some(t(5));
+        assert_eq!(
+            decide(&i, t(5), &p),
+            Some(Decision::Resolve { notify: true })
+        );
     }
 
     #[test]

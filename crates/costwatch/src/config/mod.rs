@@ -188,6 +188,10 @@ pub struct AlertsConfig {
     /// that episode (same start and counts) rather than opening a new one:
     /// a flapping incident is one episode, told once that it fires again.
     pub reopen_within: Duration,
+    /// How long an episode's first notification waits (data time, from
+    /// the start of its first window with a finding) for the findings of
+    /// the windows after it (0: sent with the first window).
+    pub group_wait: Duration,
     /// The floor: an incident worth less than this many dollars a day (at
     /// its rate so far) is recorded but not sent (0 = no floor).
     pub min_impact_usd_per_day: f64,

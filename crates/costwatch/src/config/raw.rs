@@ -209,6 +209,10 @@ pub(crate) struct RawAlerts {
     /// A finding this soon after its incident resolved continues the
     /// episode instead of opening a new one.
     pub reopen_within: HumanDuration,
+    /// How long (data time, from the start of an episode's first window
+    /// with a finding) its first notification waits for the findings of
+    /// the windows after it, so that it tells of them too.
+    pub group_wait: HumanDuration,
     /// Incidents worth less than this many dollars a day are recorded, not sent.
     pub min_impact_usd_per_day: f64,
     /// Incidents with fewer sessions than this are recorded, not sent.
@@ -236,6 +240,7 @@ impl Default for RawAlerts {
             realert_growth: 0.0,
             resolve_after: HumanDuration::secs(2 * 3600),
             reopen_within: HumanDuration::secs(0),
+            group_wait: HumanDuration::secs(0),
             min_impact_usd_per_day: 0.0,
             min_sessions: 1,
             send_resolved: true,

@@ -14,7 +14,19 @@ pub(super) fn alerts_config(doc: &mut Doc, raw: RawAlerts) -> Option<AlertsConfi
         "alerts.realert_growth",
         || format!("must be 0 (never re-alert) or at least 1, got {growth}"),
     );
-    doc.positive_duration("alerts.resolve_after", raw.resolve_after.0);
+    if doc.positive_duration("alerts.resolve_after", raw.resolve_after.0) {
+        doc.check(
+            raw.group_wait.0 < raw.resolve_after.0,
+            "alerts.group_wait",
+            || {
+                format!(
+                    "must be shorter than resolve_after ({}), got {}",
+                    humantime::format_duration(raw.resolve_after.0),
+                    humantime::format_duration(raw.group_wait.0)
+                )
+            },
+        );
+    }
     doc.at_least_f64(
         "alerts.min_impact_usd_per_day",
         raw.min_impact_usd_per_day,
@@ -52,6 +64,7 @@ fn alerts(raw: RawAlerts, gateway_ui_url: Option<Url>) -> AlertsConfig {
         realert_growth: raw.realert_growth,
         resolve_after: raw.resolve_after.0,
         reopen_within: raw.reopen_within.0,
+        group_wait: raw.group_wait.0,
         min_impact_usd_per_day: raw.min_impact_usd_per_day,
         min_sessions: raw.min_sessions,
         send_resolved: raw.send_resolved,
