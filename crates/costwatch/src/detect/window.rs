@@ -379,13 +379,18 @@ impl<'d> WindowAnalysis<'d> {
             let entries = premium.remove(&group).unwrap_or_default();
             let entered = fresh.tiny_call_price.len() + entries.len();
             let moved = moved_entries(&b, &entries, &self.catalogue);
-            let (history_peers, history_median) = (b.cached_share.len(), b.cached_share.median());
-            merge(&mut b, fresh);
             // An uncached session of a group whose history caches is a
-            // broken cache, not the group's new habit.
-            for e in uncached.remove(&group).unwrap_or_default() {
-                let caches = history_peers >= e.rule.min_peers
-                    && history_median.is_some_and(|m| m >= e.rule.min_peer_cached_share);
+            // broken cache, not the group's new habit. (The history's
+            // median is taken only for a group with such a session.)
+            let broken = uncached.remove(&group).unwrap_or_default();
+            let history =
+                (!broken.is_empty()).then(|| (b.cached_share.len(), b.cached_share.median()));
+            merge(&mut b, fresh);
+            for e in broken {
+                let caches = history.is_some_and(|(peers, median)| {
+                    peers >= e.rule.min_peers
+                        && median.is_some_and(|m| m >= e.rule.min_peer_cached_share)
+                });
                 if !caches {
                     b.cached_share.push(e.share);
                 }
