@@ -88,6 +88,10 @@ struct Rig {
 }
 
 async fn rig(days: u32, first_tick: ChronoDuration) -> Rig {
+    rig_with(days, first_tick, policy()).await
+}
+
+async fn rig_with(days: u32, first_tick: ChronoDuration, policy: AlertPolicy) -> Rig {
     let params = ScenarioParams {
         days,
         sessions_per_day: 1200,
@@ -105,7 +109,10 @@ async fn rig(days: u32, first_tick: ChronoDuration) -> Rig {
     let schedule = quarter_hours(start);
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());
     let recorder = Arc::new(Recorder::default());
-    let settings = settings(vec![recorder.clone() as Arc<dyn Channel>]);
+    let settings = DaemonSettings {
+        policy,
+        ..settings(vec![recorder.clone() as Arc<dyn Channel>])
+    };
     Rig {
         daemon: Daemon::new(pipeline, settings, shared),
         clock,
@@ -231,6 +238,50 @@ async fn ticks_process_due_windows_and_alert_each_incident_once_then_resolve_it(
             .all(|o| o.status == "sent")
     );
     let _ = r.start;
+}
+
+/// The first firing no_cache alert of support-agent over two days of
+/// quarter-hour ticks with `policy`.
+async fn first_support_alert(policy: AlertPolicy) -> Alert {
+    let r = rig_with(2, ChronoDuration::minutes(17), policy).await;
+    for _ in 0..(2 * 96) {
+        r.daemon.tick().await.unwrap();
+        r.clock.advance(ChronoDuration::minutes(15));
+    }
+    let received = r.recorder.received.lock().unwrap().clone();
+    received
+        .into_iter()
+        .find(|a| {
+            a.kind == AlertKind::NoCache
+                && a.group == "feature=support-agent"
+                && a.status == AlertStatus::Firing
+        })
+        .expect("the support-agent incident fires")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_wait_holds_the_first_alert_for_the_windows_after_the_first() {
+    let at_once = first_support_alert(policy()).await;
+    let waited = first_support_alert(AlertPolicy {
+        group_wait: Duration::from_secs(45 * 60),
+        ..policy()
+    })
+    .await;
+    // The same incident, from the same start; told of two ticks later,
+    // once its first window's start is 45 minutes behind, with what the
+    // windows since found.
+    assert_eq!(waited.fingerprint, at_once.fingerprint);
+    assert_eq!(waited.starts_at, at_once.starts_at);
+    assert_eq!(
+        waited.created_at - at_once.created_at,
+        ChronoDuration::minutes(30)
+    );
+    assert!(
+        waited.session_count > at_once.session_count,
+        "{} > {}",
+        waited.session_count,
+        at_once.session_count
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

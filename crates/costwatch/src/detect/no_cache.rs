@@ -112,7 +112,8 @@ pub enum Cause {
     /// within the cache lifetime: a cache lives with one model.
     ModelSwitch,
     /// Cacheable, in time and on the same model, but served by another
-    /// provider or deployment than the call before it.
+    /// provider or deployment than the call that last used the prefix on
+    /// that model.
     ProviderSwitch,
     /// Cacheable, in time, same model and provider, and read nothing: the
     /// prompt's start changed (a timestamp, a reordered tool list). The
@@ -164,7 +165,7 @@ impl Cause {
             Cause::TtlExpired => "pauses longer than the cache lives",
             Cause::ModelSwitch => "the conversation moved to another model",
             Cause::ProviderSwitch => {
-                "calls served by another provider or deployment than the call before"
+                "calls served by another provider or deployment than the one holding the cache"
             }
             Cause::PrefixChanged => {
                 "the prompt's start changed between calls, as a timestamp or a reordered tool list does"
