@@ -40,25 +40,7 @@ fn conversation(id: &str, w: i64, calls: &[Call]) -> (SessionRecord, Vec<Request
             r
         })
         .collect();
-    let mut by_model: Vec<(&str, u64, u64, u64, u64)> = Vec::new();
-    for r in &rows {
-        match by_model.iter_mut().find(|m| m.0 == r.model) {
-            Some(m) => {
-                m.1 += 1;
-                m.2 += r.input_tokens;
-                m.3 += r.cached_tokens;
-                m.4 += r.output_tokens;
-            }
-            None => by_model.push((
-                calls.iter().map(|c| c.1).find(|m| *m == r.model).unwrap(),
-                1,
-                r.input_tokens,
-                r.cached_tokens,
-                r.output_tokens,
-            )),
-        }
-    }
-    let mut s = session(id, "support-agent", w, &by_model);
+    let mut s = super::held_out_patterns::from_rows(id, "support-agent", &rows);
     s.first_request_at = rows[0].created_at;
     s.last_request_at = rows.last().unwrap().created_at;
     s.cache_write_tokens = rows.iter().map(|r| r.cache_write_tokens).sum();
