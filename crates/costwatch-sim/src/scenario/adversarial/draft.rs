@@ -195,24 +195,21 @@ impl Draft {
     }
 
     /// Appends a resend of the call at `of`, `gap_ms` after the previous
-    /// call ended. Its prompt is the same, so it shares all of it with a
-    /// previous send of the same request, and with another call of its
-    /// thread what the original shared with its own predecessor.
+    /// call ended. Its prompt is the same as the original's, so it shares
+    /// with the last call of its thread on its model what the original
+    /// shares with that call: all of it when that call is the original or
+    /// another send of it, else the least prefix along the calls between
+    /// them (in a two-call cycle A, B, A, the second A shares with B all of
+    /// A, which B extended).
     pub(super) fn resend(&mut self, of: usize, outcome: Outcome, output: u64, gap_ms: i64) {
         let Some(original) = self.steps.get(of).cloned() else {
             return;
         };
-        let previous_same_model = self
-            .steps
+        let prefix = self.steps[of + 1..]
             .iter()
-            .rev()
-            .find(|s| s.model == original.model && s.note.thread == original.note.thread)
-            .map(|s| s.note.request);
-        let prefix = if previous_same_model == Some(original.note.request) {
-            original.input
-        } else {
-            original.note.prefix
-        };
+            .filter(|s| s.model == original.model && s.note.thread == original.note.thread)
+            .map(|s| s.note.prefix)
+            .fold(original.input, u64::min);
         let output = if outcome == Outcome::Ok { output } else { 0 };
         self.steps.push(Step {
             outcome,

@@ -745,3 +745,33 @@ fn a_model_move_changes_only_its_own_sessions() {
     }
     assert!(changed > 20, "{changed}");
 }
+
+#[test]
+fn a_resend_in_a_cycle_shares_the_whole_prompt_the_call_before_extended() {
+    use super::draft::{Draft, NewCall, Outcome};
+    let call = |input, prefix| NewCall {
+        model: LUNA,
+        thread: 0,
+        input,
+        output: 50,
+        prefix,
+        norm: LUNA,
+        gap_ms: 1_000,
+    };
+    let mut d = Draft::new(Situation::CycleLoop);
+    // A context cut to a budget: A shares only its system prompt with the
+    // step before; B extends A.
+    d.call(call(6_000, 0));
+    let a = d.call(call(6_118, 1_920));
+    let b = d.call(call(6_238, 6_118));
+    // A again: the same prompt B extended, all of it shared with B.
+    d.resend(a, Outcome::Ok, 40, 500);
+    assert_eq!(d.steps[3].note.prefix, 6_118);
+    // B again: what A shares with B.
+    d.resend(b, Outcome::Ok, 40, 500);
+    assert_eq!(d.steps[4].note.prefix, 6_118);
+    // A resent right after itself: the whole prompt.
+    d.resend(a, Outcome::Ok, 40, 500);
+    d.resend(a, Outcome::Ok, 40, 500);
+    assert_eq!(d.steps[6].note.prefix, 6_118);
+}
