@@ -10,7 +10,8 @@
 //! `cold_start`. A session with failed calls is judged from its request
 //! rows: after a failed call, calls to another model are failing over (a
 //! router's fallback) until the model that failed answers again, not
-//! choosing the dearer model, and are left alone; tiny premium calls
+//! choosing the dearer model, and are left alone, unless a cheaper model
+//! answered in the same failover (it was at hand); tiny premium calls
 //! outside a failover are judged as any.
 //!
 //! A move is an incident, never a new design costwatch decides on by
@@ -284,8 +285,8 @@ impl RowCheck {
 /// Judges a candidate from its request rows (oldest first): its successful
 /// calls to premium models, each tiny on its own and not a failover (a
 /// call to another model after a failed one, until the model that failed
-/// answers again), judged as [`judge`] judges a session's tiny premium
-/// calls. A session served without a
+/// answers again, in which no cheaper model answered), judged as [`judge`]
+/// judges a session's tiny premium calls. A session served without a
 /// per-model breakdown is judged with the breakdown its rows give.
 pub fn confirm(
     s: &SessionRecord,
@@ -297,28 +298,41 @@ pub fn confirm(
     let (cat, rule) = (check.catalogue.as_ref(), &check.rule);
     let mut tiny: Vec<ModelUsage> = Vec::new();
     let mut all: Vec<ModelUsage> = Vec::new();
+    let add = |by_model: &mut Vec<ModelUsage>, r: &RequestRecord| {
+        let (input, cached, output) = (r.input_tokens, r.cached_tokens, r.output_tokens);
+        ModelUsage::add_call(by_model, &r.model, input, cached, output, r.cost_usd);
+    };
     // After a failed call, calls to other models are a failover (a
     // router's fallback after a rate limit or an outage), until a call to
     // the model that failed succeeds again: the fallback was not chosen
-    // for the sub-task.
-    let mut failed_on: Option<&str> = None;
+    // for the sub-task. Unless a cheaper model answered in the same
+    // failover: then it was at hand, and the tiny calls to dearer models
+    // beside it are judged as any.
+    let mut failover = Failover::default();
     for r in requests {
-        let add = |by_model: &mut Vec<ModelUsage>| {
-            let (input, cached, output) = (r.input_tokens, r.cached_tokens, r.output_tokens);
-            ModelUsage::add_call(by_model, &r.model, input, cached, output, r.cost_usd);
-        };
-        add(&mut all);
+        add(&mut all, r);
         if r.status != RequestStatus::Success {
-            failed_on = Some(failed_on.unwrap_or(&r.model));
+            failover.failed_on.get_or_insert(r.model.as_str());
             continue;
         }
-        if failed_on == Some(r.model.as_str()) {
-            failed_on = None;
+        if failover.failed_on == Some(r.model.as_str()) {
+            failover.end(&mut tiny, cat, add);
         }
-        if failed_on.is_none() && is_tiny(r.input_tokens, r.output_tokens, 1, rule) {
-            add(&mut tiny);
+        let is_tiny_call = is_tiny(r.input_tokens, r.output_tokens, 1, rule);
+        if failover.failed_on.is_none() {
+            if is_tiny_call {
+                add(&mut tiny, r);
+            }
+        } else {
+            if let Some(price) = cat.blended(&r.model) {
+                failover.cheapest = Some(failover.cheapest.map_or(price, |c| c.min(price)));
+            }
+            if is_tiny_call {
+                failover.tiny.push(r);
+            }
         }
     }
+    failover.end(&mut tiny, cat, add);
     let calls: Vec<PremiumCalls> = tiny
         .iter()
         .filter_map(|m| premium_calls(m, cat, rule))
@@ -349,6 +363,41 @@ pub fn confirm(
         })
     } else {
         judged(s)
+    }
+}
+
+/// The calls since a failed call, until the model that failed answers
+/// again (see [`confirm`]).
+#[derive(Default)]
+struct Failover<'a> {
+    /// The model whose call failed first; `None` outside a failover.
+    failed_on: Option<&'a str>,
+    /// The price of the cheapest model that answered in it.
+    cheapest: Option<f64>,
+    /// Its successful tiny calls.
+    tiny: Vec<&'a RequestRecord>,
+}
+
+impl<'a> Failover<'a> {
+    /// Closes the failover: its tiny calls to a model dearer than one that
+    /// answered in it count as any; the others are left alone.
+    fn end(
+        &mut self,
+        tiny: &mut Vec<ModelUsage>,
+        cat: &Catalogue,
+        add: impl Fn(&mut Vec<ModelUsage>, &RequestRecord),
+    ) {
+        if let Some(cheapest) = self.cheapest {
+            for r in &self.tiny {
+                if cat
+                    .blended(&r.model)
+                    .is_some_and(|p| p > cheapest * (1.0 + 1e-6))
+                {
+                    add(tiny, r);
+                }
+            }
+        }
+        *self = Failover::default();
     }
 }
 

@@ -198,11 +198,17 @@ pub struct RunEvidence {
 }
 
 /// Whether `next` resends `prev`: the same model and a prompt of the same
-/// size, exactly when `exact`, else the same or longer within the rule's
-/// tolerances. A resend repeats a request or extends it (an error message
-/// appended); a prompt that shrinks is a new request, as in a context held
-/// at a fixed budget, whose sizes go up and down by a few tokens.
+/// size; or, unless `exact`, a longer prompt within the rule's tolerances.
+/// A resend repeats a request or extends it (an error appended). But when
+/// `prev` was answered and itself repeated `before` (the call it would
+/// resend) unchanged, a longer prompt is the next request: a loop that
+/// appends grows on every resend, one that repeats stays flat, and flat
+/// then longer is two requests, each retried (two bounded retries back to
+/// back, of requests a few tokens apart, are not one loop). A prompt that
+/// shrinks is a new request, as in a context held at a fixed budget,
+/// whose sizes go up and down by a few tokens.
 fn near_identical(
+    before: Option<&RequestRecord>,
     prev: &RequestRecord,
     next: &RequestRecord,
     rule: &RetryLoopRule,
@@ -211,9 +217,12 @@ fn near_identical(
     let Some(delta) = next.input_tokens.checked_sub(prev.input_tokens) else {
         return false;
     };
+    let next_request = prev.status == RequestStatus::Success
+        && before.is_some_and(|b| b.model == prev.model && b.input_tokens == prev.input_tokens);
     prev.model == next.model
         && (delta == 0
             || !exact
+                && !next_request
                 && (delta <= rule.input_tolerance_tokens
                     || delta as f64 <= rule.input_tolerance_ratio * prev.input_tokens as f64))
 }
@@ -287,7 +296,8 @@ fn longest_run(
 ) -> (usize, usize) {
     longest_streak(requests.len(), period, |i| {
         let (prev, next) = (&requests[i - period], &requests[i]);
-        near_identical(prev, next, rule, exact)
+        let before = i.checked_sub(2 * period).and_then(|b| requests.get(b));
+        near_identical(before, prev, next, rule, exact)
             && close(&requests[i - 1], next, rule)
             && !(whole_prompts && cache_denies(prev, next))
     })

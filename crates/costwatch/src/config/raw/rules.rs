@@ -377,7 +377,7 @@ fn retry_suspect_min_identical_run() -> u64 {
     7
 }
 fn retry_min_identical_run() -> u64 {
-    5
+    6
 }
 fn retry_input_tolerance_tokens() -> u64 {
     32
@@ -389,7 +389,7 @@ fn retry_input_tolerance_ratio() -> f64 {
     0.0
 }
 fn retry_suspect_min_suspicion() -> f64 {
-    1.0
+    0.5
 }
 fn retry_suspect_max_mean_gap_seconds() -> u64 {
     10

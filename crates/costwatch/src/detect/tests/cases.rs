@@ -428,6 +428,49 @@ pub(super) fn cases() -> Vec<Case> {
             expect: vec![],
         },
         Case {
+            // A failover in which a cheaper model answered too: it was at
+            // hand, and the tiny premium calls beside it were not forced.
+            name: "tiny premium calls in a failover where a cheaper model also answered are flagged",
+            rules: None,
+            windows: with_history(healthy_history(4, 6), {
+                let mut s = session(
+                    "failover-beside-small",
+                    "triage",
+                    0,
+                    &[
+                        (LUNA, 1, 200, 0, 0),
+                        (SOL, 2, 400, 0, 60),
+                        (NOVA, 2, 400, 0, 60),
+                    ],
+                );
+                s.errors = 1;
+                vec![s]
+            }),
+            requests: vec![(
+                "failover-beside-small",
+                vec![
+                    request("failover-beside-small", 0, LUNA, 200, RequestStatus::Error),
+                    request("failover-beside-small", 1, SOL, 200, RequestStatus::Success),
+                    request("failover-beside-small", 2, SOL, 200, RequestStatus::Success),
+                    request(
+                        "failover-beside-small",
+                        3,
+                        NOVA,
+                        200,
+                        RequestStatus::Success,
+                    ),
+                    request(
+                        "failover-beside-small",
+                        4,
+                        NOVA,
+                        200,
+                        RequestStatus::Success,
+                    ),
+                ],
+            )],
+            expect: vec![(Kind::OversizedModel, "failover-beside-small")],
+        },
+        Case {
             name: "a per-label threshold is tuned for one group only",
             rules: Some(
                 "oversized_model:\n  - name: default\n  - name: triage-strict\n    match: {feature: triage}\n    max_avg_input_tokens: 50\n",

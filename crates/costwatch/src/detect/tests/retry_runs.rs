@@ -49,9 +49,13 @@ fn the_cache_tells_a_budgeted_context_from_a_resent_prompt() {
         "{}",
         run(&budgeted)
     );
-    // The same sizes from a source that reports no cache reads: a run.
-    let unread: Vec<(i64, u64, u64)> = BUDGETED_RUN.iter().map(|&(t, i, _)| (t, i, 0)).collect();
-    assert!(run(&luna_rows("unread", &unread)) >= rule.min_identical_run);
+    // The same sizes failing, from a source that reports no cache reads:
+    // requests repeated or extended by their errors, a run.
+    let failing: Vec<(i64, &str, u64, u64, bool)> = BUDGETED_RUN
+        .iter()
+        .map(|&(t, i, _)| (t, LUNA, i, 0, true))
+        .collect();
+    assert!(run(&timed("failing", &failing)) >= rule.min_identical_run);
 
     // A validation loop in the same session: one step resent eight times,
     // each resend reading the whole prompt back.
@@ -212,4 +216,39 @@ fn a_loop_costs_its_last_resends_at_their_own_price() {
     let impact = loop_impact("mixed", &mixed);
     // (impacts are rounded to the hundred-millionth of a dollar)
     assert!((impact - expected).abs() < 1e-8, "{impact} vs {expected}");
+}
+
+#[test]
+fn two_bounded_retries_back_to_back_are_not_one_loop() {
+    let rules = shipped_rules();
+    let rule = &rules.retry_loop[0];
+    let run = |calls: &[(i64, &str, u64, u64, bool)]| {
+        retry_loop::analyse(&timed("pair", calls), rule, false).longest_run
+    };
+    // A call rate-limited twice and then answered, and the next request, 3
+    // tokens longer, retried three times through an outage: seven calls
+    // within 32 tokens of each other, but two requests, each retried.
+    let pair = [
+        (0, LUNA, 492, 0, true),
+        (2, LUNA, 492, 0, true),
+        (4, LUNA, 492, 0, false),
+        (8, LUNA, 495, 0, true),
+        (9, LUNA, 495, 0, true),
+        (12, LUNA, 495, 0, true),
+        (16, LUNA, 495, 0, true),
+    ];
+    assert_eq!(run(&pair), 4);
+    // The same calls, each failed resend extending the last by its error:
+    // one request, a loop.
+    let mut appending = pair;
+    for (k, c) in appending.iter_mut().enumerate() {
+        c.2 = 492 + 3 * k as u64;
+        c.4 = true;
+    }
+    assert_eq!(run(&appending), 7);
+    // A loop that appends, answered on the way, keeps growing: one run.
+    let mut answered = appending;
+    answered[2].4 = false;
+    answered[4].4 = false;
+    assert_eq!(run(&answered), 7);
 }
