@@ -165,6 +165,7 @@ mod tests {
                 result: result(seed, p),
                 costwatch: Vec::new(),
                 baseline: Vec::new(),
+                until: chrono::DateTime::UNIX_EPOCH,
             },
             situations: (below > 0)
                 .then_some((

@@ -13,7 +13,6 @@ use crate::BenchError;
 use crate::alerts;
 use crate::family::Family;
 use crate::quality::{self, WINDOW};
-use chrono::Duration as ChronoDuration;
 use costwatch::detect::{Finding, Kind};
 use costwatch_sim::Dataset;
 use costwatch_sim::scenario::ScenarioParams;
@@ -53,6 +52,8 @@ pub struct Reviewed {
     pub session_id: String,
     /// Its `feature` label.
     pub feature: String,
+    /// When its first call was made.
+    pub started_at: chrono::DateTime<chrono::Utc>,
     /// What it was made to be (adversarial only).
     pub situation: Option<&'static str>,
     /// Whether its session row carries a per-model breakdown.
@@ -123,11 +124,9 @@ pub async fn review_seed(
     )
     .await?;
     let policy = alerts::default_policy();
-    let from = params.start;
-    let to = from + ChronoDuration::days(i64::from(days));
     let replayed = alerts::replay(
         &run.costwatch,
-        &alerts::windows(from, to, WINDOW),
+        &alerts::windows(params.start, run.until, WINDOW),
         &dataset.truth.by_kind,
         &alerts::truth_incidents(&dataset, policy.resolve_after),
         &policy,
@@ -209,6 +208,7 @@ fn reviewed(
         missed: wrong.is_none(),
         session_id: id.to_owned(),
         feature: session.labels.get("feature").cloned().unwrap_or_default(),
+        started_at: first,
         situation: noted.map(|n| n.situation.name()),
         breakdown: dataset.has_breakdown(id),
         truly: dataset
@@ -264,11 +264,12 @@ pub fn render(r: &Review, kinds: &[Kind], max_calls: usize) -> String {
         }
         let _ = writeln!(
             s,
-            "\n  {verdict} {} {} ({}), {} calls",
+            "\n  {verdict} {} {} ({}), {} calls from {}",
             x.kind.as_str(),
             x.session_id,
             facts.join(", "),
-            x.calls.len()
+            x.calls.len(),
+            x.started_at.format("%Y-%m-%d %H:%M:%S")
         );
         if let Some(e) = &x.explanation {
             let _ = writeln!(s, "    finding: {e}");
@@ -315,7 +316,7 @@ pub fn render(r: &Review, kinds: &[Kind], max_calls: usize) -> String {
 mod tests {
     use super::*;
     use crate::family::Split;
-    use chrono::{TimeZone, Utc};
+    use chrono::{Duration as ChronoDuration, TimeZone, Utc};
     use costwatch::config::Severity;
     use costwatch::source::{Labels, Window};
     use costwatch_sim::{SimRequest, SimSession, Truth};

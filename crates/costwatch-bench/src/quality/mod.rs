@@ -185,6 +185,27 @@ pub struct DatasetRun {
     pub costwatch: Vec<Finding>,
     /// The static baseline's findings.
     pub baseline: Vec<Finding>,
+    /// Where the replay stopped ([`replay_end`]).
+    pub until: DateTime<Utc>,
+}
+
+/// Where the replay of a scenario from `from` to `end` stops: at `end`, or,
+/// when its last call comes later or less than a window before, at the end
+/// of the window after the one holding that call. A session started on the
+/// last day is read whole, as the truth counts it and a daemon still
+/// running would read it, and a finding held until its session is quiet
+/// is told.
+pub fn replay_end(
+    from: DateTime<Utc>,
+    end: DateTime<Utc>,
+    last_call: Option<DateTime<Utc>>,
+) -> DateTime<Utc> {
+    let window = WINDOW.as_secs().max(1) as i64;
+    let Some(last) = last_call else {
+        return end;
+    };
+    let windows = (last - from).num_seconds().div_euclid(window) + 2;
+    end.max(from + ChronoDuration::seconds(windows * window))
 }
 
 /// Serves `dataset` (generated from `params`), replays it through costwatch
@@ -199,7 +220,11 @@ pub async fn run_dataset(
     serving: Serving,
 ) -> Result<DatasetRun, BenchError> {
     let from = params.start;
-    let to = from + ChronoDuration::days(i64::from(params.days));
+    let to = replay_end(
+        from,
+        from + ChronoDuration::days(i64::from(params.days)),
+        dataset.time_range().map(|(_, last)| last),
+    );
     let dataset = Arc::new(dataset);
     let truth = dataset.truth.by_kind.clone();
     let incident_sessions =
@@ -256,6 +281,7 @@ pub async fn run_dataset(
         },
         costwatch: replay.findings,
         baseline: static_findings,
+        until: to,
     })
 }
 

@@ -218,3 +218,27 @@ async fn a_live_window_sees_only_the_calls_made_by_its_end() {
         );
     }
 }
+
+#[test]
+fn the_replay_reads_the_sessions_of_the_last_day_whole_and_a_window_more() {
+    use chrono::TimeZone;
+    let from = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
+    let end = from + ChronoDuration::days(4);
+    // The last call long before the end: the end stands.
+    let early = from + ChronoDuration::hours(90);
+    assert_eq!(replay_end(from, end, Some(early)), end);
+    assert_eq!(replay_end(from, end, None), end);
+    // A session started on the last day runs 14 seconds past it: its
+    // window, then one more for a finding held until it is quiet.
+    let late = end + ChronoDuration::seconds(14);
+    assert_eq!(
+        replay_end(from, end, Some(late)),
+        end + ChronoDuration::minutes(30)
+    );
+    // Its last call two minutes before the end: one window more.
+    let just_before = end - ChronoDuration::minutes(2);
+    assert_eq!(
+        replay_end(from, end, Some(just_before)),
+        end + ChronoDuration::minutes(15)
+    );
+}
