@@ -10,7 +10,7 @@ use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::backtest::{self, ClassScore};
 use costwatch::clock::SystemClock;
 use costwatch::config;
-use costwatch::detect::{Detector, Finding, Kind};
+use costwatch::detect::{Detector, Finding, Kind, rules};
 use costwatch::secret::Secret;
 use costwatch::source::Labels;
 use costwatch::source::gateway::GatewaySource;
@@ -56,20 +56,21 @@ pub fn detector_knowing(rules: &Path, told: &Told) -> Result<Detector, BenchErro
     let mut d = default_detector(rules)?;
     for rule in &mut d.rules.no_cache {
         for (model, tokens) in &told.cache_minimums {
-            rule.model_min_cacheable_tokens
+            rule.settings
+                .model_min_cacheable_tokens
                 .entry(model.clone())
                 .or_insert(*tokens);
         }
     }
     for (feature, model) in &told.design_models {
         let labels = Labels::from([("feature".to_owned(), feature.clone())]);
-        let covering = config::rules::select(&d.rules.oversized_model, |r| &r.meta, &labels);
+        let covering = rules::select(&d.rules.oversized_model, |r| &r.meta, &labels);
         let Some(mut rule) = covering.cloned() else {
             continue;
         };
         rule.meta.name = format!("{feature}-by-design");
-        rule.meta.selector = config::rules::Selector(labels);
-        rule.design_model = Some(model.clone());
+        rule.meta.selector = rules::Selector(labels);
+        rule.settings.design_model = Some(model.clone());
         d.rules.oversized_model.push(rule);
     }
     Ok(d)

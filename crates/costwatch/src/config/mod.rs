@@ -9,15 +9,15 @@ mod error;
 mod load;
 mod locate;
 mod raw;
-pub mod rules;
 mod schedule;
 
+pub use crate::detect::rules::{
+    NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector,
+};
+pub use crate::domain::Severity;
 pub use error::{ConfigError, Problem};
 pub use load::{BUILTIN_RULES, builtin_rules, load, load_rules, load_with_env, rules_schema};
 pub use raw::{DEFAULT_MAX_PAGES, DEFAULT_MODEL, default_group_by};
-pub use rules::{
-    NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector, Severity,
-};
 
 use crate::domain::{Kind, Labels};
 use crate::secret::Secret;

@@ -1,6 +1,7 @@
-//! The configuration and rule files exactly as written: serde structs with
-//! defaults and no unknown keys. `load` checks them and turns them into the
-//! typed structs of [`super`] and [`super::rules`].
+//! The configuration file exactly as written: serde structs with defaults
+//! and no unknown keys. `load` checks them and turns them into the typed
+//! structs of [`super`]. Rule files are read straight into the rule
+//! settings of `detect::rules`.
 
 use super::{SmtpSecurity, TokenizerChoice, WebhookShape};
 use crate::domain::{Kind, Severity};
@@ -9,12 +10,8 @@ use serde::de::{self, Deserializer, Visitor};
 use std::fmt;
 use std::time::Duration;
 
-mod rules;
 mod source;
 
-pub(crate) use self::rules::{
-    RawNoCacheRule, RawOversizedModelRule, RawRetryLoopRule, RawRuleFile,
-};
 pub use self::source::DEFAULT_MAX_PAGES;
 pub(crate) use self::source::RawSource;
 

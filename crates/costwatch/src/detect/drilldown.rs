@@ -5,8 +5,8 @@
 //! several is fetched once.
 
 use super::retry_loop::Trigger;
+use super::rules::RetryLoopRule;
 use super::{Finding, GroupStats, Held, Kind, no_cache, oversized_model, retry_loop};
-use crate::config::RetryLoopRule;
 use crate::source::{RequestRecord, SessionRecord, Window};
 
 /// A candidate waiting for its request rows.

@@ -9,6 +9,7 @@ pub mod held;
 pub mod no_cache;
 pub mod oversized_model;
 pub mod retry_loop;
+pub mod rules;
 mod suspects;
 pub mod window;
 
@@ -18,7 +19,7 @@ pub use drilldown::{Confirmed, Drilldown};
 pub use held::{Held, HeldFindings, Settled};
 pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};
 
-use crate::config::Severity;
+use crate::domain::Severity;
 use crate::source::rows::PER_CALL_LABEL;
 use crate::source::{Labels, SessionRecord, Window};
 use serde::{Deserialize, Serialize};

@@ -19,8 +19,8 @@
 //! longer lifetime would have saved; a conversation's first call and calls
 //! below the minimum never count.
 
+use super::rules::NoCacheRule;
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
-use crate::config::NoCacheRule;
 use crate::source::{RequestRecord, RequestStatus, SessionRecord, Window};
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};

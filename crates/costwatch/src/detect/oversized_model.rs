@@ -36,8 +36,8 @@
 //! learnt from the models its sessions showed, is below the floor: there
 //! the group's design had a smaller home for the sub-task.
 
+use super::rules::OversizedModelRule;
 use super::{Catalogue, Finding, GroupStats, Kind, ratio, usd};
-use crate::config::OversizedModelRule;
 use crate::source::{ModelUsage, RequestRecord, RequestStatus, SessionRecord, Window};
 use serde_json::json;
 use std::sync::Arc;

@@ -20,8 +20,8 @@
 //! holds its context at a fixed budget makes prompts of one size, which
 //! its cache reads tell apart from resends (see [`analyse`]).
 
+use super::rules::RetryLoopRule;
 use super::{Finding, GroupStats, Kind, ratio, usd};
-use crate::config::RetryLoopRule;
 use crate::source::{RequestRecord, RequestStatus, SessionRecord, Window};
 use serde::Serialize;
 use serde_json::json;

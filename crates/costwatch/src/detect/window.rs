@@ -16,13 +16,12 @@ use super::FastMap;
 use super::baseline::GroupBaseline;
 use super::drilldown::{Confirmed, Drilldown, RetryCheck};
 use super::held::Held;
+use super::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules, select};
 use super::suspects::Suspects;
 use super::{
     Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model, retry_loop,
     write_group_key,
 };
-use crate::config::rules::select;
-use crate::config::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules};
 use crate::source::{RequestRecord, SessionRecord, Window};
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeSet, HashMap};

@@ -46,6 +46,7 @@ pub(super) fn tidy(message: &str) -> String {
         ("expected u16", "expected a port number"),
         ("expected u32", "expected a non-negative 32-bit integer"),
         ("expected u64", "expected a non-negative integer"),
+        ("expected usize", "expected a non-negative integer"),
         ("expected f64", "expected a number"),
         ("expected string or map", "expected a string"),
     ]
@@ -139,9 +140,30 @@ impl Doc {
     /// Deserializes the value at `prefix`, reporting every serde error on
     /// the way. `None` when the value cannot be repaired.
     pub(super) fn deserialize_at<T: DeserializeOwned>(&mut self, prefix: &[Seg]) -> Option<T> {
+        self.deserialize_keys_at(prefix, |_| true, &[])
+    }
+
+    /// As [`Doc::deserialize_at`], reading only the keys `keep` accepts
+    /// when the value at `prefix` is a mapping (a rule's keys every rule
+    /// has, or its kind's settings); an unknown key is told the keys `T`
+    /// expects after `also_expected`, the keys read apart.
+    pub(super) fn deserialize_keys_at<T: DeserializeOwned>(
+        &mut self,
+        prefix: &[Seg],
+        keep: impl Fn(&str) -> bool,
+        also_expected: &[&str],
+    ) -> Option<T> {
         for _ in 0..MAX_REPAIRS {
-            let sub = value_at(&self.value, prefix)?;
-            let err = match serde_path_to_error::deserialize::<_, T>(sub) {
+            let sub = match value_at(&self.value, prefix)? {
+                Value::Object(map) => Value::Object(
+                    map.iter()
+                        .filter(|(k, _)| keep(k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect(),
+                ),
+                other => other.clone(),
+            };
+            let err = match serde_path_to_error::deserialize::<_, T>(&sub) {
                 Ok(t) => return Some(t),
                 Err(err) => err,
             };
@@ -152,7 +174,17 @@ impl Doc {
                 serde_path_to_error::Segment::Enum { variant } => Seg::Key(variant.clone()),
                 serde_path_to_error::Segment::Unknown => Seg::Key("?".to_owned()),
             }));
-            if !self.repair(prefix, at, tidy(&err.inner().to_string())) {
+            let mut message = tidy(&err.inner().to_string());
+            if message.starts_with("unknown field") && !also_expected.is_empty() {
+                let listed: Vec<String> = also_expected.iter().map(|k| format!("`{k}`")).collect();
+                let listed = listed.join(", ");
+                message = message.replacen(
+                    "expected one of ",
+                    &format!("expected one of {listed}, "),
+                    1,
+                );
+            }
+            if !self.repair(prefix, at, message) {
                 return None;
             }
         }
@@ -257,12 +289,6 @@ impl Doc {
 
     pub(super) fn at_least_u64(&mut self, path: &str, v: u64, lo: u64) -> bool {
         self.check(v >= lo, path, || format!("must be at least {lo}, got {v}"))
-    }
-
-    pub(super) fn share(&mut self, path: &str, v: f64) -> bool {
-        self.check((0.0..=1.0).contains(&v), path, || {
-            format!("must be between 0 and 1, got {v}")
-        })
     }
 
     pub(super) fn at_least_f64(&mut self, path: &str, v: f64, lo: f64) -> bool {

@@ -14,7 +14,7 @@ mod investigation;
 mod notify;
 mod rules;
 
-pub use rules::BUILTIN_RULES;
+pub use rules::{BUILTIN_RULES, rules_schema};
 mod service;
 mod source;
 mod windows;
@@ -35,7 +35,7 @@ pub(crate) use document::yaml_message;
 
 use super::env;
 use super::locate::item;
-use super::raw::{RawConfig, RawRuleFile};
+use super::raw::RawConfig;
 use super::{Config, ConfigError, Problem, Rules};
 use document::Doc;
 use serde_json::{Map, Value};
@@ -119,12 +119,6 @@ pub fn builtin_rules() -> Result<Rules, ConfigError> {
     } else {
         Err(ConfigError { problems })
     }
-}
-
-/// The JSON Schema of a rule file, with the doc comments of the raw rule
-/// structs as descriptions. `rules/rules.schema.json` is this, pretty-printed.
-pub fn rules_schema() -> Value {
-    schemars::schema_for!(RawRuleFile).to_value()
 }
 
 /// Turns sections written with nothing under them (`windows:` with every

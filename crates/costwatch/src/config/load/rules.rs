@@ -1,22 +1,21 @@
 //! Rule files: each rule deserialized and checked on its own.
 
-use super::document::Doc;
-use super::{file_problem, io_message, to_usize};
+use super::document::{Doc, value_at};
+use super::{file_problem, io_message};
+use crate::config::Problem;
 use crate::config::locate::{Seg, child, path_string};
-use crate::config::raw::{RawNoCacheRule, RawOversizedModelRule, RawRetryLoopRule};
-use crate::config::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Selector};
-use crate::config::{Problem, Rules};
+use crate::detect::rules::{
+    MetaKeys, NoCache, OversizedModel, RetryLoop, Rule, RuleFile, RuleMeta, RuleSettings, Rules,
+};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The rule lists of one file, before each rule is deserialized on its own
 /// (so one bad rule does not hide the problems of the others). The keys are
-/// those of [`RawRuleFile`].
+/// those of [`RuleFile`].
 #[derive(Deserialize)]
 #[cfg_attr(test, derive(Default, serde::Serialize))]
 #[serde(deny_unknown_fields)]
@@ -122,9 +121,9 @@ pub(super) fn load_rule_file(doc: &mut Doc, rules: &mut Rules, names: &mut Names
     let Some(lists) = doc.deserialize_at::<RuleLists>(&[]) else {
         return;
     };
-    load_kind::<RawNoCacheRule>(doc, lists.no_cache.len(), rules, names);
-    load_kind::<RawOversizedModelRule>(doc, lists.oversized_model.len(), rules, names);
-    load_kind::<RawRetryLoopRule>(doc, lists.retry_loop.len(), rules, names);
+    load_kind::<NoCache>(doc, lists.no_cache.len(), rules, names);
+    load_kind::<OversizedModel>(doc, lists.oversized_model.len(), rules, names);
+    load_kind::<RetryLoop>(doc, lists.retry_loop.len(), rules, names);
 }
 
 /// The rule names seen so far, per kind, with where they were defined.
@@ -151,308 +150,120 @@ impl Names {
     }
 }
 
-/// A raw rule struct and how it becomes its typed rule.
-pub(super) trait RawRule: DeserializeOwned {
-    /// The top-level key of the kind.
-    const KIND: &'static str;
-    /// The typed rule.
-    type Rule;
-    /// Checks the parameters (not the meta fields) and builds the rule.
-    fn build(self, doc: &mut Doc, path: &str, meta: RuleMeta) -> Self::Rule;
-    /// The name, severity, selector and enabled flag.
-    fn meta(&self) -> RawMeta<'_>;
-    /// The typed rule's meta fields.
-    fn rule_meta(rule: &Self::Rule) -> &RuleMeta;
-    /// Where the kind's rules go.
-    fn list(rules: &mut Rules) -> &mut Vec<Self::Rule>;
-}
+/// The keys of [`MetaKeys`]: read with it, and left out when the kind's
+/// settings are read.
+const META_KEYS: [&str; 4] = ["name", "severity", "match", "enabled"];
 
-/// The fields every raw rule has.
-pub(super) struct RawMeta<'a> {
-    name: &'a str,
-    severity: crate::config::Severity,
-    selector: &'a BTreeMap<String, String>,
-    enabled: bool,
-}
-
-pub(super) fn load_kind<R: RawRule>(
+/// Loads the `count` rules of kind `S` of the document: each one's
+/// [`MetaKeys`] and settings deserialized apart, every problem reported at
+/// its key, then the ranges its schema states and the problems the kind
+/// names ([`RuleSettings::problems`]).
+pub(super) fn load_kind<S: RuleSettings>(
     doc: &mut Doc,
     count: usize,
     rules: &mut Rules,
     names: &mut Names,
 ) {
+    let schema = schemars::schema_for!(S).to_value();
     for i in 0..count {
-        let segs = [Seg::Key(R::KIND.to_owned()), Seg::Index(i)];
-        let Some(raw) = doc.deserialize_at::<R>(&segs) else {
-            continue;
-        };
+        let segs = [Seg::Key(S::KIND.to_owned()), Seg::Index(i)];
         let path = path_string(&segs);
-        let meta = rule_meta(doc, &path, raw.meta());
-        let rule = raw.build(doc, &path, meta);
-        names.check(doc, R::KIND, &path, &R::rule_meta(&rule).name);
-        R::list(rules).push(rule);
-    }
-}
-
-pub(super) fn rule_meta(doc: &mut Doc, path: &str, raw: RawMeta<'_>) -> RuleMeta {
-    doc.check(!raw.name.trim().is_empty(), &child(path, "name"), || {
-        "must not be empty".to_owned()
-    });
-    RuleMeta {
-        name: raw.name.to_owned(),
-        severity: raw.severity,
-        selector: Selector(raw.selector.clone()),
-        enabled: raw.enabled,
-        file: doc.file.clone(),
-    }
-}
-
-/// Checks shared by several kinds.
-impl Doc {
-    fn min_peers(&mut self, path: &str, v: u64) -> usize {
-        self.at_least_u64(&child(path, "min_peers"), v, 1);
-        to_usize(v)
-    }
-
-    fn min_impact_usd(&mut self, path: &str, v: f64) -> f64 {
-        self.at_least_f64(&child(path, "min_impact_usd"), v, 0.0);
-        v
-    }
-}
-
-impl RawRule for RawNoCacheRule {
-    const KIND: &'static str = "no_cache";
-    type Rule = NoCacheRule;
-
-    fn build(self, doc: &mut Doc, path: &str, meta: RuleMeta) -> NoCacheRule {
-        doc.at_least_u64(&child(path, "min_requests"), self.min_requests, 2);
-        doc.share(&child(path, "max_cached_share"), self.max_cached_share);
-        doc.share(
-            &child(path, "min_peer_cached_share"),
-            self.min_peer_cached_share,
-        );
-        doc.at_least_u64(
-            &child(path, "min_cacheable_tokens"),
-            self.min_cacheable_tokens,
-            1,
-        );
-        if let Some(least) = self.model_min_cacheable_tokens.values().min() {
-            doc.at_least_u64(&child(path, "model_min_cacheable_tokens"), *least, 1);
-        }
-        doc.at_least_u64(
-            &child(path, "cache_lifetime_seconds"),
-            self.cache_lifetime_seconds,
-            1,
-        );
-        if let Some(least) = self.model_cache_lifetime_seconds.values().min() {
-            doc.at_least_u64(&child(path, "model_cache_lifetime_seconds"), *least, 1);
-        }
-        doc.at_least_u64(&child(path, "min_missed_calls"), self.min_missed_calls, 2);
-        for (key, given, instead) in [
-            (
-                "corroborating_sessions",
-                self.corroborating_sessions.is_some(),
-                "a single missed read is never a finding, beside its group's uncached sessions or not",
-            ),
-            (
-                "corroborated_min_requests",
-                self.corroborated_min_requests.is_some(),
-                "a single missed read is never a finding, beside its group's uncached sessions or not",
-            ),
-            (
-                "clear_avg_input_ratio",
-                self.clear_avg_input_ratio.is_some(),
-                "every finding is judged call by call from its request rows",
-            ),
-        ] {
-            doc.check(!given, &child(path, key), || {
+        let entry = value_at(&doc.value, &segs);
+        let removed: Vec<(&str, &str)> = S::REMOVED
+            .iter()
+            .filter(|(key, _)| entry.is_some_and(|v| v.get(key).is_some()))
+            .copied()
+            .collect();
+        for (key, instead) in &removed {
+            doc.check(false, &child(&path, key), || {
                 format!("{key} was removed: {instead}")
             });
         }
-        NoCacheRule {
-            meta,
-            min_requests: self.min_requests,
-            min_avg_input_tokens: self.min_avg_input_tokens,
-            min_cacheable_tokens: self.min_cacheable_tokens,
-            model_min_cacheable_tokens: self.model_min_cacheable_tokens,
-            cache_lifetime: Duration::from_secs(self.cache_lifetime_seconds),
-            model_cache_lifetime: self
-                .model_cache_lifetime_seconds
-                .iter()
-                .map(|(m, s)| (m.clone(), Duration::from_secs(*s)))
-                .collect(),
-            min_missed_calls: self.min_missed_calls,
-            judge_once_ended: self.judge_once_ended,
-            max_cached_share: self.max_cached_share,
-            min_peer_cached_share: self.min_peer_cached_share,
-            min_peers: doc.min_peers(path, self.min_peers),
-            min_impact_usd: doc.min_impact_usd(path, self.min_impact_usd),
-        }
-    }
-
-    fn meta(&self) -> RawMeta<'_> {
-        RawMeta {
-            name: &self.name,
-            severity: self.severity,
-            selector: &self.selector,
-            enabled: self.enabled,
-        }
-    }
-
-    fn rule_meta(rule: &NoCacheRule) -> &RuleMeta {
-        &rule.meta
-    }
-
-    fn list(rules: &mut Rules) -> &mut Vec<NoCacheRule> {
-        &mut rules.no_cache
-    }
-}
-
-impl RawRule for RawOversizedModelRule {
-    const KIND: &'static str = "oversized_model";
-    type Rule = OversizedModelRule;
-
-    fn build(self, doc: &mut Doc, path: &str, meta: RuleMeta) -> OversizedModelRule {
-        doc.at_least_f64(
-            &child(path, "premium_price_ratio"),
-            self.premium_price_ratio,
-            1.0,
+        let keys = doc.deserialize_keys_at::<MetaKeys>(&segs, |k| META_KEYS.contains(&k), &[]);
+        let settings = doc.deserialize_keys_at::<S>(
+            &segs,
+            |k| !META_KEYS.contains(&k) && !removed.iter().any(|(r, _)| *r == k),
+            &META_KEYS,
         );
-        doc.share(
-            &child(path, "min_premium_cost_share"),
-            self.min_premium_cost_share,
-        );
-        doc.share(&child(path, "max_group_share"), self.max_group_share);
-        doc.at_least_u64(&child(path, "cold_start_peers"), self.cold_start_peers, 1);
-        for (key, given) in [
-            ("recent_sessions", self.recent_sessions.is_some()),
-            ("moved_after_sessions", self.moved_after_sessions.is_some()),
-            ("moved_wait_minutes", self.moved_wait_minutes.is_some()),
-        ] {
-            doc.check(!given, &child(path, key), || {
-                format!(
-                    "{key} was removed: costwatch no longer concludes that a group moved to a premium model on purpose; declare the move with design_model, and accept_after says when an undeclared one becomes the group's normal"
-                )
-            });
-        }
-        let at = child(path, "accept_after");
-        let accept_after = match humantime::parse_duration(&self.accept_after) {
-            Ok(d) => {
-                doc.positive_duration(&at, d);
-                d
-            }
-            Err(e) => {
-                doc.check(false, &at, || {
-                    format!("invalid duration `{}`: {e}", self.accept_after)
-                });
-                Duration::ZERO
-            }
+        let (Some(keys), Some(settings)) = (keys, settings) else {
+            continue;
         };
-        OversizedModelRule {
-            meta,
-            premium_price_ratio: self.premium_price_ratio,
-            max_avg_input_tokens: self.max_avg_input_tokens,
-            max_avg_output_tokens: self.max_avg_output_tokens,
-            min_premium_cost_share: self.min_premium_cost_share,
-            min_peers: doc.min_peers(path, self.min_peers),
-            max_group_share: self.max_group_share,
-            cold_start_peers: to_usize(self.cold_start_peers),
-            design_model: self.design_model,
-            accept_after,
-            min_impact_usd: doc.min_impact_usd(path, self.min_impact_usd),
+        doc.check(!keys.name.trim().is_empty(), &child(&path, "name"), || {
+            "must not be empty".to_owned()
+        });
+        check_ranges(doc, &segs, &schema);
+        for (key, message) in settings.problems() {
+            doc.check(false, &child(&path, key), || message);
         }
-    }
-
-    fn meta(&self) -> RawMeta<'_> {
-        RawMeta {
-            name: &self.name,
-            severity: self.severity,
-            selector: &self.selector,
-            enabled: self.enabled,
-        }
-    }
-
-    fn rule_meta(rule: &OversizedModelRule) -> &RuleMeta {
-        &rule.meta
-    }
-
-    fn list(rules: &mut Rules) -> &mut Vec<OversizedModelRule> {
-        &mut rules.oversized_model
+        names.check(doc, S::KIND, &path, &keys.name);
+        S::list(rules).push(Rule {
+            meta: RuleMeta::new(keys, doc.file.clone()),
+            settings,
+        });
     }
 }
 
-impl RawRule for RawRetryLoopRule {
-    const KIND: &'static str = "retry_loop";
-    type Rule = RetryLoopRule;
+/// Checks every key written in the mapping at `segs` against the range
+/// `schema` (a settings struct's JSON Schema) states for it: `minimum`,
+/// `maximum` and `exclusiveMinimum`. Keys left out take their defaults,
+/// which are in range.
+fn check_ranges(doc: &mut Doc, segs: &[Seg], schema: &Value) {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    let Some(entry) = value_at(&doc.value, segs).cloned() else {
+        return;
+    };
+    let path = path_string(segs);
+    for (key, property) in properties {
+        let at = child(&path, key);
+        let Some(v) = entry.get(key).and_then(Value::as_f64) else {
+            continue;
+        };
+        let bound = |name: &str| property.get(name).and_then(Value::as_f64);
+        let (min, max) = (bound("minimum"), bound("maximum"));
+        match (min, max, bound("exclusiveMinimum")) {
+            (_, _, Some(lo)) => doc.check(v > lo, &at, || {
+                format!("must be greater than {lo}, got {v}")
+            }),
+            (Some(lo), Some(hi), None) => doc.check((lo..=hi).contains(&v), &at, || {
+                format!("must be between {lo} and {hi}, got {v}")
+            }),
+            (Some(lo), None, None) => {
+                doc.check(v >= lo, &at, || format!("must be at least {lo}, got {v}"))
+            }
+            (None, Some(hi), None) => {
+                doc.check(v <= hi, &at, || format!("must be at most {hi}, got {v}"))
+            }
+            (None, None, None) => true,
+        };
+    }
+}
 
-    fn build(self, doc: &mut Doc, path: &str, meta: RuleMeta) -> RetryLoopRule {
-        doc.at_least_u64(&child(path, "min_requests"), self.min_requests, 2);
-        doc.at_least_f64(
-            &child(path, "min_ratio_to_median"),
-            self.min_ratio_to_median,
-            1.0,
-        );
-        let z = self.min_robust_z;
-        doc.check(
-            z > 0.0 && z.is_finite(),
-            &child(path, "min_robust_z"),
-            || format!("must be greater than 0, got {z}"),
-        );
-        doc.at_least_u64(&child(path, "min_identical_run"), self.min_identical_run, 2);
-        doc.at_least_u64(
-            &child(path, "suspect_min_identical_run"),
-            self.suspect_min_identical_run,
-            2,
-        );
-        doc.share(
-            &child(path, "input_tolerance_ratio"),
-            self.input_tolerance_ratio,
-        );
-        doc.at_least_u64(
-            &child(path, "max_run_gap_seconds"),
-            self.max_run_gap_seconds,
-            1,
-        );
-        doc.check(
-            self.drilldown_budget <= 1_000_000,
-            &child(path, "drilldown_budget"),
-            || format!("must be at most 1000000, got {}", self.drilldown_budget),
-        );
-        RetryLoopRule {
-            meta,
-            min_requests: self.min_requests,
-            min_ratio_to_median: self.min_ratio_to_median,
-            min_robust_z: self.min_robust_z,
-            min_peers: doc.min_peers(path, self.min_peers),
-            cold_start_min_requests: self.cold_start_min_requests,
-            min_identical_run: self.min_identical_run,
-            suspect_min_identical_run: self.suspect_min_identical_run,
-            input_tolerance_tokens: self.input_tolerance_tokens,
-            input_tolerance_ratio: self.input_tolerance_ratio,
-            steady_growth: self.steady_growth,
-            growth_tolerance_tokens: self.growth_tolerance_tokens,
-            suspect_min_suspicion: self.suspect_min_suspicion,
-            suspect_max_mean_gap: Duration::from_secs(self.suspect_max_mean_gap_seconds),
-            drilldown_budget: to_usize(self.drilldown_budget),
-            max_run_gap: Duration::from_secs(self.max_run_gap_seconds),
-            min_error_burst: self.min_error_burst,
+/// The JSON Schema of a rule file: each kind's settings with the keys every
+/// rule has ([`MetaKeys`]) before them. `rules/rules.schema.json` is this,
+/// pretty-printed.
+pub fn rules_schema() -> Value {
+    let mut file = schemars::schema_for!(RuleFile).to_value();
+    let meta = schemars::schema_for!(MetaKeys).to_value();
+    let meta_properties = meta.get("properties").and_then(Value::as_object);
+    if let Some(defs) = file.get_mut("$defs").and_then(Value::as_object_mut) {
+        for def in defs.values_mut() {
+            let Some(def) = def.as_object_mut() else {
+                continue;
+            };
+            let settings = def.remove("properties").and_then(|p| match p {
+                Value::Object(m) => Some(m),
+                _ => None,
+            });
+            let mut properties = meta_properties.cloned().unwrap_or_default();
+            properties.extend(settings.unwrap_or_default());
+            def.insert("properties".to_owned(), Value::Object(properties));
+            def.insert("required".to_owned(), serde_json::json!(["name"]));
+        }
+        if let Some(meta_defs) = meta.get("$defs").and_then(Value::as_object) {
+            defs.extend(meta_defs.clone());
         }
     }
-
-    fn meta(&self) -> RawMeta<'_> {
-        RawMeta {
-            name: &self.name,
-            severity: self.severity,
-            selector: &self.selector,
-            enabled: self.enabled,
-        }
-    }
-
-    fn rule_meta(rule: &RetryLoopRule) -> &RuleMeta {
-        &rule.meta
-    }
-
-    fn list(rules: &mut Rules) -> &mut Vec<RetryLoopRule> {
-        &mut rules.retry_loop
-    }
+    file
 }
