@@ -17,6 +17,7 @@ mod evaluation;
 mod faults;
 mod investigation;
 mod langfuse;
+mod layers;
 mod litellm;
 mod llama;
 mod mcp;

@@ -16,8 +16,8 @@
 //! processed windows. A catch-up after downtime behaves as a live run would,
 //! and a replay gives the same alerts.
 
-use crate::config::Severity;
 use crate::detect::Finding;
+use crate::domain::Severity;
 use crate::notify::render;
 use crate::notify::{ALERT_SCHEMA_VERSION, Alert, AlertKind, AlertSession, AlertStatus};
 use crate::source::{Labels, Window};
@@ -56,25 +56,6 @@ pub struct AlertPolicy {
     pub summary_after_windows: usize,
     /// Base URL for session links (`{base}/sessions/{id}`).
     pub gateway_ui_url: Option<String>,
-}
-
-impl From<&crate::config::AlertsConfig> for AlertPolicy {
-    /// The policy the `alerts` section describes.
-    fn from(a: &crate::config::AlertsConfig) -> AlertPolicy {
-        AlertPolicy {
-            cooldown: a.cooldown,
-            realert_growth: a.realert_growth,
-            resolve_after: a.resolve_after,
-            reopen_within: a.reopen_within,
-            group_wait: a.group_wait,
-            min_impact_usd_per_day: a.min_impact_usd_per_day,
-            min_sessions: a.min_sessions,
-            send_resolved: a.send_resolved,
-            top_sessions: a.top_sessions,
-            summary_after_windows: a.summary_after_windows,
-            gateway_ui_url: a.gateway_ui_url.as_ref().map(|u| u.to_string()),
-        }
-    }
 }
 
 /// An incident as stored.

@@ -15,9 +15,13 @@ pub use crate::detect::rules::{
     NoCacheRule, OversizedModelRule, RetryLoopRule, RuleMeta, Rules, Selector,
 };
 pub use crate::domain::Severity;
+pub use crate::investigate::budget::{Caps, Prices};
+pub use crate::investigate::tokens::TokenizerChoice;
+pub use crate::notify::settings::{EmailConfig, SmtpSecurity, WebhookConfig, WebhookShape};
+pub use crate::source::gateway::DEFAULT_MAX_PAGES;
 pub use error::{ConfigError, Problem};
 pub use load::{BUILTIN_RULES, builtin_rules, load, load_rules, load_with_env, rules_schema};
-pub use raw::{DEFAULT_MAX_PAGES, DEFAULT_MODEL, default_group_by};
+pub use raw::{DEFAULT_MODEL, default_group_by};
 
 use crate::domain::{Kind, Labels};
 use crate::secret::Secret;
@@ -25,7 +29,6 @@ use crate::source::otlp::SpanMapping;
 use crate::source::rows::{LabelField, RowSettings, SessionKey};
 use crate::source::{ModelPrice, SourceKind};
 use chrono::{DateTime, Utc};
-use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -94,24 +97,6 @@ pub struct InvestigationConfig {
     pub caps: Caps,
 }
 
-/// Which tokenizer counts prompts (`investigation.tokenizer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TokenizerChoice {
-    /// By the model's name: OpenAI families get theirs, others the bound.
-    Auto,
-    /// OpenAI's `o200k_base`.
-    O200kBase,
-    /// OpenAI's `cl100k_base`.
-    Cl100kBase,
-    /// No tokenizer: the bound learned from reported usage.
-    None,
-    /// The model server's tokenizer, asked through its tokenize endpoint
-    /// (`investigation.tokenize_url`), with the bound's learning of what
-    /// the chat template adds.
-    Server,
-}
-
 /// Which incidents are escalated to an investigation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EscalateConfig {
@@ -121,38 +106,6 @@ pub struct EscalateConfig {
     pub min_severity: Severity,
     /// Most investigations started per hour.
     pub max_per_hour: u64,
-}
-
-/// The hard limits of one investigation, and of a day.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Caps {
-    /// Model calls per run.
-    pub max_rounds: u32,
-    /// Tool calls per run (refused and malformed calls count).
-    pub max_tool_calls: u32,
-    /// Prompt tokens per run, summed over its calls (cached ones included).
-    pub max_input_tokens: u64,
-    /// Completion tokens per run, summed over its calls.
-    pub max_output_tokens: u64,
-    /// Dollars per run.
-    pub max_usd_per_run: f64,
-    /// Dollars per UTC day, over every run and replica (kept in the ledger).
-    pub max_usd_per_day: f64,
-    /// Largest tool result passed to the model, truncation marker included.
-    pub max_tool_result_bytes: usize,
-    /// Wall-clock time per run.
-    pub wall_timeout: Duration,
-}
-
-/// What the investigating model costs, in dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Prices {
-    /// Uncached prompt tokens.
-    pub input_usd_per_mtok: f64,
-    /// Prompt tokens read from the cache (the input price without a cache).
-    pub cached_input_usd_per_mtok: f64,
-    /// Completion tokens.
-    pub output_usd_per_mtok: f64,
 }
 
 /// When the detection job runs.
@@ -214,6 +167,35 @@ pub struct AlertsConfig {
     pub gateway_ui_url: Option<Url>,
 }
 
+impl From<&AlertsConfig> for crate::incidents::AlertPolicy {
+    /// The policy the `alerts` section describes.
+    fn from(a: &AlertsConfig) -> crate::incidents::AlertPolicy {
+        crate::incidents::AlertPolicy {
+            cooldown: a.cooldown,
+            realert_growth: a.realert_growth,
+            resolve_after: a.resolve_after,
+            reopen_within: a.reopen_within,
+            group_wait: a.group_wait,
+            min_impact_usd_per_day: a.min_impact_usd_per_day,
+            min_sessions: a.min_sessions,
+            send_resolved: a.send_resolved,
+            top_sessions: a.top_sessions,
+            summary_after_windows: a.summary_after_windows,
+            gateway_ui_url: a.gateway_ui_url.as_ref().map(|u| u.to_string()),
+        }
+    }
+}
+
+impl From<&AlertsConfig> for crate::notify::outbox::RetryPolicy {
+    /// The delivery backoff the `alerts` section describes.
+    fn from(a: &AlertsConfig) -> crate::notify::outbox::RetryPolicy {
+        crate::notify::outbox::RetryPolicy {
+            base: a.retry_base,
+            max: a.retry_max,
+        }
+    }
+}
+
 /// Where alerts go.
 #[derive(Debug, Clone, Default)]
 pub struct NotifyConfig {
@@ -221,73 +203,6 @@ pub struct NotifyConfig {
     pub email: Option<EmailConfig>,
     /// Webhooks, each its own channel.
     pub webhooks: Vec<WebhookConfig>,
-}
-
-/// How to reach the SMTP server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SmtpSecurity {
-    /// Plain SMTP: allowed only to a loopback host.
-    None,
-    /// STARTTLS upgrade (port 587).
-    StartTls,
-    /// TLS from the first byte (port 465).
-    Tls,
-}
-
-/// Email over SMTP.
-#[derive(Debug, Clone)]
-pub struct EmailConfig {
-    /// SMTP host.
-    pub host: String,
-    /// SMTP port.
-    pub port: u16,
-    /// Transport security.
-    pub security: SmtpSecurity,
-    /// Extra CA certificate (PEM) to trust, for private mail servers.
-    pub ca_file: Option<PathBuf>,
-    /// SMTP user, if the server wants authentication.
-    pub username: Option<String>,
-    /// SMTP password, from `COSTWATCH_SMTP_PASSWORD` or `password_file`.
-    pub password: Option<Secret>,
-    /// Sender mailbox (`costwatch <costwatch@example.com>`).
-    pub from: String,
-    /// Recipients.
-    pub to: Vec<String>,
-    /// Timeout of one delivery.
-    pub timeout: Duration,
-}
-
-/// The body a webhook receives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WebhookShape {
-    /// costwatch's own versioned JSON.
-    Generic,
-    /// A Slack incoming webhook.
-    Slack,
-    /// Alertmanager's `POST /api/v2/alerts`.
-    Alertmanager,
-}
-
-/// One webhook channel.
-#[derive(Clone)]
-pub struct WebhookConfig {
-    /// Name of the channel (unique), used in logs and metrics.
-    pub name: String,
-    /// Where to POST.
-    pub url: Url,
-    /// Body format.
-    pub shape: WebhookShape,
-    /// Shared secret for `X-Costwatch-Signature`, from `secret_file` or
-    /// `COSTWATCH_WEBHOOK_<NAME>_SECRET` (name upper-cased, `-` as `_`).
-    pub secret: Option<Secret>,
-    /// Timeout of one delivery.
-    pub timeout: Duration,
-    /// How often a firing alert is posted again to an Alertmanager webhook,
-    /// so Alertmanager keeps it firing until it is resolved; unused by the
-    /// other shapes.
-    pub repost_interval: Duration,
 }
 
 /// The local HTTP endpoint.
@@ -341,6 +256,20 @@ pub struct SourceConfig {
     pub rows: RowConfig,
     /// The OTLP receiver and files (`otlp`, `otlp_files`).
     pub otlp: OtlpConfig,
+}
+
+impl From<&SourceConfig> for crate::source::HttpLimits {
+    /// The limits `source` sets for every gateway request.
+    fn from(s: &SourceConfig) -> crate::source::HttpLimits {
+        crate::source::HttpLimits {
+            timeout: s.timeout,
+            connect_timeout: s.connect_timeout,
+            max_retries: s.max_retries,
+            retry_base: s.retry_base,
+            retry_max: s.retry_max,
+            max_body_bytes: s.max_body_bytes,
+        }
+    }
 }
 
 /// What only the OpenTelemetry kinds read.
@@ -451,24 +380,4 @@ pub struct DetectionConfig {
     pub max_candidates: usize,
     /// Concurrent drill-down requests.
     pub drilldown_concurrency: usize,
-}
-
-impl std::fmt::Debug for WebhookConfig {
-    /// Webhook URLs often carry their token in the path or query: only the
-    /// scheme and host are shown.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let url = format!(
-            "{}://{}/[redacted]",
-            self.url.scheme(),
-            self.url.host_str().unwrap_or("")
-        );
-        f.debug_struct("WebhookConfig")
-            .field("name", &self.name)
-            .field("url", &url)
-            .field("shape", &self.shape)
-            .field("secret", &self.secret)
-            .field("timeout", &self.timeout)
-            .field("repost_interval", &self.repost_interval)
-            .finish()
-    }
 }

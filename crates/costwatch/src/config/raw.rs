@@ -12,7 +12,6 @@ use std::time::Duration;
 
 mod source;
 
-pub use self::source::DEFAULT_MAX_PAGES;
 pub(crate) use self::source::RawSource;
 
 /// A duration written the humantime way (`500ms`, `30s`, `15m`, `7d`).

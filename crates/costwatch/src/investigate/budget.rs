@@ -36,9 +36,37 @@ use std::sync::{Mutex, PoisonError};
 /// The smallest `max_tokens` worth a call: below it the run stops instead.
 pub const MIN_USEFUL_MAX_TOKENS: u32 = 64;
 
-/// The caps and prices are the `investigation` section's own types: the
-/// configuration is what a run is held to.
-pub use crate::config::{Caps, Prices};
+/// The hard limits of one investigation, and of a day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Caps {
+    /// Model calls per run.
+    pub max_rounds: u32,
+    /// Tool calls per run (refused and malformed calls count).
+    pub max_tool_calls: u32,
+    /// Prompt tokens per run, summed over its calls (cached ones included).
+    pub max_input_tokens: u64,
+    /// Completion tokens per run, summed over its calls.
+    pub max_output_tokens: u64,
+    /// Dollars per run.
+    pub max_usd_per_run: f64,
+    /// Dollars per UTC day, over every run and replica (kept in the ledger).
+    pub max_usd_per_day: f64,
+    /// Largest tool result passed to the model, truncation marker included.
+    pub max_tool_result_bytes: usize,
+    /// Wall-clock time per run.
+    pub wall_timeout: std::time::Duration,
+}
+
+/// What the investigating model costs, in dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prices {
+    /// Uncached prompt tokens.
+    pub input_usd_per_mtok: f64,
+    /// Prompt tokens read from the cache (the input price without a cache).
+    pub cached_input_usd_per_mtok: f64,
+    /// Completion tokens.
+    pub output_usd_per_mtok: f64,
+}
 
 impl Prices {
     /// The prices of a catalogue model (cached reads at the input price when

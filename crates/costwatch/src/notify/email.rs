@@ -20,7 +20,7 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime};
 
-pub use crate::config::SmtpSecurity;
+pub use super::settings::SmtpSecurity;
 
 /// Everything the email channel needs, with the CA file already read.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub struct EmailSettings {
 
 impl EmailSettings {
     /// The settings `notify.email` describes, with its CA file read.
-    pub fn from_config(c: &crate::config::EmailConfig) -> std::io::Result<EmailSettings> {
+    pub fn from_config(c: &super::settings::EmailConfig) -> std::io::Result<EmailSettings> {
         Ok(EmailSettings {
             host: c.host.clone(),
             port: c.port,

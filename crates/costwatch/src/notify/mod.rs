@@ -6,6 +6,7 @@ pub mod email;
 pub mod outbox;
 pub mod preview;
 pub mod render;
+pub mod settings;
 pub mod webhook;
 
 use crate::domain::investigation::InvestigationReport;

@@ -46,16 +46,6 @@ pub struct RetryPolicy {
     pub max: Duration,
 }
 
-impl From<&crate::config::AlertsConfig> for RetryPolicy {
-    /// The delivery backoff the `alerts` section describes.
-    fn from(a: &crate::config::AlertsConfig) -> RetryPolicy {
-        RetryPolicy {
-            base: a.retry_base,
-            max: a.retry_max,
-        }
-    }
-}
-
 impl RetryPolicy {
     /// The delay after `attempts` failed attempts.
     pub fn delay(&self, attempts: u32) -> Duration {

@@ -6,8 +6,8 @@
 use super::Alert;
 use super::chart::{CHART_HEIGHT, CHART_WIDTH, ChartSpec, render_png};
 use super::render::{WebhookShape, email_subject, email_text, webhook_body_linked};
+use super::settings::{EmailConfig, WebhookConfig};
 use super::webhook::{IDEMPOTENCY_HEADER, SIGNATURE_HEADER};
-use crate::config::{EmailConfig, WebhookConfig};
 use serde::Serialize;
 use std::time::Duration;
 use url::Url;

@@ -32,7 +32,7 @@ pub const SIGNATURE_HEADER: &str = "X-Costwatch-Signature";
 pub const IDEMPOTENCY_HEADER: &str = "X-Costwatch-Idempotency-Key";
 
 /// Everything a webhook channel needs: one `notify.webhooks` entry.
-pub use crate::config::WebhookConfig as WebhookSettings;
+pub use super::settings::WebhookConfig as WebhookSettings;
 
 /// Why a webhook channel could not be set up.
 #[derive(Debug, thiserror::Error)]

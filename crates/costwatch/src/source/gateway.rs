@@ -21,11 +21,15 @@ use super::{
     Window,
 };
 use crate::clock::Sleeper;
-use crate::config::DEFAULT_MAX_PAGES;
 use crate::secret::Secret;
 use chrono::SecondsFormat;
 use std::sync::Arc;
 use url::Url;
+
+/// Most pages read in one listing when `source.max_pages` is not set: five
+/// million rows in pages of 50, well above the largest window measured
+/// (a million sessions, 20,000 pages).
+pub const DEFAULT_MAX_PAGES: u64 = 100_000;
 
 /// Client for one gateway.
 #[derive(Clone)]

@@ -341,20 +341,6 @@ pub struct HttpLimits {
     pub max_body_bytes: usize,
 }
 
-impl From<&crate::config::SourceConfig> for HttpLimits {
-    /// The limits `source` sets for every gateway request.
-    fn from(s: &crate::config::SourceConfig) -> HttpLimits {
-        HttpLimits {
-            timeout: s.timeout,
-            connect_timeout: s.connect_timeout,
-            max_retries: s.max_retries,
-            retry_base: s.retry_base,
-            retry_max: s.retry_max,
-            max_body_bytes: s.max_body_bytes,
-        }
-    }
-}
-
 /// A gateway that can be read window by window.
 pub trait Source: Send + Sync {
     /// The model catalogue with prices.

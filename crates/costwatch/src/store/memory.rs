@@ -185,7 +185,7 @@ mod tests {
             kind: crate::detect::Kind::NoCache,
             session_id: session.into(),
             window: w,
-            severity: crate::config::Severity::Warning,
+            severity: crate::domain::Severity::Warning,
             rule: "no-cache-conversation".into(),
             group: "feature=a".into(),
             labels: [("feature".to_owned(), "a".to_owned())].into(),

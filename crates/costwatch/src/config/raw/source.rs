@@ -1,13 +1,9 @@
 //! The raw `source` section: every source kind's keys and their defaults.
 
 use super::HumanDuration;
+use crate::source::gateway::DEFAULT_MAX_PAGES;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-
-/// Most pages read in one listing when `source.max_pages` is not set: five
-/// million rows in pages of 50, well above the largest window measured
-/// (a million sessions, 20,000 pages).
-pub const DEFAULT_MAX_PAGES: u64 = 100_000;
 
 /// The `source` section; a key left out keeps its default.
 #[derive(Debug, Deserialize)]

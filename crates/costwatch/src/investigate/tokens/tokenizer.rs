@@ -18,7 +18,23 @@
 use crate::investigate::model::{ChatMessage, ChatRequest, FunctionTool};
 use serde_json::Value;
 
-pub use crate::config::TokenizerChoice;
+/// Which tokenizer counts prompts (`investigation.tokenizer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenizerChoice {
+    /// By the model's name: OpenAI families get theirs, others the bound.
+    Auto,
+    /// OpenAI's `o200k_base`.
+    O200kBase,
+    /// OpenAI's `cl100k_base`.
+    Cl100kBase,
+    /// No tokenizer: the bound learned from reported usage.
+    None,
+    /// The model server's tokenizer, asked through its tokenize endpoint
+    /// (`investigation.tokenize_url`), with the bound's learning of what
+    /// the chat template adds.
+    Server,
+}
 
 /// Tokens of framing per message (role and separators).
 pub const TOKENS_PER_MESSAGE: u64 = 3;

@@ -63,7 +63,7 @@ use serde_json::{Value, json};
 use std::fmt::Write as _;
 use url::Url;
 
-pub use crate::config::WebhookShape;
+pub use crate::notify::settings::WebhookShape;
 
 /// Builds an alert title such as
 /// `[costwatch] no_cache in feature=support-agent: 12 sessions, +$4.20/day`;

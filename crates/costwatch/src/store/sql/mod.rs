@@ -30,8 +30,8 @@ use super::{
     Delivery, Evaluated, IncidentUpdate, OutboxRow, Store, StoreError, StoredInvestigation,
     WindowCommit, WindowRow, WindowStore,
 };
-use crate::config::Severity;
 use crate::detect::{Finding, GroupBaseline, Kind};
+use crate::domain::Severity;
 use crate::incidents::{Incident, TickSpan};
 use crate::investigate::{InvestigationReport, LedgerError};
 use crate::notify::Alert;
