@@ -62,6 +62,20 @@ fn could_read(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
         })
 }
 
+/// Whether an uncached session says something of its group's caching: on
+/// some cache-capable model its prompts average at least the model's
+/// minimum cacheable prefix. One whose prompts mostly stay below it could
+/// not have cached much whatever its group does (a short conversation that
+/// crosses the minimum on its last call), so it stays out of the group's
+/// history: a thin history of such sessions must not read as a group that
+/// does not cache.
+pub fn tells_of_group(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> bool {
+    s.by_model
+        .iter()
+        .filter(|m| cat.supports_cache(&m.model) && m.requests > 0)
+        .any(|m| m.input_tokens >= min_cacheable(&m.model, cat, rule).saturating_mul(m.requests))
+}
+
 /// Whether the session could have used the prompt cache at all: enough calls,
 /// prompts above the cacheable minimum, and a model with a prompt cache
 /// (a session mixing in a model without one, say an extraction model, is
@@ -419,7 +433,11 @@ pub struct RowCheck {
 }
 
 /// Judges a candidate against its group: the rows to read when its peers
-/// cache (`None`: not unusual, or no cache-capable model priced).
+/// cache (`None`: not unusual, or no cache-capable model priced). A group
+/// with no history yet to go by (none of its sessions told anything of its
+/// caching, [`tells_of_group`]) has only the candidate's own prompts: they
+/// are read when they average at least the minimum, as a session of that
+/// group that could have cached.
 pub fn judge(
     s: &SessionRecord,
     stats: &GroupStats,
@@ -427,6 +445,9 @@ pub fn judge(
     rule: &NoCacheRule,
 ) -> Option<RowCheck> {
     let peers = peers(stats, rule)?;
+    if peers.median.is_none() && !tells_of_group(s, cat, rule) {
+        return None;
+    }
     let models = model_caches(s, cat, rule);
     (!models.is_empty()).then(|| RowCheck {
         peers,

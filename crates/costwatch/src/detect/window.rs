@@ -95,6 +95,9 @@ struct PremiumEntry<'d> {
 struct UncachedEntry<'d> {
     /// Its cached share.
     share: f64,
+    /// Whether it says something of its group's caching
+    /// ([`no_cache::tells_of_group`]).
+    tells: bool,
     /// Its rule.
     rule: &'d NoCacheRule,
 }
@@ -298,7 +301,8 @@ impl<'d> WindowAnalysis<'d> {
             if let Some(rule) = eligible {
                 let share = no_cache::capable_cached_share(&s, &self.catalogue);
                 if share <= rule.max_cached_share {
-                    let entry = UncachedEntry { share, rule };
+                    let tells = no_cache::tells_of_group(&s, &self.catalogue, rule);
+                    let entry = UncachedEntry { share, tells, rule };
                     match self.uncached.get_mut(&self.key) {
                         Some(list) => list.push(entry),
                         None => {
@@ -390,7 +394,7 @@ impl<'d> WindowAnalysis<'d> {
                     peers >= e.rule.min_peers
                         && median.is_some_and(|m| m >= e.rule.min_peer_cached_share)
                 });
-                if !caches {
+                if !caches && e.tells {
                     b.cached_share.push(e.share);
                 }
             }

@@ -54,7 +54,9 @@ pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `api_url`, `admin_
     `session_fallback`, `input_tokens`, `resource_labels`, `max_request_bytes`, \
     `max_requests_per_second`, `retention`";
 
-/// The rules of `rules/`, with the parameter defaults of the spec.
+/// The rules of `rules/`: one rule of each kind with its settings'
+/// defaults. The shipped rule files write every setting out, so comparing
+/// them with these checks the defaults against them.
 pub(super) fn default_rules(dir: &Path) -> Rules {
     let meta = |name: &str, file: &str| RuleMeta {
         name: name.to_owned(),
@@ -66,56 +68,15 @@ pub(super) fn default_rules(dir: &Path) -> Rules {
     Rules {
         no_cache: vec![Rule {
             meta: meta("no-cache-conversation", "no_cache.yaml"),
-            settings: NoCache {
-                min_requests: 3,
-                min_avg_input_tokens: 0,
-                min_cacheable_tokens: 1024,
-                model_min_cacheable_tokens: Default::default(),
-                cache_lifetime: std::time::Duration::from_secs(300),
-                model_cache_lifetime: Default::default(),
-                min_missed_calls: 2,
-                judge_once_ended: true,
-                max_cached_share: 0.05,
-                min_peer_cached_share: 0.15,
-                min_peers: 5,
-                min_impact_usd: 0.0,
-            },
+            settings: NoCache::default(),
         }],
         oversized_model: vec![Rule {
             meta: meta("premium-model-on-tiny-calls", "oversized_model.yaml"),
-            settings: OversizedModel {
-                premium_price_ratio: 5.0,
-                max_avg_input_tokens: 1000,
-                max_avg_output_tokens: 500,
-                min_premium_cost_share: 0.0,
-                min_peers: 2,
-                max_group_share: 0.5,
-                cold_start_peers: 20,
-                design_model: None,
-                accept_after: std::time::Duration::from_secs(7 * 86_400),
-                min_impact_usd: 0.0,
-            },
+            settings: OversizedModel::default(),
         }],
         retry_loop: vec![Rule {
             meta: meta("retry-loop", "retry_loop.yaml"),
-            settings: RetryLoop {
-                min_requests: 6,
-                min_ratio_to_median: 2.5,
-                min_robust_z: 3.0,
-                min_peers: 20,
-                cold_start_min_requests: 8,
-                min_identical_run: 6,
-                suspect_min_identical_run: 7,
-                suspect_min_suspicion: 0.5,
-                suspect_max_mean_gap: std::time::Duration::from_secs(10),
-                input_tolerance_tokens: 32,
-                input_tolerance_ratio: 0.0,
-                steady_growth: true,
-                growth_tolerance_tokens: 4,
-                drilldown_budget: 100,
-                max_run_gap: std::time::Duration::from_secs(60),
-                min_error_burst: 5,
-            },
+            settings: RetryLoop::default(),
         }],
     }
 }

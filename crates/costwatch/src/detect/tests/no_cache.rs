@@ -470,3 +470,39 @@ fn a_group_that_never_cached_is_not_flagged_however_long_it_runs() {
             .all(|f| f.kind != Kind::NoCache)
     );
 }
+
+#[test]
+fn short_conversations_below_the_minimum_do_not_make_a_new_group_look_uncached() {
+    // The first hours of a `faq` feature (adversarial family, seed 64):
+    // two conversations that cache, three whose prompts stay under the
+    // cache minimum but for the last (they read nothing because they could
+    // not), then a conversation of a client whose cache never works: three
+    // calls from 1,026 tokens, the last two missing what the first wrote.
+    // Counted in the group's thin history, the short ones would make it a
+    // group that does not cache.
+    let short: [&[u64]; 3] = [&[880, 950, 1_030], &[910, 990, 1_060], &[900, 1_000, 1_090]];
+    let broken: &[u64] = &[1_026, 1_134, 1_330];
+    let mut rows = HashMap::new();
+    let mut first = vec![
+        chat("faq-chat-0", "faq", 0, 3),
+        chat("faq-chat-1", "faq", 0, 4),
+    ];
+    for (k, sizes) in short.iter().enumerate() {
+        let id = format!("faq-short-{k}");
+        first.push(uncached(&id, "faq", LUNA, sizes));
+        rows.insert(id.clone(), prompts(&id, LUNA, sizes));
+    }
+    let broken_session = uncached("faq-broken", "faq", LUNA, broken);
+    let mut windows = with_history(
+        with_history(healthy_history(4, 6), first),
+        vec![broken_session],
+    );
+    windows.push(Vec::new());
+    rows.insert("faq-broken".to_owned(), prompts("faq-broken", LUNA, broken));
+    let found: Vec<Finding> = run_findings(shipped_rules(), windows, &rows)
+        .into_iter()
+        .filter(|f| f.kind == Kind::NoCache)
+        .collect();
+    assert_eq!(ids(&found), ["faq-broken"], "{found:?}");
+    assert_eq!(found[0].evidence["cold_start"], true);
+}
