@@ -3,8 +3,9 @@
 //! ([`NoCache`], [`OversizedModel`], [`RetryLoop`]), every key's doc,
 //! default and range written once, on its field. The rule files' JSON
 //! Schema is generated from these, and the loader (`config::load`) checks
-//! the ranges the schema states; what a range cannot say (a removed key, a
-//! duration above zero) each kind says in [`RuleSettings::problems`].
+//! the ranges the schema states. What a range cannot say (a duration above
+//! zero) each kind says in [`RuleSettings::problems`], and the keys it no
+//! longer reads in [`RuleSettings::REMOVED`].
 
 mod no_cache;
 mod oversized_model;
