@@ -42,17 +42,8 @@ impl Notifier for Recorder {
 
 pub fn policy() -> AlertPolicy {
     AlertPolicy {
-        cooldown: Duration::from_secs(6 * 3600),
-        realert_growth: 0.0,
-        resolve_after: Duration::from_secs(2 * 3600),
         reopen_within: Duration::from_secs(6 * 3600),
-        group_wait: Duration::ZERO,
-        min_impact_usd_per_day: 0.0,
-        min_sessions: 1,
-        send_resolved: true,
-        top_sessions: 5,
-        summary_after_windows: 4,
-        gateway_ui_url: None,
+        ..AlertPolicy::default()
     }
 }
 
@@ -442,6 +433,7 @@ async fn a_webhook_down_for_a_while_gets_each_alert_once_and_other_channels_are_
         name: "hook".into(),
         url: url::Url::parse(&url).unwrap(),
         shape: WebhookShape::Generic,
+        secret_file: None,
         secret: None,
         timeout: Duration::from_secs(5),
         repost_interval: Duration::from_secs(60),

@@ -6,7 +6,6 @@ use crate::operator::{command, json_of, run, seeded, state_url, stdout_of};
 use crate::support::*;
 use costwatch::clock::{Clock, SystemClock};
 use costwatch::config::WebhookShape;
-use costwatch::incidents::AlertPolicy;
 use costwatch::notify::render::{email_subject, email_text, webhook_body};
 use costwatch::store::{SqlStore, Store};
 use serde_json::Value;
@@ -171,7 +170,7 @@ async fn alerts_render_shows_what_each_channel_would_get_and_changes_nothing() {
     let alerts = costwatch::alerting::evaluate(
         &store,
         "main",
-        &AlertPolicy::from(&loaded.alerts),
+        &loaded.alerts,
         ts("2026-10-11T12:00:00Z"),
         true,
         &channels,

@@ -5,7 +5,6 @@
 
 use crate::cli::{SEED_WASTE, seed_with_hostile_ids};
 use crate::support::*;
-use costwatch::incidents::AlertPolicy;
 use costwatch::investigate::InvestigationReport;
 use costwatch::printable::is_unsafe;
 use costwatch::store::{SqlStore, Store, StoredInvestigation};
@@ -461,7 +460,7 @@ async fn incident_show_tells_the_timeline_the_delivery_per_channel_and_the_inves
     let (dir, cfg) = seeded(seed_dataset()).await;
     let store = SqlStore::open(&state_url(&dir)).await.unwrap();
     let loaded = costwatch::config::load(&cfg).unwrap();
-    let policy = AlertPolicy::from(&loaded.alerts);
+    let policy = loaded.alerts.clone();
     let now = ts("2026-10-11T13:05:00Z");
     let channels = ["email".to_owned(), "chat".to_owned()];
     let alerts = costwatch::alerting::evaluate(

@@ -45,6 +45,7 @@ async fn node(
         name: "am".into(),
         url: url::Url::parse(&am.alerts_url()).unwrap(),
         shape: WebhookShape::Alertmanager,
+        secret_file: None,
         secret: None,
         timeout: Duration::from_secs(5),
         repost_interval: Duration::from_secs(60),

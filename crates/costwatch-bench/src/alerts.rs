@@ -29,7 +29,7 @@ use std::time::Duration;
 /// The alerting defaults of `config/costwatch.example.yaml` (told once per
 /// episode, no re-alert; resolve after 2h quiet, no reopening, no floor).
 pub fn default_policy() -> AlertPolicy {
-    AlertPolicy::from(&costwatch::config::AlertsConfig::default())
+    AlertPolicy::default()
 }
 
 /// Alerts of one kind.

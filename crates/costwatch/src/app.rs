@@ -20,7 +20,7 @@ pub use operator::{channel_specs, open_state, preview_alerts};
 pub use replica::Replica;
 
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, ConfigError, DetectionConfig, Rules, default_group_by};
+use crate::config::{Config, ConfigError, DetectionConfig, KindConfig, Rules, default_group_by};
 use crate::daemon::{Daemon, DaemonSettings};
 use crate::detect::Detector;
 use crate::escalate::Escalation;
@@ -41,7 +41,7 @@ use crate::source::litellm::LiteLlmReader;
 use crate::source::otlp::{OtlpFilesReader, StoredCalls};
 use crate::source::prices::{self, PriceTable};
 use crate::source::rows::RowSource;
-use crate::source::{HttpLimits, Source, SourceError, SourceKind};
+use crate::source::{HttpLimits, Source, SourceError};
 use crate::store::{SqlStore, StoreError};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -226,100 +226,67 @@ pub fn channels(cfg: &Config) -> Result<Vec<Arc<dyn Channel>>, AppError> {
 /// of `source.path`.
 pub async fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
     let s = &cfg.source;
-    match s.kind {
-        SourceKind::Reference => {
-            let (api_url, key) = http_access(cfg)?;
-            Ok(AnySource::Reference(Box::new(
-                GatewaySource::new(
-                    api_url,
-                    key,
-                    s.page_limit,
-                    s.labels.clone(),
-                    HttpLimits::from(s),
-                )?
-                .with_max_pages(s.max_pages),
-            )))
-        }
-        SourceKind::Litellm => {
-            let (api_url, key) = http_access(cfg)?;
-            Ok(AnySource::Litellm(RowSource::new(
-                LiteLlmReader::new(api_url, key, &s.row_settings(), HttpLimits::from(s))?,
-                s.row_settings(),
-                price_table(cfg),
-            )))
-        }
-        SourceKind::Langfuse => {
-            let (api_url, key) = http_access(cfg)?;
-            let public_key = s.public_key.as_deref().ok_or_else(|| {
-                AppError::failed(
-                    "source.public_key",
-                    SourceError::Rejected(
-                        "Langfuse needs its public key (source.public_key or \
-                         COSTWATCH_SOURCE__PUBLIC_KEY)"
-                            .into(),
-                    ),
-                )
-            })?;
-            Ok(AnySource::Langfuse(RowSource::new(
-                LangfuseReader::new(
-                    api_url,
-                    public_key,
-                    key,
-                    &s.row_settings(),
-                    HttpLimits::from(s),
-                )?,
-                s.row_settings(),
-                price_table(cfg),
-            )))
-        }
-        SourceKind::Otlp => {
+    let limits = || s.http.clone();
+    Ok(match &s.of_kind {
+        KindConfig::Reference(api) => AnySource::Reference(Box::new(
+            GatewaySource::new(
+                api.api_url.clone(),
+                admin_key(cfg)?,
+                s.page_limit(),
+                s.common.filter.clone(),
+                limits(),
+            )?
+            .with_max_pages(s.common.max_pages),
+        )),
+        KindConfig::Litellm(api, rows) => AnySource::Litellm(RowSource::new(
+            LiteLlmReader::new(api.api_url.clone(), admin_key(cfg)?, rows, limits())?,
+            rows.clone(),
+            price_table(cfg),
+        )),
+        KindConfig::Langfuse(api, keys, rows) => AnySource::Langfuse(RowSource::new(
+            LangfuseReader::new(
+                api.api_url.clone(),
+                &keys.public_key,
+                admin_key(cfg)?,
+                rows,
+                limits(),
+            )?,
+            rows.clone(),
+            price_table(cfg),
+        )),
+        KindConfig::Otlp(_, _, rows) => {
             let store = SqlStore::open_with(&cfg.state.url, 2)
                 .await
                 .map_err(|e| AppError::failed("cannot open the state database", e))?;
-            Ok(AnySource::Otlp(RowSource::new(
-                StoredCalls::new(store, s.page_limit),
-                s.row_settings(),
+            AnySource::Otlp(RowSource::new(
+                StoredCalls::new(store, s.page_limit()),
+                rows.clone(),
                 price_table(cfg),
-            )))
+            ))
         }
-        SourceKind::OtlpFiles => {
-            let dir = s.otlp.path.clone().ok_or_else(|| {
-                AppError::failed(
-                    "source.path",
-                    SourceError::Rejected("kind otlp_files needs source.path".into()),
-                )
-            })?;
-            Ok(AnySource::OtlpFiles(RowSource::new(
-                OtlpFilesReader::new(dir, s.otlp.mapping.clone()),
-                s.row_settings(),
-                price_table(cfg),
-            )))
-        }
-    }
+        KindConfig::OtlpFiles(files, mapping, rows) => AnySource::OtlpFiles(RowSource::new(
+            OtlpFilesReader::new(files.path.clone(), mapping.clone()),
+            rows.clone(),
+            price_table(cfg),
+        )),
+    })
 }
 
-/// The URL and admin key of a source read over HTTP.
-fn http_access(cfg: &Config) -> Result<(url::Url, &crate::secret::Secret), AppError> {
-    let key = cfg
-        .source
+/// The admin key of a source read over HTTP.
+fn admin_key(cfg: &Config) -> Result<&crate::secret::Secret, AppError> {
+    cfg.source
+        .common
         .admin_key
         .as_ref()
         .ok_or_else(|| AppError::NoAdminKey {
             path: cfg.path.clone(),
-        })?;
-    let api_url = cfg.source.api_url.clone().ok_or_else(|| {
-        AppError::failed(
-            "source.api_url",
-            SourceError::Rejected(format!("kind {} needs source.api_url", cfg.source.kind)),
-        )
-    })?;
-    Ok((api_url, key))
+        })
 }
 
 /// The price table of a row source: `source.models_file`, then the table
 /// shipped inside the binary.
 pub fn price_table(cfg: &Config) -> PriceTable {
-    let mut table = PriceTable::new(cfg.source.rows.models.clone());
+    let mut table = PriceTable::new(cfg.source.models.clone());
     table.extend(prices::default_table());
     table
 }
@@ -394,7 +361,8 @@ pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
     if !inv.enabled {
         return Ok(None);
     }
-    let (Some(inference_key), Some(admin_key)) = (&inv.inference_key, &cfg.source.admin_key) else {
+    let (Some(inference_key), Some(admin_key)) = (&inv.inference_key, &cfg.source.common.admin_key)
+    else {
         return Err(AppError::InvestigationKeys);
     };
     let prices = match inv.prices {
@@ -405,7 +373,7 @@ pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
         timeout: inv.caps.wall_timeout,
         max_retries: 2,
         max_body_bytes: 4 << 20,
-        ..HttpLimits::from(&cfg.source)
+        ..cfg.source.http.clone()
     };
     let options = RunOptions {
         tools: inv.tools.clone(),
@@ -465,7 +433,7 @@ impl DaemonSettings {
         escalation: Option<Arc<Escalation>>,
     ) -> DaemonSettings {
         DaemonSettings {
-            policy: (&cfg.alerts).into(),
+            policy: cfg.alerts.clone(),
             max_catch_up_windows: cfg.schedule.max_catch_up_windows,
             tick_timeout: cfg.schedule.tick_timeout,
             tick_watch: TickWatch::new(),

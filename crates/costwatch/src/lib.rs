@@ -13,6 +13,7 @@ pub mod domain;
 pub mod http;
 pub mod printable;
 pub mod secret;
+pub mod settings;
 
 pub mod config;
 pub mod source;
@@ -21,6 +22,7 @@ pub mod detect;
 pub mod incidents;
 pub mod investigate;
 pub mod notify;
+pub mod schedule;
 pub mod silence;
 pub mod store;
 

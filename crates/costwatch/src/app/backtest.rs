@@ -3,7 +3,7 @@
 
 use super::{AppError, escalation};
 use crate::backtest::{self, SpendPreview, WindowRetries};
-use crate::config::{AlertsConfig, Caps, Config, DEFAULT_MODEL, EscalateConfig};
+use crate::config::{AlertPolicy, Caps, Config, DEFAULT_MODEL, EscalateConfig};
 use crate::detect::Detector;
 use crate::investigate::budget::Prices;
 use crate::notify::Alert;
@@ -43,7 +43,7 @@ const SIMULATOR_PAGE_LIMIT: u32 = 50;
 pub async fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySource, AppError> {
     let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
     let key = Secret::new(sim.admin_key());
-    let settings = crate::config::default_row_settings(kind);
+    let settings = crate::source::rows::RowSettings::defaults(kind);
     let mut prices = PriceTable::new(sim.dataset().models.iter().map(sim_price).collect());
     prices.extend(crate::source::prices::default_table());
     Ok(match kind {
@@ -134,8 +134,7 @@ pub async fn replay_spend<S>(
 where
     S: Source + Clone + 'static,
 {
-    let defaults = AlertsConfig::default();
-    let policy = cfg.map_or(&defaults, |c| &c.alerts).into();
+    let policy = cfg.map_or_else(AlertPolicy::default, |c| c.alerts.clone());
     let escalation = match (investigate, cfg) {
         (true, Some(c)) => {
             let mut c = c.clone();

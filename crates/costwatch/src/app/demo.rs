@@ -4,7 +4,7 @@
 use super::{AppError, simulator_limits, simulator_source};
 use crate::backtest::{self, Replay, WindowRetries};
 use crate::clock::{Clock, FakeClock, SystemClock};
-use crate::config::{AlertsConfig, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
+use crate::config::{AlertPolicy, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
 use crate::daemon::{Daemon, DaemonSettings};
 use crate::detect::Detector;
 use crate::escalate::Escalation;
@@ -251,7 +251,7 @@ pub async fn demo_investigation(
         clock.clone(),
     );
     let settings = DaemonSettings {
-        policy: (&AlertsConfig::default()).into(),
+        policy: AlertPolicy::default(),
         max_catch_up_windows: 10,
         // No deadline to speak of: the simulator is on loopback.
         tick_timeout: Duration::from_secs(u64::from(u32::MAX)),

@@ -91,14 +91,16 @@ pub struct Probe {
 /// HTTP API with its admin key set, or spans received or in files (`None`
 /// for an HTTP API without a key). An error names the setting to fix.
 pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Probe>, AppError> {
-    if cfg.source.kind.is_http_api() && cfg.source.admin_key.is_none() {
+    if cfg.source.kind().is_http_api() && cfg.source.common.admin_key.is_none() {
         return Ok(None);
     }
     // Only the hour itself: a probe has no use for sessions' earlier calls.
     let mut probe_cfg = cfg.clone();
-    probe_cfg.source.rows.session_lookback = std::time::Duration::ZERO;
+    if let Some(rows) = probe_cfg.source.rows_mut() {
+        rows.session_lookback = std::time::Duration::ZERO;
+    }
     let source = gateway(&probe_cfg).await?;
-    let setting = |e| AppError::setup(format!("source ({})", cfg.source.kind), e);
+    let setting = |e| AppError::setup(format!("source ({})", cfg.source.kind()), e);
     let prices =
         crate::source::caching::with_caching_facts(source.models().await.map_err(setting)?);
     let models = prices.len();
@@ -128,7 +130,7 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
         })
         .collect();
     Ok(Some(Probe {
-        kind: cfg.source.kind,
+        kind: cfg.source.kind(),
         models,
         window,
         sessions,

@@ -7,7 +7,6 @@ use super::AppError;
 use super::oneshot::sqlite_path;
 use crate::alerting::preview::{Preview, preview};
 use crate::config::Config;
-use crate::incidents::AlertPolicy;
 use crate::notify::preview::ChannelSpec;
 use crate::pipeline::Schedule;
 use crate::store::SqlStore;
@@ -50,7 +49,7 @@ pub async fn preview_alerts(
     store: &SqlStore,
     now: DateTime<Utc>,
 ) -> Result<Preview, AppError> {
-    let policy = AlertPolicy::from(&cfg.alerts);
+    let policy = cfg.alerts.clone();
     let escalate = cfg
         .investigation
         .enabled

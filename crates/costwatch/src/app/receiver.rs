@@ -35,17 +35,16 @@ pub(super) async fn start(
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 ) -> Result<Option<SocketAddr>, AppError> {
-    if cfg.source.kind != crate::source::SourceKind::Otlp {
+    let crate::config::KindConfig::Otlp(o, mapping, rows) = &cfg.source.of_kind else {
         return Ok(None);
-    }
+    };
     let store = SqlStore::open_with(&cfg.state.url, RECEIVER_CONNECTIONS)
         .await
         .map_err(|e| AppError::failed("cannot open the state database for the receiver", e))?;
-    let o = &cfg.source.otlp;
     let settings = ReceiverSettings {
         listen: o.listen,
         token: o.token.clone(),
-        mapping: o.mapping.clone(),
+        mapping: mapping.clone(),
         max_request_bytes: o.max_request_bytes,
         max_requests_per_second: o.max_requests_per_second,
         max_in_flight: MAX_IN_FLIGHT,
@@ -66,7 +65,7 @@ pub(super) async fn start(
     .map_err(|e| AppError::failed(format!("cannot listen for OTLP on {}", o.listen), e))?;
     let retention = Retention {
         keep: o.retention,
-        lookback: cfg.source.rows.session_lookback,
+        lookback: rows.session_lookback,
         job: Schedule::main(&cfg.windows).job,
     };
     tokio::spawn(sweep_until_stopped(store, retention, clock, stop));

@@ -117,7 +117,7 @@ impl App {
         self.shared.metrics.config_load(true, clock.now());
         spawn_watchdog(stop_rx.clone(), self.shared.tick_watch.clone());
         let _ = systemd::notify_ready();
-        tracing::info!(config = %self.config.path.display(), schedule = %self.config.schedule.cron_text, "costwatch is running");
+        tracing::info!(config = %self.config.path.display(), schedule = %self.config.schedule.cron.text(), "costwatch is running");
 
         // The first tick runs at once, so a restart catches up without waiting.
         let mut next = Some(clock.now());

@@ -48,7 +48,7 @@ pub(super) async fn source(
     kind: SourceKind,
     prices: PriceTable,
 ) -> Result<AnySource, AppError> {
-    let settings = crate::config::default_row_settings(kind);
+    let settings = crate::source::rows::RowSettings::defaults(kind);
     let requests = requests(sim);
     if kind == SourceKind::OtlpFiles {
         let dir = tempfile::Builder::new()

@@ -12,7 +12,7 @@ use costwatch::detect::Detector;
 use costwatch::domain::counted;
 use costwatch::notify::render::transcript_text;
 use costwatch::printable::printable;
-use costwatch::source::{HttpLimits, Source};
+use costwatch::source::Source;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -89,7 +89,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
     let (Some(from), Some(to)) = (a.from, a.to) else {
         return Err(Exit::Failed(anyhow!("backtest needs --from and --to")));
     };
-    let retries = WindowRetries::like_source(&HttpLimits::from(&cfg.source));
+    let retries = WindowRetries::like_source(&cfg.source.http);
     let replay = backtest::replay(
         app::gateway(&cfg).await?,
         detector,

@@ -3,7 +3,7 @@
 use super::{CheckArgs, Exit, RulesArgs, RunArgs};
 use anyhow::anyhow;
 use costwatch::app;
-use costwatch::config::{self, Config, Rules};
+use costwatch::config::{self, Config, KindConfig, Rules};
 use costwatch::printable::printable;
 use costwatch::source::SourceKind;
 
@@ -25,7 +25,7 @@ pub async fn check(a: CheckArgs) -> Result<(), Exit> {
             path.display(),
             rules_summary(&cfg.rules)
         );
-        if cfg.source.kind.is_http_api() && cfg.source.admin_key.is_none() {
+        if cfg.source.kind().is_http_api() && cfg.source.common.admin_key.is_none() {
             println!(
                 "note: no admin key is set (COSTWATCH_ADMIN_KEY or source.admin_key_file); commands that read the gateway will refuse to start"
             );
@@ -68,12 +68,12 @@ async fn check_online(cfg: &Config) -> Result<(), Exit> {
                 "state database: {} does not exist yet; it is created at the first start",
                 path.display()
             );
-            if cfg.source.kind == SourceKind::Otlp {
+            if let KindConfig::Otlp(receiver, ..) = &cfg.source.of_kind {
                 // The received calls live there: nothing to read, and a
                 // check creates nothing.
                 println!(
                     "source (otlp): nothing received yet; `costwatch run` receives on http://{}/v1/traces",
-                    cfg.source.otlp.listen
+                    receiver.listen
                 );
                 return Ok(());
             }

@@ -60,7 +60,7 @@ impl StateArgs {
     async fn open(&self) -> Result<SqlStore, Exit> {
         let url = match (&self.state, &self.config) {
             (Some(url), _) => url.clone(),
-            (None, Some(path)) => config::load(path)?.state.url,
+            (None, Some(path)) => config::load(path)?.sections.state.url,
             (None, None) => return Err(Exit::Failed(anyhow!("give --config FILE or --state URL"))),
         };
         SqlStore::open(&url)

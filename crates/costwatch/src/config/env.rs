@@ -33,6 +33,9 @@ pub(crate) const ADMIN_KEY_VAR: &str = "COSTWATCH_ADMIN_KEY";
 /// Variable holding the bearer token OTLP exporters must send.
 pub(crate) const OTLP_TOKEN_VAR: &str = "COSTWATCH_OTLP_TOKEN";
 
+/// Variable holding the inference key itself.
+pub(crate) const INFERENCE_KEY_VAR: &str = "COSTWATCH_INFERENCE_KEY";
+
 /// Variable holding the SMTP password itself.
 pub(crate) const SMTP_PASSWORD_VAR: &str = "COSTWATCH_SMTP_PASSWORD";
 

@@ -10,6 +10,7 @@ pub mod no_cache;
 pub mod oversized_model;
 pub mod retry_loop;
 pub mod rules;
+pub mod settings;
 mod suspects;
 pub mod window;
 
@@ -17,6 +18,7 @@ pub use baseline::{GroupBaseline, GroupStats, Ring};
 pub use catalogue::Catalogue;
 pub use drilldown::{Confirmed, Drilldown};
 pub use held::{Held, HeldFindings, Settled};
+pub use settings::DetectionConfig;
 pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};
 
 use crate::domain::Severity;

@@ -36,35 +36,68 @@ use std::sync::{Mutex, PoisonError};
 /// The smallest `max_tokens` worth a call: below it the run stops instead.
 pub const MIN_USEFUL_MAX_TOKENS: u32 = 64;
 
-/// The hard limits of one investigation, and of a day.
-#[derive(Debug, Clone, PartialEq)]
+/// The hard limits of one investigation, and of a day
+/// (`investigation.caps`).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct Caps {
     /// Model calls per run.
+    #[schemars(range(min = 1))]
     pub max_rounds: u32,
     /// Tool calls per run (refused and malformed calls count).
     pub max_tool_calls: u32,
     /// Prompt tokens per run, summed over its calls (cached ones included).
+    #[schemars(range(min = 1))]
     pub max_input_tokens: u64,
     /// Completion tokens per run, summed over its calls.
+    #[schemars(range(min = 1))]
     pub max_output_tokens: u64,
     /// Dollars per run.
+    #[schemars(range(min = 0.0))]
     pub max_usd_per_run: f64,
     /// Dollars per UTC day, over every run and replica (kept in the ledger).
+    #[schemars(range(min = 0.0))]
     pub max_usd_per_day: f64,
-    /// Largest tool result passed to the model, truncation marker included.
+    /// Largest tool result passed to the model, in bytes, truncation marker
+    /// included.
+    #[schemars(range(min = 64))]
     pub max_tool_result_bytes: usize,
     /// Wall-clock time per run.
+    #[serde(with = "crate::settings::units::positive")]
+    #[schemars(with = "String")]
     pub wall_timeout: std::time::Duration,
 }
 
-/// What the investigating model costs, in dollars per million tokens.
-#[derive(Debug, Clone, Copy, PartialEq)]
+impl Default for Caps {
+    fn default() -> Self {
+        Caps {
+            max_rounds: 4,
+            max_tool_calls: 6,
+            max_input_tokens: 16_000,
+            max_output_tokens: 2_000,
+            max_usd_per_run: 0.05,
+            max_usd_per_day: 1.0,
+            max_tool_result_bytes: 4_000,
+            wall_timeout: std::time::Duration::from_secs(120),
+        }
+    }
+}
+
+/// What the investigating model costs, in dollars per million tokens
+/// (`investigation.prices`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
 pub struct Prices {
     /// Uncached prompt tokens.
+    #[schemars(range(min = 0.0))]
     pub input_usd_per_mtok: f64,
     /// Prompt tokens read from the cache (the input price without a cache).
+    #[schemars(range(min = 0.0))]
     pub cached_input_usd_per_mtok: f64,
     /// Completion tokens.
+    #[schemars(range(min = 0.0))]
     pub output_usd_per_mtok: f64,
 }
 

@@ -13,10 +13,12 @@ pub mod mcp;
 pub mod model;
 pub mod results;
 pub mod run;
+pub mod settings;
 pub mod tokens;
 pub mod toolset;
 pub mod transcript;
 
+pub use settings::{DEFAULT_MODEL, EscalateConfig, InvestigationConfig};
 pub use transcript::InvestigationReport;
 
 use chrono::NaiveDate;

@@ -50,7 +50,7 @@ impl EmailSettings {
     pub fn from_config(c: &super::settings::EmailConfig) -> std::io::Result<EmailSettings> {
         Ok(EmailSettings {
             host: c.host.clone(),
-            port: c.port,
+            port: c.port(),
             security: c.security,
             extra_ca_pem: c.ca_file.as_ref().map(std::fs::read).transpose()?,
             username: c.username.clone(),

@@ -1,13 +1,25 @@
 //! The channels' settings, as the `notify` section configures them.
 
 use crate::secret::Secret;
-use serde::Deserialize;
+use crate::settings::units::{http_url, positive};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 use url::Url;
 
+/// Where alerts go (the `notify` section).
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotifyConfig {
+    /// Email over SMTP; absent means no email channel.
+    pub email: Option<EmailConfig>,
+    /// Webhooks, each its own channel.
+    pub webhooks: Vec<WebhookConfig>,
+}
+
 /// How to reach the SMTP server.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SmtpSecurity {
     /// Plain SMTP: allowed only to a loopback host.
@@ -18,31 +30,72 @@ pub enum SmtpSecurity {
     Tls,
 }
 
-/// Email over SMTP.
-#[derive(Debug, Clone)]
+impl SmtpSecurity {
+    /// The port it is spoken on by default.
+    pub fn port(self) -> u16 {
+        match self {
+            SmtpSecurity::None => 25,
+            SmtpSecurity::StartTls => 587,
+            SmtpSecurity::Tls => 465,
+        }
+    }
+}
+
+/// Email over SMTP (`notify.email`).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct EmailConfig {
     /// SMTP host.
     pub host: String,
-    /// SMTP port.
-    pub port: u16,
-    /// Transport security.
+    /// SMTP port; by default the one of `security` (25, 587 or 465).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub port: Option<u16>,
+    /// Transport security: `starttls`, `tls`, or `none` (to a loopback
+    /// host only).
+    #[serde(default = "starttls")]
     pub security: SmtpSecurity,
-    /// Extra CA certificate (PEM) to trust, for private mail servers.
+    /// Extra CA certificate (PEM) to trust, for private mail servers;
+    /// relative to the configuration's folder.
+    #[serde(default)]
     pub ca_file: Option<PathBuf>,
     /// SMTP user, if the server wants authentication.
+    #[serde(default)]
     pub username: Option<String>,
-    /// SMTP password, from `COSTWATCH_SMTP_PASSWORD` or `password_file`.
+    /// File holding the SMTP password; `COSTWATCH_SMTP_PASSWORD` wins.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// The SMTP password, from `COSTWATCH_SMTP_PASSWORD` or `password_file`.
+    #[serde(skip)]
     pub password: Option<Secret>,
     /// Sender mailbox (`costwatch <costwatch@example.com>`).
     pub from: String,
-    /// Recipients.
+    /// Recipients, at least one.
+    #[serde(default)]
     pub to: Vec<String>,
     /// Timeout of one delivery.
+    #[serde(default = "thirty_seconds", with = "positive")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
 }
 
+impl EmailConfig {
+    /// The port: as written, else the one of `security`.
+    pub fn port(&self) -> u16 {
+        self.port.unwrap_or(self.security.port())
+    }
+}
+
+fn starttls() -> SmtpSecurity {
+    SmtpSecurity::StartTls
+}
+
+fn thirty_seconds() -> Duration {
+    Duration::from_secs(30)
+}
+
 /// The body a webhook receives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WebhookShape {
     /// costwatch's own versioned JSON.
@@ -53,24 +106,51 @@ pub enum WebhookShape {
     Alertmanager,
 }
 
-/// One webhook channel.
-#[derive(Clone)]
+/// One webhook channel (an element of `notify.webhooks`).
+#[derive(Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 pub struct WebhookConfig {
-    /// Name of the channel (unique), used in logs and metrics.
+    /// Name of the channel, unique: lower-case letters, digits, `_` and
+    /// `-`. Used in logs and metrics, and it names the secret's variable.
     pub name: String,
     /// Where to POST.
+    #[serde(with = "http_url")]
+    #[schemars(with = "String")]
     pub url: Url,
     /// Body format.
+    #[serde(default = "generic")]
     pub shape: WebhookShape,
-    /// Shared secret for `X-Costwatch-Signature`, from `secret_file` or
-    /// `COSTWATCH_WEBHOOK_<NAME>_SECRET` (name upper-cased, `-` as `_`).
+    /// File holding the shared secret for `X-Costwatch-Signature`;
+    /// `COSTWATCH_WEBHOOK_<NAME>_SECRET` (name upper-cased, `-` as `_`)
+    /// wins.
+    #[serde(default)]
+    pub secret_file: Option<PathBuf>,
+    /// The shared secret, from the variable or `secret_file`.
+    #[serde(skip)]
     pub secret: Option<Secret>,
     /// Timeout of one delivery.
+    #[serde(default = "ten_seconds", with = "positive")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
     /// How often a firing alert is posted again to an Alertmanager webhook,
-    /// so Alertmanager keeps it firing until it is resolved; unused by the
-    /// other shapes.
+    /// so Alertmanager keeps it firing until it is resolved (by default
+    /// Prometheus's `--rules.alert.resend-delay`); set only with
+    /// `shape: alertmanager`.
+    #[serde(default = "one_minute", with = "positive")]
+    #[schemars(with = "String")]
     pub repost_interval: Duration,
+}
+
+fn generic() -> WebhookShape {
+    WebhookShape::Generic
+}
+
+fn ten_seconds() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn one_minute() -> Duration {
+    Duration::from_secs(60)
 }
 
 impl std::fmt::Debug for WebhookConfig {

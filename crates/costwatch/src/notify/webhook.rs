@@ -320,6 +320,7 @@ mod tests {
             name: "ops-hook".into(),
             url: Url::parse(&format!("http://{addr}/hooks/{TOKEN}?token={QUERY_TOKEN}")).unwrap(),
             shape,
+            secret_file: None,
             secret: secret.map(Secret::new),
             timeout: Duration::from_secs(10),
             repost_interval: Duration::from_secs(60),
@@ -561,6 +562,7 @@ mod tests {
             name: "x".into(),
             url: Url::parse("ftp://example.com/x").unwrap(),
             shape: WebhookShape::Generic,
+            secret_file: None,
             secret: None,
             timeout: Duration::from_secs(1),
             repost_interval: Duration::from_secs(60),
@@ -578,6 +580,7 @@ mod tests {
             ))
             .unwrap(),
             shape: WebhookShape::Slack,
+            secret_file: None,
             secret: Some(Secret::new("hook-secret")),
             timeout: Duration::from_secs(1),
             repost_interval: Duration::from_secs(60),

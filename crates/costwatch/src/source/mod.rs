@@ -12,6 +12,7 @@ pub mod litellm;
 pub mod otlp;
 pub mod prices;
 pub mod rows;
+pub mod settings;
 mod wire;
 
 use chrono::{DateTime, Utc};
@@ -324,21 +325,65 @@ pub struct ReadStats {
     pub unpriced_calls: u64,
 }
 
-/// Retry and size limits for talking to a gateway.
-#[derive(Debug, Clone)]
+/// Retry and size limits for talking to a gateway: the `source` keys
+/// every kind reads for HTTP (the investigation's MCP calls too).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct HttpLimits {
     /// Whole-request timeout.
+    #[serde(with = "crate::settings::units::positive")]
+    #[schemars(with = "String")]
     pub timeout: Duration,
     /// Connect timeout.
+    #[serde(with = "crate::settings::units::positive")]
+    #[schemars(with = "String")]
     pub connect_timeout: Duration,
-    /// Attempts after the first for one page.
+    /// Retries per page after the first attempt.
     pub max_retries: u32,
-    /// First backoff delay; doubles per attempt.
+    /// First backoff delay; doubles per attempt up to `retry_max`.
+    #[serde(with = "crate::settings::units::with_unit")]
+    #[schemars(with = "String")]
     pub retry_base: Duration,
-    /// Longest backoff (and longest `Retry-After` honoured).
+    /// Longest backoff, and the longest `Retry-After` honoured.
+    #[serde(with = "crate::settings::units::with_unit")]
+    #[schemars(with = "String")]
     pub retry_max: Duration,
-    /// Largest response body accepted.
+    /// Largest response body accepted, in bytes.
+    #[schemars(range(min = 1))]
     pub max_body_bytes: usize,
+}
+
+impl Default for HttpLimits {
+    fn default() -> Self {
+        HttpLimits {
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            max_retries: 5,
+            retry_base: Duration::from_millis(500),
+            retry_max: Duration::from_secs(60),
+            max_body_bytes: 8 * 1024 * 1024,
+        }
+    }
+}
+
+impl crate::settings::Settings for HttpLimits {
+    fn problems(&self) -> Vec<crate::settings::Issue> {
+        let fmt = |d: Duration| humantime::format_duration(d).to_string();
+        (self.retry_max < self.retry_base)
+            .then(|| {
+                crate::settings::Issue::reading(
+                    "retry_max",
+                    &["retry_base"],
+                    format!(
+                        "must be at least retry_base ({}), got {}",
+                        fmt(self.retry_base),
+                        fmt(self.retry_max)
+                    ),
+                )
+            })
+            .into_iter()
+            .collect()
+    }
 }
 
 /// A gateway that can be read window by window.

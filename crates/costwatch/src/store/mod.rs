@@ -9,6 +9,7 @@
 pub mod calls;
 pub mod inspect;
 mod memory;
+pub mod settings;
 pub mod silences;
 mod sql;
 pub mod status;
@@ -16,6 +17,7 @@ pub mod status;
 pub use calls::{CallCursor, CallStore};
 pub use inspect::Inspect;
 pub use memory::{MemoryStore, is_throwaway};
+pub use settings::StateConfig;
 pub use silences::SilenceStore;
 pub use sql::SqlStore;
 pub use status::StatusStore;

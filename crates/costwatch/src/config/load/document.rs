@@ -10,7 +10,6 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Most serde errors reported for one value before giving up on it.
 const MAX_REPAIRS: usize = 200;
@@ -145,8 +144,8 @@ impl Doc {
 
     /// As [`Doc::deserialize_at`], reading only the keys `keep` accepts
     /// when the value at `prefix` is a mapping (a rule's keys every rule
-    /// has, or its kind's settings); an unknown key is told the keys `T`
-    /// expects after `also_expected`, the keys read apart.
+    /// has, or its kind's settings); an unknown key of that mapping is told
+    /// the keys `T` expects after `also_expected`, the keys read apart.
     pub(super) fn deserialize_keys_at<T: DeserializeOwned>(
         &mut self,
         prefix: &[Seg],
@@ -175,7 +174,8 @@ impl Doc {
                 serde_path_to_error::Segment::Unknown => Seg::Key("?".to_owned()),
             }));
             let mut message = tidy(&err.inner().to_string());
-            if message.starts_with("unknown field") && !also_expected.is_empty() {
+            let own_key = at.len() == prefix.len() + 1;
+            if message.starts_with("unknown field") && own_key && !also_expected.is_empty() {
                 let listed: Vec<String> = also_expected.iter().map(|k| format!("`{k}`")).collect();
                 let listed = listed.join(", ");
                 message = message.replacen(
@@ -287,18 +287,11 @@ impl Doc {
         })
     }
 
-    pub(super) fn at_least_u64(&mut self, path: &str, v: u64, lo: u64) -> bool {
-        self.check(v >= lo, path, || format!("must be at least {lo}, got {v}"))
-    }
-
-    pub(super) fn at_least_f64(&mut self, path: &str, v: f64, lo: f64) -> bool {
-        self.check(v >= lo && v.is_finite(), path, || {
-            format!("must be at least {lo}, got {v}")
-        })
-    }
-
-    pub(super) fn positive_duration(&mut self, path: &str, d: Duration) -> bool {
-        self.check(!d.is_zero(), path, || "must be greater than 0".to_owned())
+    /// Reports the key at `path` as unknown, at the key.
+    pub(super) fn unknown_key(&mut self, path: &str, message: String) {
+        if !self.is_tainted(path) {
+            self.report(path, Anchor::Key, message);
+        }
     }
 
     /// `file:line:column` of `path`, for messages that point elsewhere.

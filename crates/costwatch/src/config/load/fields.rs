@@ -1,28 +1,11 @@
-//! Checks of single fields shared by several sections: urls, secrets, files.
+//! What several sections name: secrets and files, resolved against the
+//! configuration's folder.
 
 use super::document::Doc;
 use super::{folder_of, io_message};
 use crate::secret::Secret;
 use std::fs;
-use std::path::PathBuf;
-use url::Url;
-
-/// `raw` as an http or https URL. Messages never repeat the URL, which may
-/// hold a credential (a webhook token in its path, a password before `@`).
-pub(super) fn http_url(doc: &mut Doc, path: &str, raw: &str) -> Option<Url> {
-    let url = match Url::parse(raw) {
-        Ok(url) => url,
-        Err(e) => {
-            doc.check(false, path, || format!("invalid url: {e}"));
-            return None;
-        }
-    };
-    let scheme = url.scheme().to_owned();
-    doc.check(matches!(scheme.as_str(), "http" | "https"), path, || {
-        format!("must be an http or https url, got scheme `{scheme}`")
-    })
-    .then_some(url)
-}
+use std::path::{Path, PathBuf};
 
 /// A credential: `from_env` when set and not empty, else the content of
 /// `file` (reported at `path` when it cannot be read or is empty), else
@@ -30,14 +13,17 @@ pub(super) fn http_url(doc: &mut Doc, path: &str, raw: &str) -> Option<Url> {
 pub(super) fn secret(
     doc: &mut Doc,
     from_env: Option<&String>,
-    file: Option<&str>,
+    file: Option<impl AsRef<Path>>,
     path: &str,
 ) -> Option<Secret> {
     if let Some(key) = from_env.map(Secret::new).filter(|k| !k.is_empty()) {
         return Some(key);
     }
     let file = file?;
-    if !doc.check(!file.is_empty(), path, || "must not be empty".to_owned()) {
+    let file = file.as_ref();
+    if !doc.check(!file.as_os_str().is_empty(), path, || {
+        "must not be empty".to_owned()
+    }) {
         return None;
     }
     let resolved = folder_of(&doc.file).join(file);
@@ -59,8 +45,11 @@ pub(super) fn secret(
 }
 
 /// `file` resolved against the configuration's folder, if it is a file.
-pub(super) fn existing_file(doc: &mut Doc, path: &str, file: &str) -> Option<PathBuf> {
-    if !doc.check(!file.is_empty(), path, || "must not be empty".to_owned()) {
+pub(super) fn existing_file(doc: &mut Doc, path: &str, file: impl AsRef<Path>) -> Option<PathBuf> {
+    let file = file.as_ref();
+    if !doc.check(!file.as_os_str().is_empty(), path, || {
+        "must not be empty".to_owned()
+    }) {
         return None;
     }
     let resolved = folder_of(&doc.file).join(file);

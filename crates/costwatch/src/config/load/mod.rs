@@ -7,17 +7,16 @@
 //! document is deserialized again. Paths that were taken out are "tainted":
 //! later checks skip them, so one mistake is reported once.
 
-mod alerts;
 mod document;
 mod fields;
-mod investigation;
 mod notify;
 mod rules;
+mod service;
+mod settings;
+mod source;
 
 pub use rules::{BUILTIN_RULES, rules_schema};
-mod service;
-mod source;
-mod windows;
+pub use service::config_schema;
 
 #[cfg(test)]
 mod tests_alerting;
@@ -34,9 +33,8 @@ mod tests_support;
 pub(crate) use document::yaml_message;
 
 use super::env;
-use super::locate::item;
-use super::raw::RawConfig;
-use super::{Config, ConfigError, Problem, Rules};
+use super::locate::{Seg, item};
+use super::{Config, ConfigError, Problem, Rules, Sections};
 use document::Doc;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -71,11 +69,12 @@ pub fn load_with_env(path: &Path, env: &BTreeMap<String, String>) -> Result<Conf
         .map(|o| (o.path(), o.var.clone()))
         .collect();
 
-    let raw = doc.deserialize_at::<RawConfig>(&[]);
-    let rule_paths = raw
+    let webhooks = notify::set_webhooks_aside(&mut doc);
+    let sections = doc.deserialize_keys_at::<Sections>(&[], |k| k != "source", &["source"]);
+    let rule_paths = sections
         .as_ref()
-        .and_then(|raw| rule_paths(&mut doc, &raw.rules));
-    let config = raw.and_then(|raw| build_config(&mut doc, raw, env));
+        .and_then(|s| rule_paths(&mut doc, &s.rule_paths));
+    let config = sections.and_then(|s| build_config(&mut doc, s, webhooks, env));
 
     let mut problems = doc.into_problems();
     problems.append(&mut env_problems);
@@ -90,7 +89,7 @@ pub fn load_with_env(path: &Path, env: &BTreeMap<String, String>) -> Result<Conf
     match (config, rules) {
         (Some(mut config), Some((rules, paths))) if problems.is_empty() => {
             config.rules = rules;
-            config.rule_paths = paths;
+            config.sections.rule_paths = paths;
             Ok(config)
         }
         _ => Err(nonempty(problems, path)),
@@ -122,21 +121,20 @@ pub fn builtin_rules() -> Result<Rules, ConfigError> {
 }
 
 /// Turns sections written with nothing under them (`windows:` with every
-/// key commented out) into empty mappings, so they take their defaults.
+/// key commented out) into empty mappings, so they take their defaults:
+/// `source` and every key whose schema is a mapping.
 fn empty_sections(doc: &mut Value) {
-    const SECTIONS: [&str; 8] = [
-        "source",
-        "windows",
-        "state",
-        "detection",
-        "schedule",
-        "alerts",
-        "notify",
-        "server",
-    ];
+    let schema = schemars::schema_for!(Sections).to_value();
+    let mapping = |key: &str| {
+        key == "source"
+            || schema
+                .get("properties")
+                .and_then(|p| p.get(key))
+                .is_some_and(|p| p.get("$ref").is_some())
+    };
     if let Value::Object(root) = doc {
         for (key, value) in root.iter_mut() {
-            if value.is_null() && SECTIONS.contains(&key.as_str()) {
+            if value.is_null() && mapping(key) {
                 *value = Value::Object(Map::new());
             }
         }
@@ -184,15 +182,15 @@ fn folder_of(file: &Path) -> &Path {
 /// the built-in rules; `None` when they are not usable. A path that cannot
 /// be read is reported at its place in the configuration, with the path it
 /// resolved to, and left out so the others are still checked.
-fn rule_paths(doc: &mut Doc, raw: &[String]) -> Option<Vec<PathBuf>> {
+fn rule_paths(doc: &mut Doc, written: &[PathBuf]) -> Option<Vec<PathBuf>> {
     if doc.is_tainted("rules") {
         return None;
     }
     let folder = folder_of(&doc.file).to_path_buf();
     let mut ok = true;
     let mut paths = Vec::new();
-    for (i, p) in raw.iter().enumerate() {
-        if !doc.check(!p.is_empty(), &item("rules", i), || {
+    for (i, p) in written.iter().enumerate() {
+        if !doc.check(!p.as_os_str().is_empty(), &item("rules", i), || {
             "must not be empty".to_owned()
         }) {
             ok = false;
@@ -213,38 +211,34 @@ fn rule_paths(doc: &mut Doc, raw: &[String]) -> Option<Vec<PathBuf>> {
     (ok || !paths.is_empty()).then_some(paths)
 }
 
-/// Checks the raw configuration and builds it, without its rules.
-fn build_config(doc: &mut Doc, raw: RawConfig, env: &BTreeMap<String, String>) -> Option<Config> {
-    let source = source::source_config(doc, raw.source, env);
-    let windows = windows::window_config(doc, raw.windows);
-    service::check_group_by(doc, &raw.group_by);
-    let state = service::state_config(doc, raw.state);
-    let detection = service::detection_config(doc, raw.detection);
-    let schedule = windows::schedule_config(doc, raw.schedule);
-    let alerts = alerts::alerts_config(doc, raw.alerts);
-    let notify = notify::notify_config(doc, raw.notify, env);
-    let server = service::server_config(doc, raw.server);
-    let investigation = investigation::investigation_config(doc, raw.investigation, env);
-    if let (Some(s), Some(w)) = (&source, &windows) {
-        source::otlp::check_with_windows_and_state(doc, s, w, &state);
+/// Checks the sections and resolves what they name, reads the source, and
+/// builds the configuration without its rules.
+fn build_config(
+    doc: &mut Doc,
+    mut sections: Sections,
+    webhooks: Option<Value>,
+    env: &BTreeMap<String, String>,
+) -> Option<Config> {
+    let key = |k: &str| [Seg::Key(k.to_owned())];
+    settings::check(doc, &key("windows"), &sections.windows);
+    settings::check(doc, &key("state"), &sections.state);
+    settings::check(doc, &key("detection"), &sections.detection);
+    settings::check(doc, &key("schedule"), &sections.schedule);
+    settings::check(doc, &key("alerts"), &sections.alerts);
+    settings::check(doc, &key("server"), &sections.server);
+    settings::check(doc, &key("investigation"), &sections.investigation);
+    service::check_group_by(doc, &sections.group_by);
+    service::resolve(doc, &mut sections, env);
+    let notify_ok = notify::resolve(doc, &mut sections.notify, webhooks, env);
+    let source = source::source_config(doc, env);
+    if let Some(s) = &source {
+        source::check_with_windows_and_state(doc, s, &sections.windows, &sections.state);
     }
+    notify_ok.then_some(())?;
     Some(Config {
         path: doc.file.clone(),
         source: source?,
-        windows: windows?,
-        group_by: raw.group_by,
-        state,
-        detection,
-        rule_paths: Vec::new(),
         rules: Rules::default(),
-        schedule: schedule?,
-        alerts: alerts?,
-        notify: notify?,
-        server: server?,
-        investigation: investigation?,
+        sections,
     })
-}
-
-fn to_usize(v: u64) -> usize {
-    usize::try_from(v).unwrap_or(usize::MAX)
 }

@@ -1,73 +1,93 @@
 //! The `notify` section: email and webhooks.
 
 use super::document::{Doc, value_at};
-use super::fields::{existing_file, http_url, secret};
+use super::fields::{existing_file, secret};
 use crate::config::env::{SMTP_PASSWORD_VAR, webhook_secret_var};
 use crate::config::locate::{Seg, child, item, path_string};
-use crate::config::raw::{REPOST_INTERVAL, RawEmail, RawNotify, RawWebhook};
 use crate::config::{EmailConfig, NotifyConfig, SmtpSecurity, WebhookConfig, WebhookShape};
+use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
-pub(super) fn notify_config(
-    doc: &mut Doc,
-    raw: RawNotify,
-    env: &BTreeMap<String, String>,
-) -> Option<NotifyConfig> {
-    let email = raw.email.map(|email| email_config(doc, email, env));
-    let webhooks = webhook_configs(doc, raw.webhooks.len(), env);
-    Some(NotifyConfig {
-        email,
-        webhooks: webhooks?,
-    })
+/// Takes `notify.webhooks` out of the document while the sections are
+/// read, so each webhook is read on its own after them
+/// ([`resolve`]) and one bad entry does not hide the problems of the
+/// others. `None` when it is not a list (the sections' reading reports it).
+pub(super) fn set_webhooks_aside(doc: &mut Doc) -> Option<Value> {
+    let list = doc.value.get_mut("notify")?.get_mut("webhooks")?;
+    list.is_array()
+        .then(|| std::mem::replace(list, Value::Array(Vec::new())))
 }
 
-pub(super) fn email_config(
+/// Checks and resolves the `notify` section: the email channel's host,
+/// mailboxes and password, then each webhook of `aside` read on its own.
+/// `false` when a webhook could not be read.
+pub(super) fn resolve(
     doc: &mut Doc,
-    raw: RawEmail,
+    notify: &mut NotifyConfig,
+    aside: Option<Value>,
     env: &BTreeMap<String, String>,
-) -> EmailConfig {
+) -> bool {
+    if let Some(email) = notify.email.as_mut() {
+        resolve_email(doc, email, env);
+    }
+    let count = match aside {
+        Some(Value::Array(list)) => {
+            let count = list.len();
+            if let Some(slot) = doc
+                .value
+                .get_mut("notify")
+                .and_then(|n| n.get_mut("webhooks"))
+            {
+                *slot = Value::Array(list);
+            }
+            count
+        }
+        _ => 0,
+    };
+    match webhook_configs(doc, count, env) {
+        Some(webhooks) => {
+            notify.webhooks = webhooks;
+            true
+        }
+        None => false,
+    }
+}
+
+fn resolve_email(doc: &mut Doc, email: &mut EmailConfig, env: &BTreeMap<String, String>) {
+    let host = &email.host;
     let host_ok = doc.check(
-        !raw.host.is_empty() && !raw.host.contains(|c: char| c.is_whitespace() || c == '/'),
+        !host.is_empty() && !host.contains(|c: char| c.is_whitespace() || c == '/'),
         "notify.email.host",
-        || format!("must be a host name or ip address, got `{}`", raw.host),
+        || format!("must be a host name or ip address, got `{host}`"),
     ) && !doc.is_tainted("notify.email.host");
-    if host_ok && raw.security == SmtpSecurity::None {
-        doc.check(is_loopback(&raw.host), "notify.email.security", || {
+    if host_ok && email.security == SmtpSecurity::None {
+        doc.check(is_loopback(host), "notify.email.security", || {
             format!(
-                "plain smtp (`none`) is only allowed to a loopback host, got `{}`; use `starttls` or `tls`",
-                raw.host
+                "plain smtp (`none`) is only allowed to a loopback host, got `{host}`; use `starttls` or `tls`"
             )
         });
     }
-    let port = raw.port.unwrap_or(match raw.security {
-        SmtpSecurity::None => 25,
-        SmtpSecurity::StartTls => 587,
-        SmtpSecurity::Tls => 465,
-    });
-    doc.check(port != 0, "notify.email.port", || {
-        "must be between 1 and 65535, got 0".to_owned()
-    });
-    let ca_file = raw
+    email.ca_file = email
         .ca_file
-        .as_deref()
+        .take()
         .and_then(|file| existing_file(doc, "notify.email.ca_file", file));
-    if let Some(user) = &raw.username {
+    if let Some(user) = &email.username {
         doc.check(!user.is_empty(), "notify.email.username", || {
             "must not be empty".to_owned()
         });
     }
-    let password = secret(
+    email.password = secret(
         doc,
         env.get(SMTP_PASSWORD_VAR),
-        raw.password_file.as_deref(),
+        email.password_file.as_deref(),
         "notify.email.password_file",
     );
-    check_mailbox(doc, "notify.email.from", &raw.from);
+    check_mailbox(doc, "notify.email.from", &email.from);
     let written = value_at(&doc.value, &email_segs("to")).is_some();
     let recipients_ok = if doc.is_tainted("notify.email.to") {
         false
     } else if written {
-        doc.check(!raw.to.is_empty(), "notify.email.to", || {
+        doc.check(!email.to.is_empty(), "notify.email.to", || {
             "must list at least one recipient".to_owned()
         })
     } else {
@@ -75,21 +95,9 @@ pub(super) fn email_config(
         doc.check(false, "notify.email", || "missing field `to`".to_owned())
     };
     if recipients_ok {
-        for (i, to) in raw.to.iter().enumerate() {
+        for (i, to) in email.to.iter().enumerate() {
             check_mailbox(doc, &item("notify.email.to", i), to);
         }
-    }
-    doc.positive_duration("notify.email.timeout", raw.timeout.0);
-    EmailConfig {
-        host: raw.host,
-        port,
-        security: raw.security,
-        ca_file,
-        username: raw.username,
-        password,
-        from: raw.from,
-        to: raw.to,
-        timeout: raw.timeout.0,
     }
 }
 
@@ -139,79 +147,73 @@ pub(super) fn webhook_configs(
             Seg::Key("webhooks".to_owned()),
             Seg::Index(i),
         ];
-        let Some(raw) = doc.deserialize_at::<RawWebhook>(&segs) else {
+        // The name is checked also when the rest cannot be read.
+        let name = value_at(&doc.value, &segs)
+            .and_then(|w| w.get("name"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let webhook = doc.deserialize_at::<WebhookConfig>(&segs);
+        let Some(name) = name.or_else(|| webhook.as_ref().map(|w| w.name.clone())) else {
             ok = false;
             continue;
         };
         let path = path_string(&segs);
         let name_path = child(&path, "name");
         let name_ok = !doc.is_tainted(&name_path)
-            && doc.check(valid_webhook_name(&raw.name), &name_path, || {
-                format!(
-                    "must be lower-case letters, digits, `_` and `-`, got `{}`",
-                    raw.name
-                )
+            && doc.check(valid_webhook_name(&name), &name_path, || {
+                format!("must be lower-case letters, digits, `_` and `-`, got `{name}`")
             })
-            && match names.get(&raw.name) {
+            && match names.get(&name) {
                 Some(first) => {
-                    let message = format!(
-                        "duplicate webhook name `{}`, first defined at {first}",
-                        raw.name
-                    );
+                    let message =
+                        format!("duplicate webhook name `{name}`, first defined at {first}");
                     doc.check(false, &name_path, || message)
                 }
                 None => {
-                    names.insert(raw.name.clone(), doc.place(&name_path));
+                    names.insert(name.clone(), doc.place(&name_path));
                     true
                 }
             };
-        let var = webhook_secret_var(&raw.name);
+        let var = webhook_secret_var(&name);
         let name_ok = name_ok
             && match vars.get(&var) {
                 Some((other, first)) => {
                     let message = format!(
-                        "webhooks `{other}` and `{}` would share the secret variable {var}; rename one (first defined at {first})",
-                        raw.name
+                        "webhooks `{other}` and `{name}` would share the secret variable {var}; rename one (first defined at {first})"
                     );
                     doc.check(false, &name_path, || message)
                 }
                 None => {
-                    vars.insert(var.clone(), (raw.name.clone(), doc.place(&name_path)));
+                    vars.insert(var.clone(), (name.clone(), doc.place(&name_path)));
                     true
                 }
             };
-        let url = if doc.is_tainted(&child(&path, "url")) {
-            None
-        } else {
-            http_url(doc, &child(&path, "url"), &raw.url)
+        let Some(mut raw) = webhook else {
+            ok = false;
+            continue;
         };
-        let secret = secret(
+        raw.secret = secret(
             doc,
             env.get(&var).filter(|_| name_ok),
             raw.secret_file.as_deref(),
             &child(&path, "secret_file"),
         );
-        let timeout_ok = doc.positive_duration(&child(&path, "timeout"), raw.timeout.0);
-        let repost_path = child(&path, "repost_interval");
-        let repost_ok = match raw.repost_interval {
-            None => true,
-            Some(_) if raw.shape != WebhookShape::Alertmanager => {
-                doc.check(false, &repost_path, || {
-                    "only an alertmanager webhook re-posts firing alerts; remove it or set shape: alertmanager".to_owned()
-                })
-            }
-            Some(every) => doc.positive_duration(&repost_path, every.0),
-        };
-        match url {
-            Some(url) if name_ok && timeout_ok && repost_ok => webhooks.push(WebhookConfig {
-                name: raw.name,
-                url,
-                shape: raw.shape,
-                secret,
-                timeout: raw.timeout.0,
-                repost_interval: raw.repost_interval.unwrap_or(REPOST_INTERVAL).0,
-            }),
-            _ => ok = false,
+        let repost_written =
+            value_at(&doc.value, &segs).is_some_and(|w| w.get("repost_interval").is_some());
+        let repost_ok = !repost_written
+            || doc.check(
+                raw.shape == WebhookShape::Alertmanager,
+                &child(&path, "repost_interval"),
+                || {
+                    "only an alertmanager webhook re-posts firing alerts; remove it or set \
+                     shape: alertmanager"
+                        .to_owned()
+                },
+            );
+        if name_ok && repost_ok {
+            webhooks.push(raw);
+        } else {
+            ok = false;
         }
     }
     ok.then_some(webhooks)

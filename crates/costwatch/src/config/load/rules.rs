@@ -157,14 +157,13 @@ const META_KEYS: [&str; 4] = ["name", "severity", "match", "enabled"];
 /// Loads the `count` rules of kind `S` of the document: each one's
 /// [`MetaKeys`] and settings deserialized apart, every problem reported at
 /// its key, then the ranges its schema states and the problems the kind
-/// names ([`RuleSettings::problems`]).
+/// finds ([`crate::settings::Settings::problems`]).
 pub(super) fn load_kind<S: RuleSettings>(
     doc: &mut Doc,
     count: usize,
     rules: &mut Rules,
     names: &mut Names,
 ) {
-    let schema = schemars::schema_for!(S).to_value();
     for i in 0..count {
         let segs = [Seg::Key(S::KIND.to_owned()), Seg::Index(i)];
         let path = path_string(&segs);
@@ -191,52 +190,12 @@ pub(super) fn load_kind<S: RuleSettings>(
         doc.check(!keys.name.trim().is_empty(), &child(&path, "name"), || {
             "must not be empty".to_owned()
         });
-        check_ranges(doc, &segs, &schema);
-        for (key, message) in settings.problems() {
-            doc.check(false, &child(&path, key), || message);
-        }
+        super::settings::check(doc, &segs, &settings);
         names.check(doc, S::KIND, &path, &keys.name);
         S::list(rules).push(Rule {
             meta: RuleMeta::new(keys, doc.file.clone()),
             settings,
         });
-    }
-}
-
-/// Checks every key written in the mapping at `segs` against the range
-/// `schema` (a settings struct's JSON Schema) states for it: `minimum`,
-/// `maximum` and `exclusiveMinimum`. Keys left out take their defaults,
-/// which are in range.
-fn check_ranges(doc: &mut Doc, segs: &[Seg], schema: &Value) {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return;
-    };
-    let Some(entry) = value_at(&doc.value, segs).cloned() else {
-        return;
-    };
-    let path = path_string(segs);
-    for (key, property) in properties {
-        let at = child(&path, key);
-        let Some(v) = entry.get(key).and_then(Value::as_f64) else {
-            continue;
-        };
-        let bound = |name: &str| property.get(name).and_then(Value::as_f64);
-        let (min, max) = (bound("minimum"), bound("maximum"));
-        match (min, max, bound("exclusiveMinimum")) {
-            (_, _, Some(lo)) => doc.check(v > lo, &at, || {
-                format!("must be greater than {lo}, got {v}")
-            }),
-            (Some(lo), Some(hi), None) => doc.check((lo..=hi).contains(&v), &at, || {
-                format!("must be between {lo} and {hi}, got {v}")
-            }),
-            (Some(lo), None, None) => {
-                doc.check(v >= lo, &at, || format!("must be at least {lo}, got {v}"))
-            }
-            (None, Some(hi), None) => {
-                doc.check(v <= hi, &at, || format!("must be at most {hi}, got {v}"))
-            }
-            (None, None, None) => true,
-        };
     }
 }
 

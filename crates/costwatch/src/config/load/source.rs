@@ -1,250 +1,293 @@
-//! The `source` section.
+//! The `source` section: `source.kind` first, then each part its kind
+//! reads, on its own; a key of another kind is refused, naming the kinds
+//! that read it. What the parts name is resolved here: the admin key and
+//! the receiver's token, the price table, the folder of files, the labels.
 
-pub(super) mod otlp;
-
-use super::document::Doc;
-use super::fields::{existing_file, http_url, secret};
-use crate::config::env::ADMIN_KEY_VAR;
-use crate::config::raw::RawSource;
-use crate::config::{RowConfig, SourceConfig};
-use crate::domain::Labels;
+use super::document::{Doc, value_at};
+use super::fields::{existing_file, secret};
+use super::folder_of;
+use super::settings;
+use crate::config::env::{ADMIN_KEY_VAR, OTLP_TOKEN_VAR};
+use crate::config::locate::{Seg, child};
+use crate::config::{StateConfig, WindowConfig};
 use crate::printable::printable;
-use crate::secret::Secret;
-use crate::source::SourceKind;
-use crate::source::rows::{LabelField, SessionKey};
+use crate::settings::Settings;
+use crate::source::otlp::{Files, Receiver, SpanMapping};
+use crate::source::rows::{LabelField, RowKeys, RowSettings, Rows};
+use crate::source::settings::{
+    Api, Common, KindConfig, LangfuseKeys, ReferenceLabels, SourceConfig, keys_of,
+};
+use crate::source::{HttpLimits, SourceKind, prices};
+use serde_json::Value;
 use std::collections::BTreeMap;
-use url::Url;
 
-pub(super) fn source_config(
-    doc: &mut Doc,
-    mut raw: RawSource,
-    env: &BTreeMap<String, String>,
-) -> Option<SourceConfig> {
-    let kind = SourceKind::parse(&raw.kind);
-    doc.check(kind.is_some(), "source.kind", || {
-        format!(
-            "unknown source kind `{}`; expected one of {}",
-            printable(&raw.kind),
-            SourceKind::ALL.map(SourceKind::as_str).join(", ")
-        )
-    });
-    let kind = kind.unwrap_or(SourceKind::Reference);
-    // For the HTTP kinds, `None` here means a problem was reported.
-    let api_url = if kind.is_http_api() {
-        api_url(doc, raw.api_url.as_deref()).map(Some)
-    } else {
-        // The admin key stays: the investigation's MCP tools take it.
-        doc.check(raw.api_url.is_none(), "source.api_url", || {
-            format!("not read with kind: {kind} (costwatch receives or reads the spans itself)")
-        });
-        Some(None)
-    };
-    let admin_key = admin_key(doc, raw.admin_key_file.as_deref(), env);
-    let otlp = otlp::otlp_config(doc, kind, &mut raw, env);
-    let page_limit = raw.page_limit.unwrap_or(kind.default_page_limit());
-    doc.between_u64(
-        "source.page_limit",
-        page_limit.into(),
-        1,
-        kind.max_page_limit().into(),
-    );
-    doc.at_least_u64("source.max_pages", raw.max_pages, 1);
-    doc.positive_duration("source.timeout", raw.timeout.0);
-    doc.positive_duration("source.connect_timeout", raw.connect_timeout.0);
-    if !doc.is_tainted("source.retry_base") {
-        doc.check(
-            raw.retry_max.0 >= raw.retry_base.0,
-            "source.retry_max",
-            || {
-                format!(
-                    "must be at least retry_base ({}), got {}",
-                    humantime::format_duration(raw.retry_base.0),
-                    humantime::format_duration(raw.retry_max.0)
-                )
-            },
+const SOURCE: &str = "source";
+
+pub(super) fn source_config(doc: &mut Doc, env: &BTreeMap<String, String>) -> Option<SourceConfig> {
+    let kind = kind(doc)?;
+    refuse_other_keys(doc, kind);
+    let mut common = part::<Common>(doc);
+    let http = part::<HttpLimits>(doc);
+    if let Some(c) = common.as_mut() {
+        let limit = c.page_limit.unwrap_or(kind.default_page_limit());
+        doc.between_u64(
+            "source.page_limit",
+            limit.into(),
+            1,
+            kind.max_page_limit().into(),
+        );
+        c.page_limit = Some(limit);
+        c.admin_key = secret(
+            doc,
+            env.get(ADMIN_KEY_VAR),
+            c.admin_key_file.as_ref(),
+            "source.admin_key_file",
         );
     }
-    let max_body_bytes = usize::try_from(raw.max_body_bytes).unwrap_or(usize::MAX);
-    doc.at_least_u64("source.max_body_bytes", raw.max_body_bytes, 1);
-    let public_key = public_key(doc, kind, raw.public_key.take());
-    let mut labels = std::mem::take(&mut raw.labels);
-    // The OpenTelemetry kinds name attributes, not row fields.
-    let otlp_labels = if kind.is_otlp() {
-        std::mem::take(&mut labels)
-    } else {
-        BTreeMap::new()
+    let (common, http) = (common?, http?);
+    let mut models_file = None;
+    let mut rows = |doc: &mut Doc, keys: RowKeys| -> Option<RowSettings> {
+        let r = part::<Rows>(doc)?;
+        models_file = r.models_file.clone();
+        Some(RowSettings {
+            session_key: keys.session_key,
+            labels: label_fields(doc, kind, keys.labels),
+            filter: common.filter.clone(),
+            page_limit: common.page_limit.unwrap_or(kind.default_page_limit()),
+            max_pages: common.max_pages,
+            session_lookback: r.session_lookback,
+            max_open_sessions: r.max_open_sessions,
+            max_kept_rows: r.max_kept_rows,
+        })
     };
-    let (filter, label_map) = filter_and_labels(doc, kind, labels, std::mem::take(&mut raw.filter));
-    let rows = row_config(doc, kind, &raw.session_key, label_map, &raw)?;
-    let mut otlp = otlp?;
-    otlp.mapping.labels = otlp::attribute_labels(doc, kind, otlp_labels);
+    let of_kind = match kind {
+        SourceKind::Reference => {
+            let (api, labels) = (part::<Api>(doc), part::<ReferenceLabels>(doc));
+            let labels = labels?.labels;
+            doc.check(
+                labels.is_empty() || common.filter.is_empty(),
+                "source.labels",
+                || "set source.filter or source.labels (its old spelling), not both".to_owned(),
+            );
+            return Some(SourceConfig {
+                common: Common {
+                    filter: if labels.is_empty() {
+                        common.filter.clone()
+                    } else {
+                        labels
+                    },
+                    ..common.clone()
+                },
+                http,
+                of_kind: KindConfig::Reference(api?),
+                models: Vec::new(),
+            });
+        }
+        SourceKind::Litellm => {
+            let api = part::<Api>(doc);
+            let keys = part::<RowKeys>(doc);
+            let r = rows(doc, keys?);
+            KindConfig::Litellm(api?, r?)
+        }
+        SourceKind::Langfuse => {
+            let api = part::<Api>(doc);
+            let pair = part::<LangfuseKeys>(doc);
+            let keys = part::<RowKeys>(doc);
+            let r = rows(doc, keys?);
+            KindConfig::Langfuse(api?, pair?, r?)
+        }
+        SourceKind::Otlp => {
+            let receiver = part::<Receiver>(doc).map(|mut r| {
+                r.token = secret(
+                    doc,
+                    env.get(OTLP_TOKEN_VAR),
+                    r.token_file.as_ref(),
+                    "source.token_file",
+                );
+                r
+            });
+            let mapping = part::<SpanMapping>(doc);
+            let r = rows(doc, RowKeys::default());
+            KindConfig::Otlp(receiver?, mapping?, r?)
+        }
+        SourceKind::OtlpFiles => {
+            let files = part::<Files>(doc).and_then(|f| {
+                let resolved = folder_of(&doc.file).join(&f.path);
+                doc.check(resolved.is_dir(), "source.path", || {
+                    format!("{} is not a folder", resolved.display())
+                })
+                .then_some(Files { path: resolved })
+            });
+            let mapping = part::<SpanMapping>(doc);
+            let r = rows(doc, RowKeys::default());
+            KindConfig::OtlpFiles(files?, mapping?, r?)
+        }
+    };
+    let models = match models_file {
+        None => Vec::new(),
+        Some(f) => {
+            let path = existing_file(doc, "source.models_file", f)?;
+            match prices::load_file(&path) {
+                Ok(models) => models,
+                Err(e) => {
+                    doc.check(false, "source.models_file", || e);
+                    return None;
+                }
+            }
+        }
+    };
     Some(SourceConfig {
-        kind,
-        api_url: api_url?,
-        admin_key,
-        public_key,
-        page_limit,
-        max_pages: raw.max_pages,
-        timeout: raw.timeout.0,
-        connect_timeout: raw.connect_timeout.0,
-        max_retries: raw.max_retries,
-        retry_base: raw.retry_base.0,
-        retry_max: raw.retry_max.0,
-        max_body_bytes,
-        labels: filter,
-        rows,
-        otlp,
+        common,
+        http,
+        of_kind,
+        models,
     })
 }
 
-/// Langfuse's public key: required there (it is half of the Basic auth),
-/// meaningless elsewhere.
-fn public_key(doc: &mut Doc, kind: SourceKind, key: Option<String>) -> Option<String> {
-    const PATH: &str = "source.public_key";
-    let key = key.filter(|k| !k.trim().is_empty());
-    if kind == SourceKind::Langfuse {
-        doc.check(key.is_some(), PATH, || {
-            "missing; Langfuse needs its public key (pk-lf-...) here or in \
-             COSTWATCH_SOURCE__PUBLIC_KEY, and its secret key as the admin key"
-                .to_owned()
-        });
-    } else {
-        doc.check(key.is_none(), PATH, || {
-            format!("only read with kind: langfuse (this source is {kind})")
-        });
-    }
-    key
+/// `source.kind`, reference when left out; `None` (reported) when it names
+/// no kind.
+fn kind(doc: &mut Doc) -> Option<SourceKind> {
+    let written = value_at(&doc.value, &[Seg::Key(SOURCE.to_owned())]).and_then(|s| s.get("kind"));
+    let text = match written {
+        None => return Some(SourceKind::Reference),
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+    };
+    let kind = SourceKind::parse(&text);
+    doc.check(kind.is_some(), "source.kind", || {
+        format!(
+            "unknown source kind `{}`; expected one of {}",
+            printable(&text),
+            SourceKind::ALL.map(SourceKind::as_str).join(", ")
+        )
+    });
+    kind
 }
 
-/// The label filter and, for row sources, the label map. `source.labels`
-/// is the filter's old spelling for the reference gateway and the label
-/// map for row sources; `source.filter` is the filter everywhere.
-fn filter_and_labels(
+/// Reports every key of the section `kind` does not read: one another
+/// kind reads names those kinds, any other is unknown.
+fn refuse_other_keys(doc: &mut Doc, kind: SourceKind) {
+    let Some(Value::Object(written)) = value_at(&doc.value, &[Seg::Key(SOURCE.to_owned())]) else {
+        return;
+    };
+    let written: Vec<String> = written.keys().cloned().collect();
+    let own = kind.keys();
+    for key in written.iter().filter(|k| !own.contains(k)) {
+        let path = child(SOURCE, key);
+        let readers: Vec<&str> = SourceKind::ALL
+            .into_iter()
+            .filter(|k| k.keys().contains(key))
+            .map(SourceKind::as_str)
+            .collect();
+        if readers.is_empty() {
+            let expected: Vec<String> = own.iter().map(|k| format!("`{k}`")).collect();
+            doc.unknown_key(
+                &path,
+                format!(
+                    "unknown field `{key}`, expected one of {}",
+                    expected.join(", ")
+                ),
+            );
+        } else {
+            doc.check(false, &path, || {
+                format!(
+                    "only read with kind: {} (this source is {kind})",
+                    either(&readers)
+                )
+            });
+        }
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn either(items: &[&str]) -> String {
+    match items.split_last() {
+        Some((last, [])) => (*last).to_owned(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// The part `P` of the section: its keys deserialized, its ranges and
+/// problems checked. A key `P` requires and the file leaves out is
+/// reported with the variable that can set it.
+fn part<P: Settings>(doc: &mut Doc) -> Option<P> {
+    let segs = [Seg::Key(SOURCE.to_owned())];
+    let keys = keys_of::<P>();
+    let schema = schemars::schema_for!(P).to_value();
+    let required = schema.get("required").and_then(Value::as_array);
+    let section = value_at(&doc.value, &segs);
+    let missing: Vec<String> = required
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|k| section.is_none_or(|s| s.get(*k).is_none()))
+        .map(str::to_owned)
+        .collect();
+    for key in &missing {
+        doc.check(false, &child(SOURCE, key), || {
+            format!(
+                "missing; set it in the file or with COSTWATCH_SOURCE__{}",
+                key.to_uppercase()
+            )
+        });
+    }
+    if !missing.is_empty() {
+        return None;
+    }
+    let part = doc.deserialize_keys_at::<P>(&segs, |k| keys.iter().any(|own| own == k), &[])?;
+    settings::check(doc, &segs, &part);
+    Some(part)
+}
+
+/// `source.labels` of LiteLLM and Langfuse: label name -> the row field
+/// its value comes from; each one that names no field is reported.
+fn label_fields(
     doc: &mut Doc,
     kind: SourceKind,
     labels: BTreeMap<String, String>,
-    filter: BTreeMap<String, String>,
-) -> (Labels, BTreeMap<String, LabelField>) {
-    doc.check(
-        filter.keys().all(|k| !k.is_empty()),
-        "source.filter",
-        || "label names must not be empty".to_owned(),
-    );
-    doc.check(
-        labels.keys().all(|k| !k.is_empty()),
-        "source.labels",
-        || "label names must not be empty".to_owned(),
-    );
-    if !kind.is_row_source() {
-        doc.check(
-            labels.is_empty() || filter.is_empty(),
-            "source.labels",
-            || "set source.filter or source.labels (its old spelling), not both".to_owned(),
-        );
-        let filter = if filter.is_empty() { labels } else { filter };
-        return (filter, BTreeMap::new());
-    }
-    let mut map = BTreeMap::new();
+) -> BTreeMap<String, LabelField> {
+    let mut out = BTreeMap::new();
     for (name, field) in labels {
         match LabelField::parse(&field, kind.label_fields()) {
             Ok(f) => {
-                map.insert(name, f);
+                out.insert(name, f);
             }
             Err(e) => {
                 doc.check(false, &format!("source.labels.{name}"), || e);
             }
         }
     }
-    (filter, map)
+    out
 }
 
-/// The settings only row sources read; set for another kind, they are
-/// refused rather than silently ignored.
-fn row_config(
+/// What the receiver needs of the other sections: a retention that keeps
+/// every call a window still reads (a span delayed by an exporter's retry
+/// queue is refused once older than it), and a state database the
+/// receiver and the detection job share (an in-memory SQLite is one per
+/// connection pool: the job would never see what was received).
+pub(super) fn check_with_windows_and_state(
     doc: &mut Doc,
-    kind: SourceKind,
-    session_key: &Option<String>,
-    labels: BTreeMap<String, LabelField>,
-    raw: &RawSource,
-) -> Option<RowConfig> {
-    if !kind.is_row_source() {
-        for (set, path) in [
-            (session_key.is_some(), "source.session_key"),
-            (raw.models_file.is_some(), "source.models_file"),
-        ] {
-            doc.check(!set, path, || {
-                format!(
-                    "only read by row sources (litellm, langfuse, otlp, otlp_files); \
-                     this source is {kind}"
-                )
-            });
-        }
-    }
-    if kind.is_otlp() {
-        doc.check(session_key.is_none(), "source.session_key", || {
-            format!(
-                "not read with kind: {kind}; spans are grouped by gen_ai.conversation.id, \
-                 then source.session_fallback"
-            )
-        });
-    }
-    let key = match session_key.as_deref() {
-        None => SessionKey::Session,
-        Some(s) => {
-            let parsed = SessionKey::parse(s);
-            doc.check(parsed.is_some(), "source.session_key", || {
-                format!(
-                    "`{}` is not a session key: use session_id, user, trace, \
-                     metadata.<key> or tag:<prefix>",
-                    printable(s)
-                )
-            });
-            parsed.unwrap_or(SessionKey::Session)
-        }
+    source: &SourceConfig,
+    windows: &WindowConfig,
+    state: &StateConfig,
+) {
+    let KindConfig::Otlp(receiver, _, rows) = &source.of_kind else {
+        return;
     };
-    let (models_file, models) = match raw.models_file.as_deref() {
-        None => (None, Vec::new()),
-        Some(f) => match existing_file(doc, "source.models_file", f) {
-            None => (None, Vec::new()),
-            Some(path) => match crate::source::prices::load_file(&path) {
-                Ok(models) => (Some(path), models),
-                Err(e) => {
-                    doc.check(false, "source.models_file", || e);
-                    (None, Vec::new())
-                }
-            },
-        },
-    };
-    doc.positive_duration("source.session_lookback", raw.session_lookback.0);
-    doc.at_least_u64("source.max_open_sessions", raw.max_open_sessions, 1);
-    Some(RowConfig {
-        session_key: key,
-        labels,
-        models_file,
-        models,
-        session_lookback: raw.session_lookback.0,
-        max_open_sessions: usize::try_from(raw.max_open_sessions).unwrap_or(usize::MAX),
-        max_kept_rows: usize::try_from(raw.max_kept_rows).unwrap_or(usize::MAX),
-    })
-}
-
-pub(super) fn api_url(doc: &mut Doc, raw: Option<&str>) -> Option<Url> {
-    const PATH: &str = "source.api_url";
-    let Some(raw) = raw else {
-        doc.check(false, PATH, || {
-            "missing; set it in the file or with COSTWATCH_SOURCE__API_URL".to_owned()
-        });
-        return None;
-    };
-    http_url(doc, PATH, raw)
-}
-
-/// The admin key: `COSTWATCH_ADMIN_KEY` when set and not empty, else the
-/// content of `admin_key_file`, else none.
-pub(super) fn admin_key(
-    doc: &mut Doc,
-    file: Option<&str>,
-    env: &BTreeMap<String, String>,
-) -> Option<Secret> {
-    secret(doc, env.get(ADMIN_KEY_VAR), file, "source.admin_key_file")
+    let needed = windows.size + windows.settle_lag + rows.session_lookback;
+    let retention = receiver.retention;
+    doc.check(retention >= needed, "source.retention", || {
+        format!(
+            "must be at least windows.size + windows.settle_lag + source.session_lookback ({}), \
+             got {}",
+            humantime::format_duration(needed),
+            humantime::format_duration(retention)
+        )
+    });
+    doc.check(!state.url.contains(":memory:"), "state.url", || {
+        "kind otlp keeps received calls in the state database: an in-memory one is not \
+         shared between the receiver and the detection job; use a file or PostgreSQL"
+            .to_owned()
+    });
 }

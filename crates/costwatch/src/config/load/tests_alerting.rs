@@ -146,8 +146,8 @@ fn plain_smtp_is_only_allowed_to_a_loopback_host() -> TestResult {
         let got = load_with_env(&path, &BTreeMap::new());
         match (got, want) {
             (Ok(config), Some(port)) => {
-                let email = config.notify.email.ok_or("no email channel")?;
-                assert_eq!(email.port, *port, "{host} {security}");
+                let email = config.sections.notify.email.ok_or("no email channel")?;
+                assert_eq!(email.port(), *port, "{host} {security}");
             }
             (Err(err), None) => {
                 let shown = shown(&err, dir.path());
@@ -170,7 +170,7 @@ fn every_channel_loads_with_its_settings() -> TestResult {
     let config = load_with_env(&fixtures().join("notify.yaml"), &BTreeMap::new())?;
     let email = config.notify.email.as_ref().ok_or("no email channel")?;
     assert_eq!(
-        (email.host.as_str(), email.port, email.security),
+        (email.host.as_str(), email.port(), email.security),
         ("127.0.0.1", 25, SmtpSecurity::None)
     );
     assert_eq!(email.ca_file, Some(fixtures().join("ca.pem")));
@@ -253,6 +253,7 @@ fn smtp_password_comes_from_env_or_file_and_never_shows() -> TestResult {
     let email = |env: &[(&str, &str)]| -> Result<Option<String>, Box<dyn Error>> {
         let config = load_with_env(&path, &env_of(env))?;
         Ok(config
+            .sections
             .notify
             .email
             .and_then(|e| e.password)
@@ -355,7 +356,7 @@ fn env_overrides_reach_the_alerting_sections() -> TestResult {
             ),
         ]),
     )?;
-    assert_eq!(config.schedule.cron_text, "*/10 * * * *");
+    assert_eq!(config.schedule.cron.text(), "*/10 * * * *");
     assert_eq!(config.schedule.timezone, chrono_tz::Tz::Europe__Berlin);
     let t = DateTime::parse_from_rfc3339("2026-05-04T12:03:10Z")?.with_timezone(&Utc);
     assert_eq!(
@@ -365,15 +366,18 @@ fn env_overrides_reach_the_alerting_sections() -> TestResult {
     assert_eq!(config.alerts.cooldown, Duration::from_secs(3600));
     assert!(!config.alerts.send_resolved);
     assert_eq!(config.server.listen, None);
-    let email = config.notify.email.ok_or("no email channel")?;
-    assert_eq!((email.host.as_str(), email.port), ("smtp.example.com", 465));
+    let email = config.sections.notify.email.ok_or("no email channel")?;
+    assert_eq!(
+        (email.host.as_str(), email.port()),
+        ("smtp.example.com", 465)
+    );
     assert_eq!(email.to, ["a@example.com", "b@example.com"]);
     // The 6-field form and a quoted value work too.
     let config = load_with_env(
         &fixtures().join("minimal.yaml"),
         &env_of(&[("COSTWATCH_SCHEDULE__CRON", "'0 */10 * * * *'")]),
     )?;
-    assert_eq!(config.schedule.cron_text, "0 */10 * * * *");
+    assert_eq!(config.schedule.cron.text(), "0 */10 * * * *");
     Ok(())
 }
 

@@ -17,16 +17,21 @@ fn shipped_example_config_and_rules_load_with_the_defaults() -> TestResult {
     assert_eq!(config.path, path);
     let s = &config.source;
     assert_eq!(
-        s.api_url.as_ref().map(|u| u.as_str()),
+        s.api_url().map(|u| u.as_str()),
         Some("http://127.0.0.1:8080/v1")
     );
-    assert!(s.admin_key.is_none());
+    assert!(s.common.admin_key.is_none());
     assert_eq!(
-        (s.page_limit, s.max_retries, s.max_body_bytes),
+        (s.page_limit(), s.http.max_retries, s.http.max_body_bytes),
         (50, 5, 8_388_608)
     );
     assert_eq!(
-        [s.timeout, s.connect_timeout, s.retry_base, s.retry_max],
+        [
+            s.http.timeout,
+            s.http.connect_timeout,
+            s.http.retry_base,
+            s.http.retry_max,
+        ],
         [
             Duration::from_secs(30),
             Duration::from_secs(5),
@@ -34,7 +39,7 @@ fn shipped_example_config_and_rules_load_with_the_defaults() -> TestResult {
             Duration::from_secs(60)
         ]
     );
-    assert!(s.labels.is_empty());
+    assert!(s.common.filter.is_empty());
     let w = &config.windows;
     assert_eq!(
         [w.size, w.settle_lag, w.max_backfill],
@@ -81,7 +86,7 @@ fn shipped_example_config_and_rules_load_with_the_defaults() -> TestResult {
 /// The defaults of `schedule`, `alerts` and `notify`.
 fn assert_default_sections(config: &Config) -> TestResult {
     let s = &config.schedule;
-    assert_eq!(s.cron_text, "*/5 * * * *");
+    assert_eq!(s.cron.text(), "*/5 * * * *");
     assert_eq!(s.timezone, chrono_tz::Tz::UTC);
     assert_eq!(s.max_catch_up_windows, 672);
     let t = DateTime::parse_from_rfc3339("2026-05-04T12:03:10Z")?.with_timezone(&Utc);
@@ -241,7 +246,7 @@ fn env_overrides_replace_file_values() -> TestResult {
         ]),
     )?;
     assert_eq!(
-        config.source.api_url.as_ref().map(|u| u.as_str()),
+        config.source.api_url().map(|u| u.as_str()),
         Some("http://127.0.0.1:9/v1")
     );
     assert_eq!(config.windows.size, Duration::from_secs(300));
@@ -253,7 +258,7 @@ fn env_overrides_replace_file_values() -> TestResult {
         (1, 1)
     );
     // Values the environment does not touch keep the file's or the default.
-    assert_eq!(config.source.page_limit, 50);
+    assert_eq!(config.source.page_limit(), 50);
     Ok(())
 }
 
@@ -310,7 +315,7 @@ fn bad_env_overrides_are_reported_against_the_variable() -> TestResult {
 #[test]
 fn the_bounds_of_a_read_default_load_and_are_checked() -> TestResult {
     let config = load_with_env(&fixtures().join("minimal.yaml"), &BTreeMap::new())?;
-    assert_eq!(config.source.max_pages, 100_000);
+    assert_eq!(config.source.common.max_pages, 100_000);
     assert_eq!(config.schedule.tick_timeout, Duration::from_secs(30 * 60));
 
     let env = env_of(&[
@@ -318,7 +323,7 @@ fn the_bounds_of_a_read_default_load_and_are_checked() -> TestResult {
         ("COSTWATCH_SCHEDULE__TICK_TIMEOUT", "90s"),
     ]);
     let config = load_with_env(&fixtures().join("minimal.yaml"), &env)?;
-    assert_eq!(config.source.max_pages, 2000);
+    assert_eq!(config.source.common.max_pages, 2000);
     assert_eq!(config.schedule.tick_timeout, Duration::from_secs(90));
 
     assert_eq!(
@@ -371,7 +376,7 @@ fn api_url_is_required_from_the_file_or_the_environment() -> TestResult {
     let env = env_of(&[("COSTWATCH_SOURCE__API_URL", "https://gateway.example/v1")]);
     let config = load_with_env(&path, &env)?;
     assert_eq!(
-        config.source.api_url.as_ref().map(|u| u.as_str()),
+        config.source.api_url().map(|u| u.as_str()),
         Some("https://gateway.example/v1")
     );
     // A `rules` folder next to the file is not picked up by itself: with no
@@ -464,7 +469,7 @@ fn admin_key_comes_from_env_or_file_and_never_shows() -> TestResult {
     ];
     for (name, env, want) in cases {
         let config = load_with_env(&fixtures().join(name), &env_of(env))?;
-        let key = config.source.admin_key.as_ref().map(Secret::expose);
+        let key = config.source.common.admin_key.as_ref().map(Secret::expose);
         assert_eq!(key, *want, "{name} {env:?}");
         let debug = format!("{config:?}");
         assert!(
@@ -537,7 +542,9 @@ fn the_server_tokenizer_asks_the_model_servers_endpoint() -> TestResult {
     // By default, llama-cpp-python's endpoint below the model's origin.
     let text = "investigation:\n  llm_url: http://127.0.0.1:9000/v1\n  tokenizer: server\n";
     let (_dir, path) = config_in_tempdir(text, &[])?;
-    let inv = load_with_env(&path, &BTreeMap::new())?.investigation;
+    let inv = load_with_env(&path, &BTreeMap::new())?
+        .sections
+        .investigation;
     assert_eq!(inv.tokenizer, TokenizerChoice::Server);
     assert_eq!(
         inv.tokenize_url.as_ref().map(|u| u.as_str()),
@@ -548,7 +555,9 @@ fn the_server_tokenizer_asks_the_model_servers_endpoint() -> TestResult {
     let text = "investigation:\n  tokenizer: server\n  \
         tokenize_url: http://10.0.0.7:8000/extras/tokenize\n  template_escapes_html: true\n";
     let (_dir, path) = config_in_tempdir(text, &[])?;
-    let inv = load_with_env(&path, &BTreeMap::new())?.investigation;
+    let inv = load_with_env(&path, &BTreeMap::new())?
+        .sections
+        .investigation;
     assert_eq!(
         inv.tokenize_url.as_ref().map(|u| u.as_str()),
         Some("http://10.0.0.7:8000/extras/tokenize")

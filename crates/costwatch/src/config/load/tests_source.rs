@@ -2,6 +2,7 @@
 
 use super::tests_support::*;
 use super::*;
+use crate::config::KindConfig;
 use crate::source::SourceKind;
 use crate::source::rows::{LabelField, SessionKey};
 use std::fs;
@@ -38,26 +39,26 @@ fn a_litellm_source_reads_its_row_settings() -> TestResult {
     )?
     .map_err(|p| p.join("\n"))?;
     let s = &config.source;
-    assert_eq!(s.kind, SourceKind::Litellm);
-    assert_eq!(s.page_limit, 500, "the row sources' default page");
+    assert_eq!(s.kind(), SourceKind::Litellm);
+    assert_eq!(s.page_limit(), 500, "the row sources' default page");
+    let rows = s.rows().ok_or("no row settings")?;
     assert_eq!(
-        s.rows.session_key,
+        rows.session_key,
         SessionKey::Metadata("conversation".into())
     );
     assert_eq!(
-        s.rows.labels.get("feature"),
+        rows.labels.get("feature"),
         Some(&LabelField::Tag("feature".into()))
     );
     assert_eq!(
-        s.rows.labels.get("team"),
+        rows.labels.get("team"),
         Some(&LabelField::Field("team_id".into()))
     );
-    assert_eq!(s.labels.get("env").map(String::as_str), Some("prod"));
-    assert_eq!(s.rows.models.len(), 1);
-    assert_eq!(s.rows.models[0].id, "house-model");
-    assert_eq!(s.rows.session_lookback, Duration::from_secs(7200));
-    let settings = s.row_settings();
-    assert_eq!(settings.filter, s.labels);
+    assert_eq!(s.common.filter.get("env").map(String::as_str), Some("prod"));
+    assert_eq!(s.models.len(), 1);
+    assert_eq!(s.models[0].id, "house-model");
+    assert_eq!(rows.session_lookback, Duration::from_secs(7200));
+    assert_eq!(rows.filter, s.common.filter);
     Ok(())
 }
 
@@ -68,9 +69,9 @@ fn the_reference_source_keeps_labels_as_its_filter() -> TestResult {
         &[],
     )?
     .map_err(|p| p.join("\n"))?;
-    assert_eq!(config.source.kind, SourceKind::Reference);
+    assert_eq!(config.source.kind(), SourceKind::Reference);
     assert_eq!(
-        config.source.labels.get("env").map(String::as_str),
+        config.source.common.filter.get("env").map(String::as_str),
         Some("prod")
     );
     Ok(())
@@ -87,7 +88,7 @@ fn source_mistakes_name_the_line_and_the_setting() -> TestResult {
         (
             "  kind: langfuse\n  api_url: http://h\n",
             &[],
-            "source.public_key: missing; Langfuse needs its public key",
+            "source.public_key: missing; set it in the file or with COSTWATCH_SOURCE__PUBLIC_KEY",
         ),
         (
             "  api_url: http://h\n  public_key: pk-lf-1\n",
@@ -97,7 +98,7 @@ fn source_mistakes_name_the_line_and_the_setting() -> TestResult {
         (
             "  api_url: http://h\n  session_key: user\n",
             &[],
-            "source.session_key: only read by row sources",
+            "source.session_key: only read with kind: litellm or langfuse (this source is reference)",
         ),
         (
             "  kind: litellm\n  api_url: http://h\n  session_key: conversation\n",
@@ -166,39 +167,43 @@ fn an_otlp_source_needs_no_url_nor_key_and_reads_its_receiver_settings() -> Test
     )?
     .map_err(|p| p.join("\n"))?;
     let s = &config.source;
-    assert_eq!(s.kind, SourceKind::Otlp);
-    assert!(s.api_url.is_none() && s.admin_key.is_none());
-    let o = &s.otlp;
+    assert_eq!(s.kind(), SourceKind::Otlp);
+    assert!(s.api_url().is_none() && s.common.admin_key.is_none());
+    let KindConfig::Otlp(o, mapping, rows) = &s.of_kind else {
+        return Err("not otlp".into());
+    };
     assert_eq!(o.listen.to_string(), "0.0.0.0:14318");
     assert_eq!(o.token.as_ref().map(|t| t.expose()), Some("tok-123"));
     assert_eq!(
-        o.mapping.fallback,
+        mapping.fallback,
         SessionFallback::Attr(AttrRef::Resource("service.instance.id".into()))
     );
-    assert_eq!(o.mapping.input_tokens, InputTokens::Uncached);
-    assert!(o.mapping.resource_labels);
+    assert_eq!(mapping.input_tokens, InputTokens::Uncached);
+    assert!(mapping.resource_labels);
     assert_eq!(
-        o.mapping.labels.get("team"),
+        mapping.labels.get("team"),
         Some(&AttrRef::Span("app.team".into()))
     );
     assert_eq!(
-        o.mapping.labels.get("region"),
+        mapping.labels.get("region"),
         Some(&AttrRef::Resource("cloud.region".into()))
     );
-    assert!(s.rows.labels.is_empty(), "attributes are not row fields");
+    assert!(rows.labels.is_empty(), "attributes are not row fields");
     assert_eq!(o.max_request_bytes, 1_048_576);
     assert_eq!(o.max_requests_per_second, 50);
     assert_eq!(o.retention, Duration::from_secs(3 * 86_400));
 
     let defaults = load_source("  kind: otlp\n", &[])?.map_err(|p| p.join("\n"))?;
-    let o = &defaults.source.otlp;
+    let KindConfig::Otlp(o, mapping, _) = &defaults.source.of_kind else {
+        return Err("not otlp".into());
+    };
     assert_eq!(
         o.listen.to_string(),
         "127.0.0.1:4318",
         "loopback by default"
     );
     assert!(o.token.is_none());
-    assert_eq!(o.mapping.fallback, SessionFallback::Trace);
+    assert_eq!(mapping.fallback, SessionFallback::Trace);
     Ok(())
 }
 
@@ -214,7 +219,7 @@ fn otlp_settings_are_checked_and_refused_where_not_read() -> TestResult {
         (
             "  kind: otlp\n  api_url: http://h\n",
             &[],
-            "source.api_url: not read with kind: otlp",
+            "source.api_url: only read with kind: reference, litellm or langfuse (this source is otlp)",
         ),
         (
             "  kind: otlp\n  listen: localhost\n",
@@ -239,7 +244,7 @@ fn otlp_settings_are_checked_and_refused_where_not_read() -> TestResult {
         (
             "  kind: otlp\n  session_key: trace\n",
             &[],
-            "source.session_key: not read with kind: otlp",
+            "source.session_key: only read with kind: litellm or langfuse (this source is otlp)",
         ),
         (
             "  kind: otlp\n  retention: 1h\n",
@@ -280,9 +285,9 @@ fn otlp_settings_are_checked_and_refused_where_not_read() -> TestResult {
         );
     }
     let files = load_source("  kind: otlp_files\n  path: .\n", &[])?.map_err(|p| p.join("\n"))?;
-    assert!(
-        files.source.otlp.path.is_some(),
-        "resolved against the config's folder"
-    );
+    let KindConfig::OtlpFiles(f, ..) = &files.source.of_kind else {
+        return Err("not otlp_files".into());
+    };
+    assert!(f.path.is_absolute(), "resolved against the config's folder");
     Ok(())
 }

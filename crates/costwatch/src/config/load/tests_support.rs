@@ -47,12 +47,11 @@ pub(super) fn fixture_problems(
 pub(super) const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_by`, `state`, \
     `detection`, `schedule`, `alerts`, `notify`, `server`, `investigation`, `rules`";
 
-pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `api_url`, `admin_key_file`, \
-    `public_key`, `page_limit`, `max_pages`, `timeout`, `connect_timeout`, `max_retries`, \
-    `retry_base`, `retry_max`, `max_body_bytes`, `labels`, `filter`, `session_key`, `models_file`, \
-    `session_lookback`, `max_open_sessions`, `max_kept_rows`, `listen`, `token_file`, `path`, \
-    `session_fallback`, `input_tokens`, `resource_labels`, `max_request_bytes`, \
-    `max_requests_per_second`, `retention`";
+/// The keys of a reference gateway's `source` section: `kind`, those
+/// every kind reads, then its own, each part's in name order.
+pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `admin_key_file`, `filter`, \
+    `max_pages`, `page_limit`, `connect_timeout`, `max_body_bytes`, `max_retries`, `retry_base`, \
+    `retry_max`, `timeout`, `api_url`, `labels`";
 
 /// The rules of `rules/`: one rule of each kind with its settings'
 /// defaults. The shipped rule files write every setting out, so comparing

@@ -3,22 +3,21 @@
 //! ([`NoCache`], [`OversizedModel`], [`RetryLoop`]), every key's doc,
 //! default and range written once, on its field. The rule files' JSON
 //! Schema is generated from these, and the loader (`config::load`) checks
-//! the ranges the schema states. What a range cannot say (a duration above
-//! zero) each kind says in [`RuleSettings::problems`], and the keys it no
-//! longer reads in [`RuleSettings::REMOVED`].
+//! the ranges the schema states. What a range cannot say each kind says in
+//! [`Settings::problems`], and the
+//! keys it no longer reads in [`RuleSettings::REMOVED`].
 
 mod no_cache;
 mod oversized_model;
 mod retry_loop;
-pub(crate) mod units;
 
 pub use no_cache::NoCache;
 pub use oversized_model::OversizedModel;
 pub use retry_loop::RetryLoop;
 
 use crate::domain::{Labels, Severity};
+use crate::settings::Settings;
 use schemars::JsonSchema;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::Deref;
@@ -120,17 +119,12 @@ pub type OversizedModelRule = Rule<OversizedModel>;
 pub type RetryLoopRule = Rule<RetryLoop>;
 
 /// The settings of one kind of rule.
-pub trait RuleSettings: DeserializeOwned + JsonSchema + Default + Sized {
+pub trait RuleSettings: Settings + Default + Sized {
     /// The rule file's key for the kind.
     const KIND: &'static str;
     /// Keys an earlier release read and this one refuses, each with what
     /// replaced it.
     const REMOVED: &'static [(&'static str, &'static str)] = &[];
-    /// What the schema's ranges cannot say: `(key, message)` for each
-    /// problem.
-    fn problems(&self) -> Vec<(&'static str, String)> {
-        Vec::new()
-    }
     /// Where the kind's rules go.
     fn list(rules: &mut Rules) -> &mut Vec<Rule<Self>>;
 }

@@ -1,7 +1,8 @@
 //! The settings of a `no_cache` rule.
 
-use super::units::{seconds, seconds_by_model};
 use super::{Rule, RuleSettings, Rules};
+use crate::settings::units::{seconds, seconds_by_model};
+use crate::settings::{Issue, Settings};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -94,6 +95,29 @@ impl Default for NoCache {
 const SINGLE_MISS: &str =
     "a single missed read is never a finding, beside its group's uncached sessions or not";
 
+impl Settings for NoCache {
+    fn problems(&self) -> Vec<Issue> {
+        let least_tokens = self.model_min_cacheable_tokens.values().min();
+        let least_lifetime = self.model_cache_lifetime.values().min();
+        [
+            least_tokens.filter(|l| **l < 1).map(|l| {
+                Issue::new(
+                    "model_min_cacheable_tokens",
+                    format!("must be at least 1, got {l}"),
+                )
+            }),
+            Issue::when(
+                least_lifetime.is_some_and(Duration::is_zero),
+                "model_cache_lifetime_seconds",
+                || "must be at least 1, got 0".to_owned(),
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
 impl RuleSettings for NoCache {
     const KIND: &'static str = "no_cache";
     const REMOVED: &'static [(&'static str, &'static str)] = &[
@@ -104,27 +128,6 @@ impl RuleSettings for NoCache {
             "every finding is judged call by call from its request rows",
         ),
     ];
-
-    fn problems(&self) -> Vec<(&'static str, String)> {
-        let mut out = Vec::new();
-        if let Some(least) = self.model_min_cacheable_tokens.values().min()
-            && *least < 1
-        {
-            out.push((
-                "model_min_cacheable_tokens",
-                format!("must be at least 1, got {least}"),
-            ));
-        }
-        if let Some(least) = self.model_cache_lifetime.values().min()
-            && least.is_zero()
-        {
-            out.push((
-                "model_cache_lifetime_seconds",
-                "must be at least 1, got 0".to_owned(),
-            ));
-        }
-        out
-    }
 
     fn list(rules: &mut Rules) -> &mut Vec<Rule<NoCache>> {
         &mut rules.no_cache

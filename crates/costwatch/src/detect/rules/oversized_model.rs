@@ -1,7 +1,8 @@
 //! The settings of an `oversized_model` rule.
 
-use super::units::with_unit;
 use super::{Rule, RuleSettings, Rules};
+use crate::settings::Settings;
+use crate::settings::units::positive;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -49,7 +50,7 @@ pub struct OversizedModel {
     /// history takes that as its new normal: until then its sessions are
     /// flagged, however many do it, and its history keeps what it did
     /// before. A duration with a unit, such as `7d` or `36h`.
-    #[serde(with = "with_unit")]
+    #[serde(with = "positive")]
     #[schemars(with = "String")]
     pub accept_after: Duration,
     /// Smallest estimated waste worth a finding, in USD.
@@ -77,6 +78,8 @@ impl Default for OversizedModel {
 /// Why the settings that read a move from the newest sessions went.
 const MOVE_READ_FROM_SESSIONS: &str = "costwatch no longer concludes that a group moved to a premium model on purpose; declare the move with design_model, and accept_after says when an undeclared one becomes the group's normal";
 
+impl Settings for OversizedModel {}
+
 impl RuleSettings for OversizedModel {
     const KIND: &'static str = "oversized_model";
     const REMOVED: &'static [(&'static str, &'static str)] = &[
@@ -84,14 +87,6 @@ impl RuleSettings for OversizedModel {
         ("moved_after_sessions", MOVE_READ_FROM_SESSIONS),
         ("moved_wait_minutes", MOVE_READ_FROM_SESSIONS),
     ];
-
-    fn problems(&self) -> Vec<(&'static str, String)> {
-        if self.accept_after.is_zero() {
-            vec![("accept_after", "must be greater than 0".to_owned())]
-        } else {
-            Vec::new()
-        }
-    }
 
     fn list(rules: &mut Rules) -> &mut Vec<Rule<OversizedModel>> {
         &mut rules.oversized_model

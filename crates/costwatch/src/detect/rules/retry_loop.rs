@@ -1,7 +1,8 @@
 //! The settings of a `retry_loop` rule.
 
-use super::units::seconds;
 use super::{Rule, RuleSettings, Rules};
+use crate::settings::Settings;
+use crate::settings::units::seconds;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -99,6 +100,8 @@ impl Default for RetryLoop {
         }
     }
 }
+
+impl Settings for RetryLoop {}
 
 impl RuleSettings for RetryLoop {
     const KIND: &'static str = "retry_loop";

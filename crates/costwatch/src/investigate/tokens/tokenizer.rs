@@ -19,7 +19,9 @@ use crate::investigate::model::{ChatMessage, ChatRequest, FunctionTool};
 use serde_json::Value;
 
 /// Which tokenizer counts prompts (`investigation.tokenizer`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenizerChoice {
     /// By the model's name: OpenAI families get theirs, others the bound.

@@ -70,5 +70,5 @@ mod tests;
 pub use self::decode::{DecodeError, Encoding, decode_json_line, decode_request, encode_response};
 pub use self::files::{DEFAULT_MAX_CACHED_CALLS, OtlpFilesReader};
 pub use self::map::{Mapped, SpanCall, map_spans};
-pub use self::settings::{AttrRef, InputTokens, SessionFallback, SpanMapping};
+pub use self::settings::{AttrRef, Files, InputTokens, Receiver, SessionFallback, SpanMapping};
 pub use self::stored::StoredCalls;

@@ -1,12 +1,22 @@
-//! How spans become call rows: the session fallback, the labels and what
-//! `gen_ai.usage.input_tokens` counts (`source.session_fallback`,
-//! `source.labels`, `source.resource_labels`, `source.input_tokens`).
+//! The `source` keys of the OpenTelemetry kinds: how spans become call
+//! rows ([`SpanMapping`]: the session fallback, the labels and what
+//! `gen_ai.usage.input_tokens` counts), the receiver of `otlp`
+//! ([`Receiver`]) and the folder of `otlp_files` ([`Files`]).
 
+use crate::secret::Secret;
+use crate::settings::units::with_unit;
+use crate::settings::{Issue, Settings, empty_label_name, spelled_as_text};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// An attribute named in the config: `span.<key>` or `resource.<key>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum AttrRef {
     /// An attribute of the span itself. Written `span.<key>`.
     Span(String),
@@ -34,6 +44,8 @@ impl AttrRef {
     }
 }
 
+spelled_as_text!(AttrRef);
+
 impl fmt::Display for AttrRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -46,7 +58,8 @@ impl fmt::Display for AttrRef {
 /// What a span without a conversation id is grouped by
 /// (`source.session_fallback`): `trace` (default), `span.<key>` or
 /// `resource.<key>`, or `none` (each call judged on its own).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum SessionFallback {
     /// The trace: every model call of one trace is one session. Written
     /// `trace`.
@@ -73,6 +86,8 @@ impl SessionFallback {
     }
 }
 
+spelled_as_text!(SessionFallback);
+
 impl fmt::Display for SessionFallback {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -85,7 +100,8 @@ impl fmt::Display for SessionFallback {
 
 /// Whether `gen_ai.usage.input_tokens` includes the cache reads and writes
 /// (`source.input_tokens`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum InputTokens {
     /// Taken as the whole prompt unless the cache reads and writes add up
     /// to more than it, which only a count without them can do. Written
@@ -113,6 +129,8 @@ impl InputTokens {
     }
 }
 
+spelled_as_text!(InputTokens);
+
 impl fmt::Display for InputTokens {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -123,19 +141,35 @@ impl fmt::Display for InputTokens {
     }
 }
 
-/// How spans become call rows.
-#[derive(Debug, Clone, PartialEq)]
+/// How spans become call rows (`otlp`, `otlp_files`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
 pub struct SpanMapping {
-    /// What a span without a conversation id is grouped by.
+    /// What a span without `gen_ai.conversation.id` is grouped by:
+    /// `trace`, `span.<key>`, `resource.<key>`, or `none` (each call
+    /// judged on its own).
+    #[serde(rename = "session_fallback")]
+    #[schemars(with = "String")]
     pub fallback: SessionFallback,
-    /// Label name -> the attribute its value comes from, on top of the
-    /// resource's (`source.labels`).
+    /// Label name -> the attribute its value comes from (`span.<key>` or
+    /// `resource.<key>`), on top of the resource's.
+    #[schemars(with = "BTreeMap<String, String>")]
     pub labels: BTreeMap<String, AttrRef>,
     /// Whether every string-valued resource attribute (`service.name`,
-    /// ...) becomes a label of its own name (`source.resource_labels`).
+    /// ...) becomes a label of its own name.
     pub resource_labels: bool,
-    /// What `gen_ai.usage.input_tokens` counts.
+    /// Whether `gen_ai.usage.input_tokens` includes the cache reads and
+    /// writes: `auto`, `total` or `uncached`.
+    #[schemars(with = "String")]
     pub input_tokens: InputTokens,
+}
+
+impl Settings for SpanMapping {
+    fn problems(&self) -> Vec<Issue> {
+        empty_label_name("labels", &self.labels)
+            .into_iter()
+            .collect()
+    }
 }
 
 impl Default for SpanMapping {
@@ -150,3 +184,86 @@ impl Default for SpanMapping {
         }
     }
 }
+
+/// The OTLP/HTTP receiver of `otlp`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Receiver {
+    /// Where the receiver listens (OTLP/HTTP's usual port, on loopback).
+    #[serde(deserialize_with = "listen")]
+    #[schemars(with = "String")]
+    pub listen: SocketAddr,
+    /// File holding the bearer token exporters must send, relative to the
+    /// configuration's folder; `COSTWATCH_OTLP_TOKEN` wins.
+    pub token_file: Option<PathBuf>,
+    /// The token, from `COSTWATCH_OTLP_TOKEN` or `token_file`.
+    #[serde(skip)]
+    pub token: Option<Secret>,
+    /// Largest request body, as sent.
+    #[schemars(range(min = 1024))]
+    pub max_request_bytes: usize,
+    /// Requests a second before exporters are asked to wait.
+    #[schemars(range(min = 1))]
+    pub max_requests_per_second: u32,
+    /// How long received calls are kept, at most 3650d; at least
+    /// `windows.size + windows.settle_lag + source.session_lookback`.
+    #[serde(with = "with_unit")]
+    #[schemars(with = "String")]
+    pub retention: Duration,
+}
+
+/// Where the receiver listens by default.
+const DEFAULT_LISTEN: SocketAddr = SocketAddr::V4(std::net::SocketAddrV4::new(
+    std::net::Ipv4Addr::LOCALHOST,
+    4318,
+));
+
+/// Longest `retention`: ten years.
+const MAX_RETENTION: Duration = Duration::from_secs(3650 * 24 * 3600);
+
+fn listen<'de, D: serde::Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+    let text = String::deserialize(d)?;
+    text.parse().map_err(|_| {
+        serde::de::Error::custom(format!(
+            "must be an ip address and port such as `{DEFAULT_LISTEN}`, got `{}`",
+            crate::printable::printable(&text)
+        ))
+    })
+}
+
+impl Default for Receiver {
+    fn default() -> Self {
+        Receiver {
+            listen: DEFAULT_LISTEN,
+            token_file: None,
+            token: None,
+            max_request_bytes: 8 * 1024 * 1024,
+            max_requests_per_second: 200,
+            retention: Duration::from_secs(7 * 24 * 3600),
+        }
+    }
+}
+
+impl Settings for Receiver {
+    fn problems(&self) -> Vec<Issue> {
+        Issue::when(self.retention > MAX_RETENTION, "retention", || {
+            format!(
+                "must be at most 3650d, got {}",
+                humantime::format_duration(self.retention)
+            )
+        })
+        .into_iter()
+        .collect()
+    }
+}
+
+/// The files `otlp_files` reads.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Files {
+    /// The folder of OTLP/JSON files (the Collector's file exporter's),
+    /// relative to the configuration's folder.
+    pub path: PathBuf,
+}
+
+impl Settings for Files {}

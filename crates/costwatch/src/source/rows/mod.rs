@@ -15,7 +15,7 @@ mod settings;
 mod source;
 
 pub use self::aggregate::{PER_CALL_LABEL, PER_CALL_VALUE, per_call_id};
-pub use self::settings::{LabelField, RowSettings, SessionKey};
+pub use self::settings::{LabelField, RowKeys, RowSettings, Rows, SessionKey};
 pub use self::source::RowSource;
 
 use super::{Labels, ModelPrice, ReadStats, RequestStatus, SourceError};

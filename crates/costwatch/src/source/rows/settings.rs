@@ -1,15 +1,75 @@
-//! What groups a row source's calls into sessions and which of their fields
-//! become labels (`source.session_key`, `source.labels`).
+//! The `source` keys of the row sources: what groups a system's calls into
+//! sessions and which of their fields become labels ([`RowKeys`], LiteLLM
+//! and Langfuse), and how far and how much is read ([`Rows`], every kind
+//! but the reference gateway); [`RowSettings`], what a reader is given.
 
+use crate::settings::Settings;
+use crate::settings::units::positive;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
+/// `source.session_key` and `source.labels` of LiteLLM and Langfuse.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct RowKeys {
+    /// What groups calls into sessions: `session_id` (the system's own),
+    /// `user`, `trace`, `metadata.<key>` or `tag:<prefix>`.
+    #[schemars(with = "String")]
+    pub session_key: SessionKey,
+    /// Label name -> the row field its value comes from: `metadata.<key>`,
+    /// `tag:<prefix>` or one of the kind's row fields (`team_id`, `user`,
+    /// ...).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Settings for RowKeys {}
+
+/// The `source` keys every row source reads: how far before a window
+/// calls are read, and how much is held.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Rows {
+    /// A price table in the `GET /models` shape, for models the system
+    /// does not price, relative to the configuration's folder.
+    pub models_file: Option<PathBuf>,
+    /// How far before a window calls are read, so that a session that began
+    /// earlier is counted whole.
+    #[serde(with = "positive")]
+    #[schemars(with = "String")]
+    pub session_lookback: Duration,
+    /// Most open sessions held while a window is read; more fails the read
+    /// with an error that says to shorten the window.
+    #[schemars(range(min = 1))]
+    pub max_open_sessions: usize,
+    /// Most calls kept in memory for drill-downs after a read; sessions
+    /// beyond it are read again when drilled into.
+    pub max_kept_rows: usize,
+}
+
+impl Default for Rows {
+    fn default() -> Self {
+        Rows {
+            models_file: None,
+            session_lookback: Duration::from_secs(6 * 3600),
+            max_open_sessions: 2_000_000,
+            max_kept_rows: 500_000,
+        }
+    }
+}
+
+impl Settings for Rows {}
+
 /// What groups calls into a session (`source.session_key`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
 pub enum SessionKey {
     /// The system's own session id (`session_id`): LiteLLM's `session_id`
     /// column, Langfuse's `sessionId`. Written `session_id`.
+    #[default]
     Session,
     /// The value of one metadata key. Written `metadata.<key>`.
     Metadata(String),
@@ -38,6 +98,26 @@ impl SessionKey {
                 }
             }
         }
+    }
+}
+
+impl TryFrom<String> for SessionKey {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<SessionKey, String> {
+        SessionKey::parse(&s).ok_or_else(|| {
+            format!(
+                "`{}` is not a session key: use session_id, user, trace, metadata.<key> or \
+                 tag:<prefix>",
+                crate::printable::printable(&s)
+            )
+        })
+    }
+}
+
+impl From<SessionKey> for String {
+    fn from(k: SessionKey) -> String {
+        k.to_string()
     }
 }
 
@@ -88,27 +168,42 @@ impl LabelField {
     }
 }
 
-/// How a row source maps its rows, from the `source` section.
+/// What a row reader is given, from the `source` section: [`RowKeys`],
+/// [`Rows`] and the keys every kind reads.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowSettings {
-    /// What groups calls into sessions.
+    /// `source.session_key`.
     pub session_key: SessionKey,
-    /// Label name -> where its value comes from, on top of the defaults.
+    /// `source.labels`, parsed for the kind, on top of the defaults.
     pub labels: BTreeMap<String, LabelField>,
-    /// Only calls carrying all these labels (after mapping) are read.
+    /// `source.filter`.
     pub filter: BTreeMap<String, String>,
-    /// Rows asked for per page.
+    /// `source.page_limit`, or the kind's default.
     pub page_limit: u32,
-    /// Most pages read in one listing; a listing that goes on longer fails
-    /// the read.
+    /// `source.max_pages`.
     pub max_pages: u64,
-    /// How far before a window calls are read so that a session that began
-    /// earlier is counted whole (`source.session_lookback`).
+    /// `source.session_lookback`.
     pub session_lookback: Duration,
-    /// Most open sessions held while a window is read; more fails the read
-    /// with an error that says to shorten the window.
+    /// `source.max_open_sessions`.
     pub max_open_sessions: usize,
-    /// Most request rows kept in memory for drill-downs after a read;
-    /// sessions beyond it are read again when drilled into.
+    /// `source.max_kept_rows`.
     pub max_kept_rows: usize,
+}
+
+impl RowSettings {
+    /// What a reader of `kind` is given when the `source` section sets
+    /// nothing (the simulator's readers, for one).
+    pub fn defaults(kind: crate::source::SourceKind) -> RowSettings {
+        let rows = Rows::default();
+        RowSettings {
+            session_key: SessionKey::Session,
+            labels: BTreeMap::new(),
+            filter: BTreeMap::new(),
+            page_limit: kind.default_page_limit(),
+            max_pages: crate::source::gateway::DEFAULT_MAX_PAGES,
+            session_lookback: rows.session_lookback,
+            max_open_sessions: rows.max_open_sessions,
+            max_kept_rows: rows.max_kept_rows,
+        }
+    }
 }

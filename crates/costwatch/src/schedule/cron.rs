@@ -1,4 +1,4 @@
-//! Cron schedules: parsing (5 fields, or 6 with seconds first) and the next
+//! The `schedule` section, and cron schedules: parsing (5 fields, or 6 with seconds first) and the next
 //! fire time, computed in the schedule's time zone.
 //!
 //! The cron engine is croner. Its daylight saving rules (see its README):
@@ -9,12 +9,103 @@
 //! An interval job (`*/15 * * * *`) skips the times in a gap and runs on both
 //! passes of a repeated hour, so it keeps its spacing in real time.
 
-use super::ScheduleConfig;
-use super::raw::RawSchedule;
+use crate::settings::Settings;
+use crate::settings::units::{positive, time_zone};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// When the detection job runs (the `schedule` section).
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScheduleConfig {
+    /// Cron expression: 5 fields, or 6 with seconds first, or a nickname
+    /// such as `@hourly`; one that can never fire is refused.
+    #[schemars(with = "String")]
+    pub cron: CronExpr,
+    /// IANA time zone name the expression is read in; daylight saving is
+    /// handled as croner does.
+    #[serde(with = "time_zone")]
+    #[schemars(with = "String")]
+    pub timezone: Tz,
+    /// Most windows processed in one catch-up after downtime; older windows
+    /// beyond `windows.max_backfill` are skipped with a warning.
+    #[schemars(range(min = 1))]
+    pub max_catch_up_windows: usize,
+    /// How long one tick may read the gateway. A window not read by then
+    /// stays due; a tick that read none counts as a failed read of the
+    /// gateway.
+    #[serde(with = "positive")]
+    #[schemars(with = "String")]
+    pub tick_timeout: Duration,
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        ScheduleConfig {
+            cron: CronExpr::every_five_minutes(),
+            timezone: Tz::UTC,
+            max_catch_up_windows: 672,
+            // Twice the default window: a tick that cannot read one window
+            // in that time would fall behind the windows anyway.
+            tick_timeout: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+impl Settings for ScheduleConfig {}
+
+/// A cron expression as written, and parsed.
+#[derive(Clone, Deserialize, Serialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct CronExpr {
+    text: String,
+    cron: Cron,
+}
+
+impl CronExpr {
+    /// The expression as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn every_five_minutes() -> CronExpr {
+        let text = "*/5 * * * *";
+        match parse_cron(text) {
+            Ok(cron) => CronExpr {
+                text: text.to_owned(),
+                cron,
+            },
+            Err(e) => unreachable!("{text}: {e}"),
+        }
+    }
+}
+
+impl std::fmt::Debug for CronExpr {
+    /// The expression as written.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CronExpr({:?})", self.text)
+    }
+}
+
+impl TryFrom<String> for CronExpr {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<CronExpr, String> {
+        let cron = parse_cron(&text)?;
+        Ok(CronExpr { text, cron })
+    }
+}
+
+impl From<CronExpr> for String {
+    fn from(c: CronExpr) -> String {
+        c.text
+    }
+}
 
 impl ScheduleConfig {
     /// Builds a schedule from a cron expression, checked as the loader checks
@@ -23,11 +114,10 @@ impl ScheduleConfig {
     /// `cannot parse "61 * * * *": component error: number out of bounds`.
     pub fn new(cron: &str, timezone: Tz, max_catch_up_windows: usize) -> Result<Self, String> {
         Ok(ScheduleConfig {
-            cron_text: cron.to_owned(),
-            cron: parse_cron(cron)?,
+            cron: CronExpr::try_from(cron.to_owned())?,
             timezone,
             max_catch_up_windows,
-            tick_timeout: RawSchedule::default().tick_timeout.0,
+            ..ScheduleConfig::default()
         })
     }
 
@@ -36,7 +126,7 @@ impl ScheduleConfig {
     /// module documentation describes) and returned in UTC. `None` only when
     /// there is no such time before the year 5000.
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        next_after(&self.cron, t, self.timezone)
+        next_after(&self.cron.cron, t, self.timezone)
     }
 }
 
@@ -169,7 +259,7 @@ mod tests {
         // In the 6-field form the first field is the second.
         let at_30s = ScheduleConfig::new("30 */5 * * * *", Tz::UTC, 1)?;
         assert_eq!(fires(&at_30s, t, 1)?, ["2026-05-04T12:05:30Z"]);
-        assert_eq!(five.cron_text, "*/5 * * * *");
+        assert_eq!(five.cron.text(), "*/5 * * * *");
         Ok(())
     }
 

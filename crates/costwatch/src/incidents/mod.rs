@@ -16,6 +16,10 @@
 //! processed windows. A catch-up after downtime behaves as a live run would,
 //! and a replay gives the same alerts.
 
+mod settings;
+
+pub use settings::AlertPolicy;
+
 use crate::detect::Finding;
 use crate::domain::Severity;
 use crate::notify::render;
@@ -28,35 +32,6 @@ use std::time::Duration;
 
 /// The kind name of the incident kept for the gateway's health.
 pub const SOURCE_UNHEALTHY: &str = "source_unhealthy";
-
-/// How incidents become notifications.
-#[derive(Debug, Clone)]
-pub struct AlertPolicy {
-    /// No re-alert within this time.
-    pub cooldown: Duration,
-    /// After the cooldown, re-alert only if the session count grew by this
-    /// factor since the last alert.
-    pub realert_growth: f64,
-    /// No finding for this long resolves an incident.
-    pub resolve_after: Duration,
-    /// A finding this soon after the resolution continues the episode.
-    pub reopen_within: Duration,
-    /// How long an episode's first notification waits for its siblings,
-    /// from the start of its first window with a finding.
-    pub group_wait: Duration,
-    /// Incidents worth less a day (at their rate so far) are not sent.
-    pub min_impact_usd_per_day: f64,
-    /// Incidents of fewer sessions are not sent.
-    pub min_sessions: u64,
-    /// Whether resolutions are notified.
-    pub send_resolved: bool,
-    /// Sessions listed per alert.
-    pub top_sessions: usize,
-    /// A tick over more windows than this sends one summary.
-    pub summary_after_windows: usize,
-    /// Base URL for session links (`{base}/sessions/{id}`).
-    pub gateway_ui_url: Option<String>,
-}
 
 /// An incident as stored.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -376,17 +351,9 @@ mod tests {
 
     fn policy() -> AlertPolicy {
         AlertPolicy {
-            cooldown: Duration::from_secs(6 * 3600),
             realert_growth: 2.0,
-            resolve_after: Duration::from_secs(2 * 3600),
             reopen_within: Duration::from_secs(6 * 3600),
-            group_wait: Duration::ZERO,
-            min_impact_usd_per_day: 0.0,
-            min_sessions: 1,
-            send_resolved: true,
-            top_sessions: 5,
-            summary_after_windows: 4,
-            gateway_ui_url: None,
+            ..AlertPolicy::default()
         }
     }
 

@@ -1,0 +1,139 @@
+//! The `investigation` section: which incidents are escalated to a capped
+//! LLM investigation, the model that runs it and the tools it may call.
+
+use super::budget::{Caps, Prices};
+use super::tokens::TokenizerChoice;
+use crate::domain::{Kind, Severity};
+use crate::secret::Secret;
+use crate::settings::units::{http_url, opt_http_url};
+use crate::settings::{Issue, Settings};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use url::Url;
+
+/// The investigating model when `investigation.model` is not set.
+pub const DEFAULT_MODEL: &str = "gpt-6-luna";
+
+/// Escalation of flagged incidents to a capped LLM investigation.
+#[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct InvestigationConfig {
+    /// Whether flagged incidents are escalated at all.
+    pub enabled: bool,
+    /// The gateway's MCP endpoint (read with the admin key).
+    #[serde(with = "http_url")]
+    #[schemars(with = "String")]
+    pub mcp_url: Url,
+    /// Base URL of an OpenAI-compatible API (`{llm_url}/chat/completions`).
+    #[serde(with = "http_url")]
+    #[schemars(with = "String")]
+    pub llm_url: Url,
+    /// The investigating model.
+    #[schemars(length(min = 1))]
+    pub model: String,
+    /// File holding the inference key, relative to the configuration's
+    /// folder; `COSTWATCH_INFERENCE_KEY` wins.
+    pub inference_key_file: Option<PathBuf>,
+    /// The inference key, from `COSTWATCH_INFERENCE_KEY` or
+    /// `inference_key_file`.
+    #[serde(skip)]
+    pub inference_key: Option<Secret>,
+    /// Tools offered to the model, in this order: the allowlist.
+    pub tools: Vec<String>,
+    /// How prompts are counted before a call (`investigate::tokens`).
+    pub tokenizer: TokenizerChoice,
+    /// The model server's tokenize endpoint, read with `tokenizer: server`
+    /// (by default llama-cpp-python's, below the `llm_url`'s origin).
+    #[serde(with = "opt_http_url")]
+    #[schemars(with = "Option<String>")]
+    pub tokenize_url: Option<Url>,
+    /// With `tokenizer: server`: whether the server's chat template
+    /// HTML-escapes message text (llama-cpp-python's
+    /// `chatml-function-calling` does), so it is counted escaped.
+    pub template_escapes_html: bool,
+    /// The model's prices per million tokens; without them the gateway's
+    /// catalogue is read.
+    pub prices: Option<Prices>,
+    /// Which incidents are escalated.
+    pub escalate: EscalateConfig,
+    /// Hard caps per run and per day.
+    pub caps: Caps,
+}
+
+impl Default for InvestigationConfig {
+    fn default() -> Self {
+        InvestigationConfig {
+            enabled: false,
+            mcp_url: local("http://127.0.0.1:8080/v1/mcp"),
+            llm_url: local("http://127.0.0.1:8080/v1"),
+            model: DEFAULT_MODEL.to_owned(),
+            inference_key_file: None,
+            inference_key: None,
+            tools: ["search_requests", "get_request", "list_sessions"]
+                .map(str::to_owned)
+                .to_vec(),
+            tokenizer: TokenizerChoice::Auto,
+            tokenize_url: None,
+            template_escapes_html: false,
+            prices: None,
+            escalate: EscalateConfig::default(),
+            caps: Caps::default(),
+        }
+    }
+}
+
+/// A URL written in this file, which parses.
+fn local(url: &str) -> Url {
+    Url::parse(url).unwrap_or_else(|_| unreachable!("{url} is a URL"))
+}
+
+impl Settings for InvestigationConfig {
+    fn problems(&self) -> Vec<Issue> {
+        let server = self.tokenizer == TokenizerChoice::Server;
+        let only_server = || "is only read with `tokenizer: server`".to_owned();
+        [
+            Issue::when(
+                !server && self.tokenize_url.is_some(),
+                "tokenize_url",
+                only_server,
+            ),
+            Issue::when(
+                !server && self.template_escapes_html,
+                "template_escapes_html",
+                only_server,
+            ),
+            Issue::when(self.model.trim().is_empty(), "model", || {
+                "must not be empty".to_owned()
+            }),
+            Issue::when(self.tools.is_empty(), "tools", || {
+                "name at least one tool".to_owned()
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+/// Which incidents are escalated to an investigation.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct EscalateConfig {
+    /// Finding kinds escalated.
+    pub kinds: Vec<Kind>,
+    /// Lowest severity escalated.
+    pub min_severity: Severity,
+    /// Most investigations started per hour.
+    pub max_per_hour: u64,
+}
+
+impl Default for EscalateConfig {
+    fn default() -> Self {
+        EscalateConfig {
+            kinds: Kind::ALL.to_vec(),
+            min_severity: Severity::Warning,
+            max_per_hour: 6,
+        }
+    }
+}
