@@ -7,12 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Upward references still to be removed, each `(from, to)`: the OTLP
-/// receiver and the stored-calls source live in `source/` but store calls
-/// and count them. The test fails when one is gone, so the list only
-/// shrinks.
-const KNOWN_UPWARD: [(&str, &str); 2] = [("source", "ops"), ("source", "store")];
-
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -148,17 +142,10 @@ fn modules_depend_only_on_modules_above_them_in_architecture_md() {
     let upward: Vec<String> = refs
         .iter()
         .filter(|((from, to), _)| rank[from.as_str()] < rank[to.as_str()])
-        .filter(|((from, to), _)| !KNOWN_UPWARD.contains(&(from.as_str(), to.as_str())))
         .map(|((from, to), file)| format!("{from} -> {to} ({})", file.display()))
         .collect();
     assert!(
         upward.is_empty(),
         "references up ARCHITECTURE.md's table: {upward:#?}"
     );
-    for (from, to) in KNOWN_UPWARD {
-        assert!(
-            refs.contains_key(&(from.to_owned(), to.to_owned())),
-            "{from} -> {to} is gone: take it out of KNOWN_UPWARD"
-        );
-    }
 }

@@ -5,10 +5,10 @@
 use crate::pg::PgCluster;
 use crate::support::{clock, sqlite_url, ts};
 use chrono::{DateTime, Utc};
+use costwatch::ingest::{self as receiver, ReceiverSettings};
 use costwatch::ops::metrics::Metrics;
 use costwatch::source::RequestStatus;
 use costwatch::source::otlp::SpanMapping;
-use costwatch::source::otlp::receiver::{self, ReceiverSettings};
 use costwatch::store::{CallStore, SqlStore};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,

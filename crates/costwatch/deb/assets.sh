@@ -37,7 +37,7 @@ fi
 
 # The example leaves the rules to the binary's built-in copy; the package
 # ships them in /etc/costwatch/rules, so its config reads them from there.
-sed 's|^# rules: \[rules\]$|rules: [rules]|' \
+sed -e '/^rules: \[\]$/d' -e 's|^# rules: \[rules\]$|rules: [rules]|' \
   "$repo/config/costwatch.example.yaml" >"$out/costwatch.yaml"
 if ! grep -qx 'rules: \[rules\]' "$out/costwatch.yaml"; then
   echo "$0: config/costwatch.example.yaml has no '# rules: [rules]' line to turn on" >&2

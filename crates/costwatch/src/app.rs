@@ -2,6 +2,7 @@
 //! configuration, for the service (`costwatch run`) and for the one-shot
 //! commands. Nothing else in the library wires parts together.
 
+pub mod any;
 mod backtest;
 mod demo;
 mod oneshot;
@@ -19,11 +20,13 @@ pub use oneshot::{Probe, check_state, once, probe_source, test_alert};
 pub use operator::{channel_specs, open_state, preview_alerts};
 pub use replica::Replica;
 
+use crate::app::any::AnySource;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, ConfigError, DetectionConfig, KindConfig, Rules, default_group_by};
 use crate::daemon::{Daemon, DaemonSettings};
 use crate::detect::Detector;
 use crate::escalate::Escalation;
+use crate::ingest::StoredCalls;
 use crate::investigate::budget::Prices;
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
@@ -34,11 +37,10 @@ use crate::notify::webhook::WebhookNotifier;
 use crate::ops::metrics::Metrics;
 use crate::ops::stall::TickWatch;
 use crate::pipeline::{Pipeline, PipelineError, Schedule};
-use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
 use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
-use crate::source::otlp::{OtlpFilesReader, StoredCalls};
+use crate::source::otlp::OtlpFilesReader;
 use crate::source::prices::{self, PriceTable};
 use crate::source::rows::RowSource;
 use crate::source::{HttpLimits, Source, SourceError};

@@ -31,5 +31,6 @@ pub mod app;
 pub mod backtest;
 pub mod daemon;
 pub mod escalate;
+pub mod ingest;
 pub mod ops;
 pub mod pipeline;

@@ -2,13 +2,13 @@
 //! alert replay behind `--spend-preview` and `--investigate`.
 
 use super::{AppError, escalation};
+use crate::app::any::AnySource;
 use crate::backtest::{self, SpendPreview, WindowRetries};
 use crate::config::{AlertPolicy, Caps, Config, DEFAULT_MODEL, EscalateConfig};
 use crate::detect::Detector;
 use crate::investigate::budget::Prices;
 use crate::notify::Alert;
 use crate::secret::Secret;
-use crate::source::any::AnySource;
 use crate::source::gateway::GatewaySource;
 use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;

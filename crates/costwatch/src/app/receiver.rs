@@ -4,9 +4,9 @@
 use super::AppError;
 use crate::clock::Clock;
 use crate::config::Config;
+use crate::ingest::{self as receiver, ReceiverSettings};
 use crate::ops::metrics::Metrics;
 use crate::pipeline::Schedule;
-use crate::source::otlp::receiver::{self, ReceiverSettings};
 use crate::store::{CallStore, SqlStore, Store, StoreError};
 use chrono::{DateTime, TimeDelta, Utc};
 use std::net::SocketAddr;

@@ -5,12 +5,13 @@
 //! the same readers `costwatch run` and `once` use.
 
 use super::AppError;
+use crate::app::any::AnySource;
 use crate::clock::SystemClock;
+use crate::ingest::StoredCalls;
+use crate::ingest::{self as receiver, ReceiverSettings};
 use crate::ops::metrics::Metrics;
 use crate::source::SourceKind;
-use crate::source::any::AnySource;
-use crate::source::otlp::receiver::{self, ReceiverSettings};
-use crate::source::otlp::{OtlpFilesReader, SpanMapping, StoredCalls};
+use crate::source::otlp::{OtlpFilesReader, SpanMapping};
 use crate::source::prices::PriceTable;
 use crate::source::rows::RowSource;
 use crate::store::SqlStore;

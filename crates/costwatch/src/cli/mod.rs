@@ -66,8 +66,10 @@ pub enum Command {
     Backtest(BacktestArgs),
     /// Run the whole pipeline against the built-in gateway simulator.
     Demo(DemoArgs),
-    /// Print the JSON Schema of rule files.
-    Schema,
+    /// Print the JSON Schema of rule files, or of configuration files.
+    Schema(SchemaArgs),
+    /// Print the configuration reference (markdown), or the example file.
+    Reference(ReferenceArgs),
     /// Show the rules built into the binary.
     Rules(RulesArgs),
     /// Print a shell completion script (bash, zsh or fish) on stdout.
@@ -111,6 +113,22 @@ pub enum Shell {
     Fish,
 }
 
+/// `costwatch schema`.
+#[derive(Debug, Args)]
+pub struct SchemaArgs {
+    /// The schema of configuration files instead of rule files.
+    #[arg(long)]
+    pub config: bool,
+}
+
+/// `costwatch reference`.
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// The example configuration file, every key at its default, instead.
+    #[arg(long)]
+    pub example: bool,
+}
+
 /// `costwatch rules`.
 #[derive(Debug, Args)]
 pub struct RulesArgs {
@@ -129,7 +147,8 @@ impl Command {
                 | Command::Once(_)
                 | Command::Demo(_)
                 | Command::Check(_)
-                | Command::Schema
+                | Command::Schema(_)
+                | Command::Reference(_)
                 | Command::Rules(_)
                 | Command::Completions(_)
                 | Command::Man
@@ -386,10 +405,24 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
         Command::Once(a) => once::once(a).await,
         Command::Backtest(a) => backtest::backtest(a).await,
         Command::Demo(a) => demo::demo(a).await,
-        Command::Schema => {
-            let text = serde_json::to_string_pretty(&config::rules_schema())
+        Command::Schema(a) => {
+            let schema = if a.config {
+                config::config_schema()
+            } else {
+                config::rules_schema()
+            };
+            let text = serde_json::to_string_pretty(&schema)
                 .map_err(|e| anyhow::Error::new(e).context("cannot print the schema"))?;
             println!("{text}");
+            Ok(())
+        }
+        Command::Reference(a) => {
+            let schema = config::config_schema();
+            if a.example {
+                print!("{}", costwatch::settings::reference::example(&schema));
+            } else {
+                print!("{}", costwatch::settings::reference::reference(&schema));
+            }
             Ok(())
         }
         Command::Rules(a) => check::rules(a),

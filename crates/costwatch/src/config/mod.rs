@@ -74,6 +74,7 @@ impl DerefMut for Config {
 /// after `source.kind`).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Sections>)]
 pub struct Sections {
     /// How time is cut into windows.
     pub windows: WindowConfig,
@@ -96,6 +97,7 @@ pub struct Sections {
     /// Rule files and directories, relative to the configuration file's
     /// folder; none (the default) means the rules built into the binary.
     #[serde(rename = "rules")]
+    #[schemars(example = ["rules"])]
     pub rule_paths: Vec<PathBuf>,
 }
 

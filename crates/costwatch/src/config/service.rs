@@ -10,6 +10,7 @@ use url::Url;
 /// The local HTTP endpoint.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<ServerConfig>)]
 pub struct ServerConfig {
     /// Socket address for `/metrics`, `/healthz` and the status page at
     /// `/`; `null` disables the endpoint.
@@ -23,6 +24,7 @@ pub struct ServerConfig {
     /// no chart.
     #[serde(with = "opt_http_url")]
     #[schemars(with = "Option<String>")]
+    #[schemars(example = "https://costwatch.example.com/")]
     pub public_url: Option<Url>,
 }
 

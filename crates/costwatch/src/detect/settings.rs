@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 /// Detector tuning not tied to one rule.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<DetectionConfig>)]
 pub struct DetectionConfig {
     /// Recent sessions kept per group as its baseline.
     #[schemars(range(min = 16, max = 65_536))]

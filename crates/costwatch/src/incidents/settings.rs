@@ -12,10 +12,11 @@ use url::Url;
 /// How incidents become notifications.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<AlertPolicy>)]
 pub struct AlertPolicy {
     /// An incident (rule + group) is not alerted again within this time.
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub cooldown: Duration,
     /// After the cooldown, re-alert only when the incident's session count
     /// grew by this factor since the last alert (e.g. 2.0); 0 never
@@ -23,20 +24,20 @@ pub struct AlertPolicy {
     pub realert_growth: f64,
     /// An incident with no new finding for this long is resolved.
     #[serde(with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub resolve_after: Duration,
     /// A finding within this time after its incident resolved continues
     /// that episode (same start and counts) rather than opening a new one:
     /// a flapping incident is one episode, told once that it fires again.
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub reopen_within: Duration,
     /// How long an episode's first notification waits (data time, from the
     /// start of its first window with a finding) for the findings of the
     /// windows after it, so that it tells of them too (0: sent with the
     /// first window).
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub group_wait: Duration,
     /// The floor: an incident worth less than this many dollars a day (at
     /// its rate so far) is recorded but not sent (0 = no floor).
@@ -56,20 +57,21 @@ pub struct AlertPolicy {
     pub summary_after_windows: usize,
     /// How long delivery of one alert is retried before it is given up.
     #[serde(with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub delivery_deadline: Duration,
     /// First delivery retry delay; doubles per attempt up to `retry_max`.
     #[serde(with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub retry_base: Duration,
     /// Longest delay between delivery attempts.
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub retry_max: Duration,
     /// Base URL of the gateway's log UI, for session links in alerts
     /// (`{base}/sessions/{id}`).
     #[serde(with = "opt_http_url")]
     #[schemars(with = "Option<String>")]
+    #[schemars(example = "https://gateway.example/ui")]
     pub gateway_ui_url: Option<Url>,
 }
 

@@ -40,6 +40,7 @@ pub const MIN_USEFUL_MAX_TOKENS: u32 = 64;
 /// (`investigation.caps`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Caps>)]
 pub struct Caps {
     /// Model calls per run.
     #[schemars(range(min = 1))]
@@ -64,7 +65,7 @@ pub struct Caps {
     pub max_tool_result_bytes: usize,
     /// Wall-clock time per run.
     #[serde(with = "crate::settings::units::positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub wall_timeout: std::time::Duration,
 }
 
@@ -89,15 +90,19 @@ impl Default for Caps {
     Debug, Clone, Copy, PartialEq, serde::Deserialize, serde::Serialize, schemars::JsonSchema,
 )]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Prices>)]
 pub struct Prices {
     /// Uncached prompt tokens.
     #[schemars(range(min = 0.0))]
+    #[schemars(example = 0.2)]
     pub input_usd_per_mtok: f64,
     /// Prompt tokens read from the cache (the input price without a cache).
     #[schemars(range(min = 0.0))]
+    #[schemars(example = 0.05)]
     pub cached_input_usd_per_mtok: f64,
     /// Completion tokens.
     #[schemars(range(min = 0.0))]
+    #[schemars(example = 0.8)]
     pub output_usd_per_mtok: f64,
 }
 

@@ -18,6 +18,7 @@ pub const DEFAULT_MODEL: &str = "gpt-6-luna";
 /// Escalation of flagged incidents to a capped LLM investigation.
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<InvestigationConfig>)]
 pub struct InvestigationConfig {
     /// Whether flagged incidents are escalated at all.
     pub enabled: bool,
@@ -34,6 +35,7 @@ pub struct InvestigationConfig {
     pub model: String,
     /// File holding the inference key, relative to the configuration's
     /// folder; `COSTWATCH_INFERENCE_KEY` wins.
+    #[schemars(example = "/run/credentials/costwatch.service/inference_key")]
     pub inference_key_file: Option<PathBuf>,
     /// The inference key, from `COSTWATCH_INFERENCE_KEY` or
     /// `inference_key_file`.
@@ -47,6 +49,7 @@ pub struct InvestigationConfig {
     /// (by default llama-cpp-python's, below the `llm_url`'s origin).
     #[serde(with = "opt_http_url")]
     #[schemars(with = "Option<String>")]
+    #[schemars(example = "http://127.0.0.1:8080/extras/tokenize")]
     pub tokenize_url: Option<Url>,
     /// With `tokenizer: server`: whether the server's chat template
     /// HTML-escapes message text (llama-cpp-python's
@@ -119,6 +122,7 @@ impl Settings for InvestigationConfig {
 /// Which incidents are escalated to an investigation.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<EscalateConfig>)]
 pub struct EscalateConfig {
     /// Finding kinds escalated.
     pub kinds: Vec<Kind>,

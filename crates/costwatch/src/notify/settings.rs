@@ -11,6 +11,7 @@ use url::Url;
 /// Where alerts go (the `notify` section).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<NotifyConfig>)]
 pub struct NotifyConfig {
     /// Email over SMTP; absent means no email channel.
     pub email: Option<EmailConfig>,
@@ -44,12 +45,15 @@ impl SmtpSecurity {
 /// Email over SMTP (`notify.email`).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<EmailConfig>)]
 pub struct EmailConfig {
     /// SMTP host.
+    #[schemars(example = "smtp.example.com")]
     pub host: String,
     /// SMTP port; by default the one of `security` (25, 587 or 465).
     #[serde(default)]
     #[schemars(range(min = 1))]
+    #[schemars(example = 587)]
     pub port: Option<u16>,
     /// Transport security: `starttls`, `tls`, or `none` (to a loopback
     /// host only).
@@ -58,24 +62,29 @@ pub struct EmailConfig {
     /// Extra CA certificate (PEM) to trust, for private mail servers;
     /// relative to the configuration's folder.
     #[serde(default)]
+    #[schemars(example = "ca.pem")]
     pub ca_file: Option<PathBuf>,
     /// SMTP user, if the server wants authentication.
     #[serde(default)]
+    #[schemars(example = &"costwatch")]
     pub username: Option<String>,
     /// File holding the SMTP password; `COSTWATCH_SMTP_PASSWORD` wins.
     #[serde(default)]
+    #[schemars(example = "/run/credentials/costwatch.service/smtp_password")]
     pub password_file: Option<PathBuf>,
     /// The SMTP password, from `COSTWATCH_SMTP_PASSWORD` or `password_file`.
     #[serde(skip)]
     pub password: Option<Secret>,
     /// Sender mailbox (`costwatch <costwatch@example.com>`).
+    #[schemars(example = "costwatch <costwatch@example.com>")]
     pub from: String,
     /// Recipients, at least one.
     #[serde(default)]
+    #[schemars(example = ["oncall@example.com"])]
     pub to: Vec<String>,
     /// Timeout of one delivery.
     #[serde(default = "thirty_seconds", with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub timeout: Duration,
 }
 
@@ -109,13 +118,16 @@ pub enum WebhookShape {
 /// One webhook channel (an element of `notify.webhooks`).
 #[derive(Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<WebhookConfig>)]
 pub struct WebhookConfig {
     /// Name of the channel, unique: lower-case letters, digits, `_` and
     /// `-`. Used in logs and metrics, and it names the secret's variable.
+    #[schemars(example = &"chat")]
     pub name: String,
     /// Where to POST.
     #[serde(with = "http_url")]
     #[schemars(with = "String")]
+    #[schemars(example = "https://hooks.slack.com/services/T000/B000/XXXX")]
     pub url: Url,
     /// Body format.
     #[serde(default = "generic")]
@@ -124,20 +136,21 @@ pub struct WebhookConfig {
     /// `COSTWATCH_WEBHOOK_<NAME>_SECRET` (name upper-cased, `-` as `_`)
     /// wins.
     #[serde(default)]
+    #[schemars(example = "/run/credentials/costwatch.service/webhook_chat")]
     pub secret_file: Option<PathBuf>,
     /// The shared secret, from the variable or `secret_file`.
     #[serde(skip)]
     pub secret: Option<Secret>,
     /// Timeout of one delivery.
     #[serde(default = "ten_seconds", with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub timeout: Duration,
     /// How often a firing alert is posted again to an Alertmanager webhook,
     /// so Alertmanager keeps it firing until it is resolved (by default
     /// Prometheus's `--rules.alert.resend-delay`); set only with
     /// `shape: alertmanager`.
     #[serde(default = "one_minute", with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub repost_interval: Duration,
 }
 

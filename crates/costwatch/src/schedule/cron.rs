@@ -22,6 +22,7 @@ use std::time::Duration;
 /// When the detection job runs (the `schedule` section).
 #[derive(Debug, Clone, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<ScheduleConfig>)]
 pub struct ScheduleConfig {
     /// Cron expression: 5 fields, or 6 with seconds first, or a nickname
     /// such as `@hourly`; one that can never fire is refused.
@@ -40,7 +41,7 @@ pub struct ScheduleConfig {
     /// stays due; a tick that read none counts as a failed read of the
     /// gateway.
     #[serde(with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub tick_timeout: Duration,
 }
 

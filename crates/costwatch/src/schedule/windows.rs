@@ -12,25 +12,27 @@ const DAY: Duration = Duration::from_secs(24 * 3600);
 /// How time is cut into windows.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<WindowConfig>)]
 pub struct WindowConfig {
     /// Length of one window, from 1m to 24h and dividing 24h evenly;
     /// windows are aligned to multiples of it since the Unix epoch.
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub size: Duration,
     /// How long after a window's end it is read, so late log rows have
     /// landed; less than 24h.
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub settle_lag: Duration,
     /// Where processing starts when there is no watermark yet (RFC 3339);
     /// unset, `now - max_backfill`.
     #[serde(with = "opt_timestamp")]
     #[schemars(with = "Option<String>")]
+    #[schemars(example = "2026-10-11T00:00:00Z")]
     pub start: Option<DateTime<Utc>>,
     /// How far back processing ever reaches; at least `size`.
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub max_backfill: Duration,
 }
 

@@ -5,10 +5,12 @@
 //! field; the JSON Schemas and the configuration reference are generated
 //! from them, and `config::load` checks every range the schema states.
 
+pub mod reference;
 pub mod units;
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// A section of the configuration file, or the settings of one rule kind:
@@ -50,6 +52,73 @@ pub fn empty_label_name<V>(key: &'static str, labels: &BTreeMap<String, V>) -> O
     Issue::when(labels.keys().any(String::is_empty), key, || {
         "label names must not be empty".to_owned()
     })
+}
+
+/// The keys serde reads for `T`, in the order its fields are declared, as
+/// serde names them when it meets a key it does not know.
+pub fn declared_keys<T: DeserializeOwned>() -> Vec<String> {
+    let probe = serde_json::json!({ "\u{1}": null });
+    let Err(e) = serde_json::from_value::<T>(probe) else {
+        return Vec::new();
+    };
+    let message = e.to_string();
+    let Some((_, expected)) = message.split_once("expected ") else {
+        return Vec::new();
+    };
+    expected
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A schema transform (`#[schemars(transform = in_declared_order::<T>)]`)
+/// that writes `T`'s keys in declared order as `x-order`: JSON Schema
+/// properties carry no order, the references and the example read in it.
+pub fn in_declared_order<T: DeserializeOwned>(schema: &mut schemars::Schema) {
+    schema.insert("x-order".to_owned(), declared_keys::<T>().into());
+}
+
+/// The schema `schema` stands for, in the document `root`: itself, the
+/// definition its `$ref` names, or the first of its alternatives that is a
+/// mapping (an `Option` of a struct).
+pub fn resolve<'s>(root: &'s Value, schema: &'s Value) -> &'s Value {
+    if let Some(name) = schema
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| r.strip_prefix("#/$defs/"))
+    {
+        return root
+            .get("$defs")
+            .and_then(|d| d.get(name))
+            .map_or(schema, |d| resolve(root, d));
+    }
+    let alternatives = schema.get("anyOf").or_else(|| schema.get("oneOf"));
+    match alternatives.and_then(Value::as_array) {
+        Some(list) => list
+            .iter()
+            .map(|s| resolve(root, s))
+            .find(|s| s.get("properties").is_some())
+            .unwrap_or(schema),
+        None => schema,
+    }
+}
+
+/// The properties of an object schema, in its `x-order`, then any others
+/// in name order.
+pub fn ordered_properties(schema: &Value) -> Vec<(&String, &Value)> {
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let order: Vec<&str> = schema
+        .get("x-order")
+        .and_then(Value::as_array)
+        .map(|o| o.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out: Vec<(&String, &Value)> = properties.iter().collect();
+    out.sort_by_key(|(k, _)| order.iter().position(|o| o == k).unwrap_or(usize::MAX));
+    out
 }
 
 /// One problem [`Settings::problems`] finds.

@@ -53,6 +53,24 @@ pub mod seconds_by_model {
     }
 }
 
+/// How a duration with a unit is described in a schema: a string of the
+/// format `duration-with-unit` (`500ms`, `30s`, `15m`, `2h`, `7d`).
+pub struct DurationText;
+
+impl schemars::JsonSchema for DurationText {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "DurationText".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "format": "duration-with-unit"})
+    }
+}
+
 /// Reads a string with `parse`, whose error is the whole message.
 struct Parsed<F>(&'static str, F);
 

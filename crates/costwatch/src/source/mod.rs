@@ -3,7 +3,6 @@
 //! Only this module knows a gateway's JSON. Everything downstream sees the
 //! gateway-agnostic records defined here.
 
-pub mod any;
 pub mod caching;
 pub mod fetch;
 pub mod gateway;
@@ -329,24 +328,25 @@ pub struct ReadStats {
 /// every kind reads for HTTP (the investigation's MCP calls too).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<HttpLimits>)]
 pub struct HttpLimits {
     /// Whole-request timeout.
     #[serde(with = "crate::settings::units::positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub timeout: Duration,
     /// Connect timeout.
     #[serde(with = "crate::settings::units::positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub connect_timeout: Duration,
     /// Retries per page after the first attempt.
     pub max_retries: u32,
     /// First backoff delay; doubles per attempt up to `retry_max`.
     #[serde(with = "crate::settings::units::with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub retry_base: Duration,
     /// Longest backoff, and the longest `Retry-After` honoured.
     #[serde(with = "crate::settings::units::with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub retry_max: Duration,
     /// Largest response body accepted, in bytes.
     #[schemars(range(min = 1))]

@@ -100,11 +100,13 @@ impl SourceConfig {
 /// The `source` keys every kind reads.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Common>)]
 pub struct Common {
     /// File holding the admin key (the reference gateway's `logs.read` key,
     /// a LiteLLM key, or Langfuse's secret key), relative to the
     /// configuration's folder; `COSTWATCH_ADMIN_KEY` wins. The
     /// investigation's MCP tools read with it too.
+    #[schemars(example = "/run/credentials/costwatch.service/admin_key")]
     pub admin_key_file: Option<PathBuf>,
     /// The admin key, from `COSTWATCH_ADMIN_KEY` or `admin_key_file`;
     /// commands that read an HTTP source refuse to start without it.
@@ -114,6 +116,7 @@ pub struct Common {
     /// gateway (its most), 500 for LiteLLM and Langfuse (most 1000), 5000
     /// for the OpenTelemetry kinds (most 10000).
     #[schemars(range(min = 1))]
+    #[schemars(example = 50)]
     pub page_limit: Option<u32>,
     /// Most pages read in one listing (a window's sessions, a session's
     /// requests); a listing that goes on longer fails the read.
@@ -141,12 +144,14 @@ impl Settings for Common {
 /// The API of the kinds read over HTTP.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Api>)]
 pub struct Api {
     /// Base URL of the API: the reference gateway's (e.g.
     /// `https://gateway.example/v1`), the LiteLLM proxy's or the Langfuse
     /// host's.
     #[serde(with = "http_url")]
     #[schemars(with = "String")]
+    #[schemars(example = "http://127.0.0.1:8080/v1")]
     pub api_url: Url,
 }
 
@@ -155,6 +160,7 @@ impl Settings for Api {}
 /// The reference gateway's `labels`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<ReferenceLabels>)]
 pub struct ReferenceLabels {
     /// The old spelling of `filter`.
     pub labels: Labels,
@@ -171,10 +177,12 @@ impl Settings for ReferenceLabels {
 /// Langfuse's key pair, besides the admin key (its secret key).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<LangfuseKeys>)]
 pub struct LangfuseKeys {
     /// Langfuse's public key (`pk-lf-...`); the secret key is the admin
     /// key.
     #[schemars(length(min = 1))]
+    #[schemars(example = "pk-lf-...")]
     pub public_key: String,
 }
 
@@ -188,47 +196,49 @@ impl Settings for LangfuseKeys {
     }
 }
 
-/// The keys of one part of the `source` section, as its schema lists them.
-pub fn keys_of<P: JsonSchema>() -> Vec<String> {
-    schemars::schema_for!(P)
-        .to_value()
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().cloned().collect())
-        .unwrap_or_default()
+/// One part of the `source` section: a struct read from the section's
+/// keys it declares.
+#[derive(Clone)]
+pub struct Part {
+    /// The struct's name.
+    pub name: &'static str,
+    /// Its keys, in declared order.
+    pub keys: fn() -> Vec<String>,
+    /// Its JSON Schema.
+    pub schema: fn() -> Value,
+}
+
+macro_rules! part {
+    ($t:ty) => {
+        Part {
+            name: stringify!($t),
+            keys: crate::settings::declared_keys::<$t>,
+            schema: || schema_for!($t).to_value(),
+        }
+    };
 }
 
 impl SourceKind {
-    /// The keys of the `source` section this kind reads: `kind`, those of
-    /// [`Common`] and [`HttpLimits`], and those of its own parts.
-    pub fn keys(self) -> Vec<String> {
+    /// The parts of the `source` section this kind reads, [`Common`] and
+    /// [`HttpLimits`] first.
+    pub fn parts(self) -> Vec<Part> {
         let own = match self {
-            SourceKind::Reference => [keys_of::<Api>(), keys_of::<ReferenceLabels>()].concat(),
-            SourceKind::Litellm => {
-                [keys_of::<Api>(), keys_of::<RowKeys>(), keys_of::<Rows>()].concat()
+            SourceKind::Reference => vec![part!(Api), part!(ReferenceLabels)],
+            SourceKind::Litellm => vec![part!(Api), part!(RowKeys), part!(Rows)],
+            SourceKind::Langfuse => {
+                vec![part!(Api), part!(LangfuseKeys), part!(RowKeys), part!(Rows)]
             }
-            SourceKind::Langfuse => [
-                keys_of::<Api>(),
-                keys_of::<LangfuseKeys>(),
-                keys_of::<RowKeys>(),
-                keys_of::<Rows>(),
-            ]
-            .concat(),
-            SourceKind::Otlp => [
-                keys_of::<Receiver>(),
-                keys_of::<SpanMapping>(),
-                keys_of::<Rows>(),
-            ]
-            .concat(),
-            SourceKind::OtlpFiles => [
-                keys_of::<Files>(),
-                keys_of::<SpanMapping>(),
-                keys_of::<Rows>(),
-            ]
-            .concat(),
+            SourceKind::Otlp => vec![part!(Receiver), part!(SpanMapping), part!(Rows)],
+            SourceKind::OtlpFiles => vec![part!(Files), part!(SpanMapping), part!(Rows)],
         };
+        [vec![part!(Common), part!(HttpLimits)], own].concat()
+    }
+
+    /// The keys of the `source` section this kind reads: `kind`, then those
+    /// of its parts.
+    pub fn keys(self) -> Vec<String> {
         let mut keys = vec!["kind".to_owned()];
-        for k in [keys_of::<Common>(), keys_of::<HttpLimits>(), own].concat() {
+        for k in self.parts().iter().flat_map(|p| (p.keys)()) {
             if !keys.contains(&k) {
                 keys.push(k);
             }
@@ -238,11 +248,12 @@ impl SourceKind {
 }
 
 /// The JSON Schema of the `source` section: `kind`, then the keys of every
-/// part of it, each with the kinds that read it (`x-kinds`); a key that
-/// means something else per kind (`labels`) tells each meaning.
+/// part, in the order the kinds read them, each with the kinds that read it
+/// (`x-kinds`); a key that means something else per kind (`labels`) tells
+/// each meaning with its kinds.
 pub fn source_schema() -> Value {
-    let mut source = Map::new();
-    source.insert(
+    let mut properties = Map::new();
+    properties.insert(
         "kind".to_owned(),
         json!({
             "description": "Which system is read: the reference gateway's API, the LiteLLM \
@@ -252,54 +263,65 @@ pub fn source_schema() -> Value {
             "default": "reference",
         }),
     );
-    let parts = [
-        schema_for!(Common),
-        schema_for!(HttpLimits),
-        schema_for!(Api),
-        schema_for!(ReferenceLabels),
-        schema_for!(LangfuseKeys),
-        schema_for!(RowKeys),
-        schema_for!(Rows),
-        schema_for!(Receiver),
-        schema_for!(SpanMapping),
-        schema_for!(Files),
-    ];
-    for part in parts {
-        let part = part.to_value();
-        let Some(properties) = part.get("properties").and_then(Value::as_object) else {
+    let mut order = vec![Value::from("kind")];
+    let mut seen_parts: Vec<&str> = Vec::new();
+    let readers = |key: &str| -> Vec<&'static str> {
+        SourceKind::ALL
+            .into_iter()
+            .filter(|k| k.keys().iter().any(|own| own == key))
+            .map(SourceKind::as_str)
+            .collect()
+    };
+    for part in SourceKind::ALL.into_iter().flat_map(SourceKind::parts) {
+        if seen_parts.contains(&part.name) {
             continue;
-        };
-        for (key, property) in properties {
-            let kinds: Vec<&str> = SourceKind::ALL
-                .into_iter()
-                .filter(|k| k.keys().contains(key))
-                .map(SourceKind::as_str)
-                .collect();
-            let entry = source.entry(key.clone()).or_insert_with(|| {
-                let mut p = property.clone();
-                if let Some(m) = p.as_object_mut() {
-                    m.remove("description");
-                }
-                p
-            });
-            // `labels` means something else per kind: each meaning is told.
-            let Some(entry) = entry.as_object_mut() else {
-                continue;
-            };
+        }
+        seen_parts.push(part.name);
+        let kinds: Vec<&str> = SourceKind::ALL
+            .into_iter()
+            .filter(|k| k.parts().iter().any(|p| p.name == part.name))
+            .map(SourceKind::as_str)
+            .collect();
+        let schema = (part.schema)();
+        for (key, property) in crate::settings::ordered_properties(&schema) {
             let text = property.get("description").and_then(Value::as_str);
-            let told = entry.get("description").and_then(Value::as_str);
-            let description = match (told, text) {
-                (Some(a), Some(b)) => format!("{a}\n\n{b}"),
-                (a, b) => a.or(b).unwrap_or_default().to_owned(),
-            };
-            entry.insert("description".to_owned(), Value::String(description));
-            entry.insert("x-kinds".to_owned(), json!(kinds));
+            let meaning = format!("With kind {}: {}", kinds.join(", "), text.unwrap_or(""));
+            match properties.get_mut(key).and_then(Value::as_object_mut) {
+                Some(first) => {
+                    let told = first
+                        .remove("x-meaning")
+                        .and_then(|m| m.as_str().map(str::to_owned));
+                    let told = told.or_else(|| {
+                        first
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(str::to_owned)
+                    });
+                    let both = format!("{}\n\n{meaning}", told.unwrap_or_default());
+                    first.insert("description".to_owned(), json!(both));
+                }
+                None => {
+                    let mut property = property.clone();
+                    if let Some(p) = property.as_object_mut() {
+                        p.insert("x-kinds".to_owned(), json!(readers(key)));
+                        p.insert("x-meaning".to_owned(), json!(meaning));
+                    }
+                    properties.insert(key.clone(), property);
+                    order.push(Value::from(key.as_str()));
+                }
+            }
+        }
+    }
+    for property in properties.values_mut() {
+        if let Some(p) = property.as_object_mut() {
+            p.remove("x-meaning");
         }
     }
     json!({
         "description": "Where sessions come from: `kind`, then the keys that kind reads.",
         "type": "object",
-        "properties": source,
+        "properties": properties,
+        "x-order": order,
         "additionalProperties": false,
     })
 }

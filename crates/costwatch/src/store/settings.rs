@@ -8,6 +8,7 @@ use std::time::Duration;
 /// Where state lives.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<StateConfig>)]
 pub struct StateConfig {
     /// `sqlite://path` or `postgres://...`; a relative SQLite path is read
     /// from the configuration file's folder.
@@ -18,7 +19,7 @@ pub struct StateConfig {
     /// How long a replica holds the detection job without renewing it; when
     /// the holder dies, another replica takes over after this long.
     #[serde(with = "crate::settings::units::positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub lease_ttl: Duration,
 }
 

@@ -218,6 +218,14 @@ pub fn rules_schema() -> Value {
             let mut properties = meta_properties.cloned().unwrap_or_default();
             properties.extend(settings.unwrap_or_default());
             def.insert("properties".to_owned(), Value::Object(properties));
+            let order: Vec<Value> = [meta.get("x-order"), def.get("x-order")]
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_array)
+                .flatten()
+                .cloned()
+                .collect();
+            def.insert("x-order".to_owned(), Value::Array(order));
             def.insert("required".to_owned(), serde_json::json!(["name"]));
         }
         if let Some(meta_defs) = meta.get("$defs").and_then(Value::as_object) {

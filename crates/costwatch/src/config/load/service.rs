@@ -9,7 +9,7 @@ use crate::config::env::INFERENCE_KEY_VAR;
 use crate::config::locate::item;
 use crate::config::{Sections, TokenizerChoice};
 use schemars::schema_for;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 pub(super) fn check_group_by(doc: &mut Doc, group_by: &[String]) {
@@ -65,10 +65,10 @@ pub fn config_schema() -> Value {
     if let Some(root) = schema.as_object_mut() {
         root.insert("title".to_owned(), json!("costwatch configuration"));
         if let Some(Value::Object(properties)) = root.get_mut("properties") {
-            let mut with_source = Map::new();
-            with_source.insert("source".to_owned(), source);
-            with_source.append(properties);
-            *properties = with_source;
+            properties.insert("source".to_owned(), source);
+        }
+        if let Some(Value::Array(order)) = root.get_mut("x-order") {
+            order.insert(0, json!("source"));
         }
     }
     schema

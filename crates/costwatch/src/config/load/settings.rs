@@ -3,7 +3,7 @@
 
 use super::document::{Doc, value_at};
 use crate::config::locate::{Seg, child, path_string};
-use crate::settings::{Issue, Settings};
+use crate::settings::{Issue, Settings, resolve};
 use serde_json::Value;
 
 /// Checks the mapping at `segs`, read into `settings`: every written
@@ -23,30 +23,6 @@ pub(super) fn report(doc: &mut Doc, path: &str, issues: Vec<Issue>) {
             continue;
         }
         doc.check(false, &child(path, issue.key), || issue.message);
-    }
-}
-
-/// The schema `schema` stands for: itself, the definition its `$ref`
-/// names, or the first of its alternatives that is one (an `Option`).
-fn resolve<'s>(root: &'s Value, schema: &'s Value) -> &'s Value {
-    if let Some(name) = schema
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| r.strip_prefix("#/$defs/"))
-    {
-        return root
-            .get("$defs")
-            .and_then(|d| d.get(name))
-            .map_or(schema, |d| resolve(root, d));
-    }
-    let alternatives = schema.get("anyOf").or_else(|| schema.get("oneOf"));
-    match alternatives.and_then(Value::as_array) {
-        Some(list) => list
-            .iter()
-            .map(|s| resolve(root, s))
-            .find(|s| s.get("properties").is_some())
-            .unwrap_or(schema),
-        None => schema,
     }
 }
 

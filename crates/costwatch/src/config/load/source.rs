@@ -15,7 +15,7 @@ use crate::settings::Settings;
 use crate::source::otlp::{Files, Receiver, SpanMapping};
 use crate::source::rows::{LabelField, RowKeys, RowSettings, Rows};
 use crate::source::settings::{
-    Api, Common, KindConfig, LangfuseKeys, ReferenceLabels, SourceConfig, keys_of,
+    Api, Common, KindConfig, LangfuseKeys, ReferenceLabels, SourceConfig,
 };
 use crate::source::{HttpLimits, SourceKind, prices};
 use serde_json::Value;
@@ -213,7 +213,7 @@ fn either(items: &[&str]) -> String {
 /// reported with the variable that can set it.
 fn part<P: Settings>(doc: &mut Doc) -> Option<P> {
     let segs = [Seg::Key(SOURCE.to_owned())];
-    let keys = keys_of::<P>();
+    let keys = crate::settings::declared_keys::<P>();
     let schema = schemars::schema_for!(P).to_value();
     let required = schema.get("required").and_then(Value::as_array);
     let section = value_at(&doc.value, &segs);

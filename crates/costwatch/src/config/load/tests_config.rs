@@ -590,3 +590,58 @@ fn the_server_tokenizer_asks_the_model_servers_endpoint() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn the_generated_configuration_files_are_current() -> TestResult {
+    let schema = crate::config::config_schema();
+    let files = [
+        (
+            "config/costwatch.schema.json",
+            serde_json::to_string_pretty(&schema)? + "\n",
+        ),
+        (
+            "config/costwatch.example.yaml",
+            crate::settings::reference::example(&schema),
+        ),
+        (
+            "docs/configuration.md",
+            crate::settings::reference::reference(&schema),
+        ),
+    ];
+    for (name, want) in files {
+        let path = root().join(name);
+        // `COSTWATCH_BLESS=1 cargo test --lib config` rewrites the files.
+        if std::env::var_os("COSTWATCH_BLESS").is_some() {
+            fs::write(&path, &want)?;
+        }
+        assert!(
+            fs::read_to_string(&path)? == want,
+            "{name} is stale: run with COSTWATCH_BLESS=1 to update"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn every_mapping_of_the_schemas_knows_its_order_and_documents_its_keys() -> TestResult {
+    for schema in [crate::config::config_schema(), rules_schema()] {
+        let defs = schema["$defs"].as_object().ok_or("no definitions")?;
+        for (name, def) in defs {
+            let Some(properties) = def.get("properties").and_then(|p| p.as_object()) else {
+                continue;
+            };
+            let order = def["x-order"]
+                .as_array()
+                .ok_or(format!("{name}: no x-order"))?;
+            assert_eq!(order.len(), properties.len(), "{name}: {order:?}");
+            for (key, property) in properties {
+                let described = property.get("description").is_some()
+                    || crate::settings::resolve(&schema, property)
+                        .get("description")
+                        .is_some();
+                assert!(described, "{name}.{key} has no description");
+            }
+        }
+    }
+    Ok(())
+}

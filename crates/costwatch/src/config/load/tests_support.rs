@@ -48,10 +48,10 @@ pub(super) const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_b
     `detection`, `schedule`, `alerts`, `notify`, `server`, `investigation`, `rules`";
 
 /// The keys of a reference gateway's `source` section: `kind`, those
-/// every kind reads, then its own, each part's in name order.
-pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `admin_key_file`, `filter`, \
-    `max_pages`, `page_limit`, `connect_timeout`, `max_body_bytes`, `max_retries`, `retry_base`, \
-    `retry_max`, `timeout`, `api_url`, `labels`";
+/// every kind reads, then its own, as their structs declare them.
+pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `admin_key_file`, `page_limit`, \
+    `max_pages`, `filter`, `timeout`, `connect_timeout`, `max_retries`, `retry_base`, \
+    `retry_max`, `max_body_bytes`, `api_url`, `labels`";
 
 /// The rules of `rules/`: one rule of each kind with its settings'
 /// defaults. The shipped rule files write every setting out, so comparing

@@ -41,6 +41,8 @@ impl Selector {
 
 /// The keys every rule has, as a rule file writes them.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<MetaKeys>)]
 pub struct MetaKeys {
     /// Unique name among the rules of its kind; appears in findings.
     #[schemars(length(min = 1))]

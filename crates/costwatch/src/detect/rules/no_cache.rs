@@ -14,6 +14,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 #[schemars(rename = "NoCacheRule")]
+#[schemars(transform = crate::settings::in_declared_order::<NoCache>)]
 pub struct NoCache {
     /// Fewest calls in the session (a single call can never hit the cache).
     #[schemars(range(min = 2))]

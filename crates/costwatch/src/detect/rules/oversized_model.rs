@@ -12,6 +12,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 #[schemars(rename = "OversizedModelRule")]
+#[schemars(transform = crate::settings::in_declared_order::<OversizedModel>)]
 pub struct OversizedModel {
     /// A model is premium when its blended price is at least this many times
     /// the cheapest model in use.
@@ -51,7 +52,7 @@ pub struct OversizedModel {
     /// flagged, however many do it, and its history keeps what it did
     /// before. A duration with a unit, such as `7d` or `36h`.
     #[serde(with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub accept_after: Duration,
     /// Smallest estimated waste worth a finding, in USD.
     #[schemars(range(min = 0.0))]

@@ -13,6 +13,7 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 #[schemars(rename = "RetryLoopRule")]
+#[schemars(transform = crate::settings::in_declared_order::<RetryLoop>)]
 pub struct RetryLoop {
     /// Fewest calls for a session to be considered at all.
     #[schemars(range(min = 2))]

@@ -1,6 +1,6 @@
 //! OpenTelemetry GenAI spans as call rows: the pure core (decoding and
-//! mapping), the OTLP/HTTP receiver and the reader over what it stored
-//! (`source.kind: otlp`), and the files reader (`source.kind: otlp_files`).
+//! mapping) that the OTLP/HTTP receiver (`crate::ingest`, `source.kind:
+//! otlp`) uses, and the files reader (`source.kind: otlp_files`).
 //!
 //! Followed from:
 //! - the OTLP specification (`opentelemetry-proto`, `docs/specification.md`:
@@ -58,9 +58,7 @@ mod decode;
 mod files;
 mod json_lenient;
 mod map;
-pub mod receiver;
 mod settings;
-mod stored;
 mod usage;
 
 #[cfg(test)]
@@ -71,4 +69,3 @@ pub use self::decode::{DecodeError, Encoding, decode_json_line, decode_request, 
 pub use self::files::{DEFAULT_MAX_CACHED_CALLS, OtlpFilesReader};
 pub use self::map::{Mapped, SpanCall, map_spans};
 pub use self::settings::{AttrRef, Files, InputTokens, Receiver, SessionFallback, SpanMapping};
-pub use self::stored::StoredCalls;

@@ -144,6 +144,7 @@ impl fmt::Display for InputTokens {
 /// How spans become call rows (`otlp`, `otlp_files`).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<SpanMapping>)]
 pub struct SpanMapping {
     /// What a span without `gen_ai.conversation.id` is grouped by:
     /// `trace`, `span.<key>`, `resource.<key>`, or `none` (each call
@@ -188,6 +189,7 @@ impl Default for SpanMapping {
 /// The OTLP/HTTP receiver of `otlp`.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Receiver>)]
 pub struct Receiver {
     /// Where the receiver listens (OTLP/HTTP's usual port, on loopback).
     #[serde(deserialize_with = "listen")]
@@ -195,6 +197,7 @@ pub struct Receiver {
     pub listen: SocketAddr,
     /// File holding the bearer token exporters must send, relative to the
     /// configuration's folder; `COSTWATCH_OTLP_TOKEN` wins.
+    #[schemars(example = "/run/credentials/costwatch.service/otlp_token")]
     pub token_file: Option<PathBuf>,
     /// The token, from `COSTWATCH_OTLP_TOKEN` or `token_file`.
     #[serde(skip)]
@@ -208,7 +211,7 @@ pub struct Receiver {
     /// How long received calls are kept, at most 3650d; at least
     /// `windows.size + windows.settle_lag + source.session_lookback`.
     #[serde(with = "with_unit")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub retention: Duration,
 }
 
@@ -260,9 +263,11 @@ impl Settings for Receiver {
 /// The files `otlp_files` reads.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Files>)]
 pub struct Files {
     /// The folder of OTLP/JSON files (the Collector's file exporter's),
     /// relative to the configuration's folder.
+    #[schemars(example = "otlp-traces/")]
     pub path: PathBuf,
 }
 

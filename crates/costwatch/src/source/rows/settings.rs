@@ -15,6 +15,7 @@ use std::time::Duration;
 /// `source.session_key` and `source.labels` of LiteLLM and Langfuse.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<RowKeys>)]
 pub struct RowKeys {
     /// What groups calls into sessions: `session_id` (the system's own),
     /// `user`, `trace`, `metadata.<key>` or `tag:<prefix>`.
@@ -32,14 +33,16 @@ impl Settings for RowKeys {}
 /// calls are read, and how much is held.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
+#[schemars(transform = crate::settings::in_declared_order::<Rows>)]
 pub struct Rows {
     /// A price table in the `GET /models` shape, for models the system
     /// does not price, relative to the configuration's folder.
+    #[schemars(example = "models.json")]
     pub models_file: Option<PathBuf>,
     /// How far before a window calls are read, so that a session that began
     /// earlier is counted whole.
     #[serde(with = "positive")]
-    #[schemars(with = "String")]
+    #[schemars(with = "crate::settings::units::DurationText")]
     pub session_lookback: Duration,
     /// Most open sessions held while a window is read; more fails the read
     /// with an error that says to shorten the window.

@@ -1,11 +1,14 @@
 //! [`AnySource`]: the source `source.kind` names, behind one type.
 
-use super::gateway::GatewaySource;
-use super::langfuse::LangfuseReader;
-use super::litellm::LiteLlmReader;
-use super::otlp::{OtlpFilesReader, StoredCalls};
-use super::rows::RowSource;
-use super::{ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window};
+use crate::ingest::StoredCalls;
+use crate::source::gateway::GatewaySource;
+use crate::source::langfuse::LangfuseReader;
+use crate::source::litellm::LiteLlmReader;
+use crate::source::otlp::OtlpFilesReader;
+use crate::source::rows::RowSource;
+use crate::source::{
+    ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
+};
 use crate::store::SqlStore;
 
 /// Whichever source the configuration names.

@@ -16,14 +16,19 @@
 //! never makes an exporter wait on more than one short transaction.
 
 mod status;
+mod stored;
 mod throttle;
+
+pub use self::stored::StoredCalls;
 
 use self::status::Refusal;
 use self::throttle::Throttle;
-use super::{Encoding, SpanMapping, decode_request, encode_response, map_spans};
 use crate::clock::Clock;
 use crate::ops::metrics::Metrics;
 use crate::secret::Secret;
+use crate::source::otlp::{
+    DecodeError, Encoding, SpanMapping, decode_request, encode_response, map_spans,
+};
 use crate::store::{CallStore, Store};
 use axum::Router;
 use axum::body::Body;
@@ -249,7 +254,7 @@ async fn accept<S: CallStore + Store + Clone + 'static>(
     .await
     .map_err(|e| Refusal::Unavailable(format!("decoding stopped: {e}")))?
     .map_err(|e| match e {
-        super::DecodeError::TooLarge { .. } => Refusal::TooLarge(limit),
+        DecodeError::TooLarge { .. } => Refusal::TooLarge(limit),
         other => Refusal::BadData(other.to_string()),
     })?;
     let stored = tokio::time::timeout(
