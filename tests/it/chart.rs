@@ -146,10 +146,12 @@ async fn serve() -> Served {
         store,
         schedule: Schedule {
             job: "main".into(),
-            size: Duration::from_secs(3600),
-            settle_lag: Duration::from_secs(120),
-            start: None,
-            max_backfill: Duration::from_secs(86_400),
+            windows: costwatch::config::WindowConfig {
+                size: Duration::from_secs(3600),
+                settle_lag: Duration::from_secs(120),
+                start: None,
+                max_backfill: Duration::from_secs(86_400),
+            },
         },
         investigations: false,
         day_cap_usd: 0.0,

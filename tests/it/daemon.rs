@@ -486,10 +486,12 @@ async fn rebuild_with_channels(
     let shared: Arc<dyn Clock> = Arc::new(r.clock.clone());
     let schedule = Schedule {
         job: "main".into(),
-        size: Duration::from_secs(900),
-        settle_lag: Duration::from_secs(120),
-        start: Some(r.start),
-        max_backfill: Duration::from_secs(7 * 86_400),
+        windows: costwatch::config::WindowConfig {
+            size: Duration::from_secs(900),
+            settle_lag: Duration::from_secs(120),
+            start: Some(r.start),
+            max_backfill: Duration::from_secs(7 * 86_400),
+        },
     };
     let store = r.daemon.store().clone();
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, shared.clone());

@@ -6,6 +6,7 @@
 use crate::support::free_port;
 use costwatch::notify::email::{EmailNotifier, EmailSettings, SmtpSecurity, message_id, thread_id};
 use costwatch::notify::render::title_for;
+use costwatch::notify::settings::EmailConfig;
 use costwatch::notify::{Alert, AlertKind, AlertSession, AlertStatus, Notifier, NotifyError};
 use costwatch::secret::Secret;
 use std::collections::BTreeMap;
@@ -184,15 +185,19 @@ impl SmtpPeer {
 
 pub(crate) fn settings(port: u16, security: SmtpSecurity) -> EmailSettings {
     EmailSettings {
-        host: "127.0.0.1".into(),
-        port,
-        security,
+        config: EmailConfig {
+            host: "127.0.0.1".into(),
+            port: Some(port),
+            security,
+            ca_file: None,
+            username: None,
+            password_file: None,
+            password: None,
+            from: "costwatch <costwatch@example.com>".into(),
+            to: vec!["ops@example.com".into(), "Finance <fin@example.org>".into()],
+            timeout: Duration::from_secs(10),
+        },
         extra_ca_pem: None,
-        username: None,
-        password: None,
-        from: "costwatch <costwatch@example.com>".into(),
-        to: vec!["ops@example.com".into(), "Finance <fin@example.org>".into()],
-        timeout: Duration::from_secs(10),
     }
 }
 

@@ -64,10 +64,12 @@ pub(crate) async fn daemon(
     let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(ts("2026-10-11T12:05:00Z")));
     let schedule = Schedule {
         job: "main".into(),
-        size: Duration::from_secs(3600),
-        settle_lag: Duration::from_secs(120),
-        start: Some(ts("2026-10-11T11:00:00Z")),
-        max_backfill: Duration::from_secs(3650 * 86_400),
+        windows: costwatch::config::WindowConfig {
+            size: Duration::from_secs(3600),
+            settle_lag: Duration::from_secs(120),
+            start: Some(ts("2026-10-11T11:00:00Z")),
+            max_backfill: Duration::from_secs(3650 * 86_400),
+        },
     };
     let pipeline = Pipeline::new(source, store, detector(), schedule, 4, clock.clone());
     let mut s = settings(vec![recorder as Arc<dyn Channel>]);

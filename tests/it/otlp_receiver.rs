@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use costwatch::ingest::{self as receiver, ReceiverSettings};
 use costwatch::ops::metrics::Metrics;
 use costwatch::source::RequestStatus;
-use costwatch::source::otlp::SpanMapping;
+use costwatch::source::otlp::{self, SpanMapping};
 use costwatch::store::{CallStore, SqlStore};
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
@@ -111,13 +111,14 @@ fn export(spans: Vec<Span>) -> ExportTraceServiceRequest {
 
 fn settings() -> ReceiverSettings {
     ReceiverSettings {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        token: None,
+        receiver: otlp::Receiver {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            max_request_bytes: 64 * 1024,
+            max_requests_per_second: 1000,
+            ..otlp::Receiver::default()
+        },
         mapping: SpanMapping::default(),
-        max_request_bytes: 64 * 1024,
-        max_requests_per_second: 1000,
         max_in_flight: 4,
-        accept_past: Duration::from_secs(7 * 24 * 3600),
         accept_future: Duration::from_secs(3600),
         store_timeout: Duration::from_secs(10),
         job: "main".into(),
@@ -415,7 +416,7 @@ async fn spans_out_of_time_or_without_a_model_are_a_partial_success() {
 async fn a_bearer_token_is_required_when_configured() {
     let dir = TempDir::new().unwrap();
     let mut set = settings();
-    set.token = Some(costwatch::secret::Secret::new("s3cret-token"));
+    set.receiver.token = Some(costwatch::secret::Secret::new("s3cret-token"));
     let r = start(sqlite(&dir).await, set).await;
     let req = export(vec![chat(1, "conv-t", minute(1), 100, 0)]).encode_to_vec();
     for auth in [None, Some("Bearer wrong"), Some("s3cret-token")] {
@@ -444,7 +445,7 @@ async fn a_bearer_token_is_required_when_configured() {
 async fn a_flood_is_told_to_come_back_later() {
     let dir = TempDir::new().unwrap();
     let mut set = settings();
-    set.max_requests_per_second = 2;
+    set.receiver.max_requests_per_second = 2;
     let r = start(sqlite(&dir).await, set).await;
     let mut statuses = Vec::new();
     for n in 0..4u8 {

@@ -47,10 +47,12 @@ fn pipeline_with<S: Source + Clone + 'static>(
 ) -> Pipeline<S, SqlStore> {
     let schedule = Schedule {
         job: JOB.to_owned(),
-        size: HOUR,
-        settle_lag: Duration::ZERO,
-        start: Some(from),
-        max_backfill: Duration::ZERO,
+        windows: costwatch::config::WindowConfig {
+            size: HOUR,
+            settle_lag: Duration::ZERO,
+            start: Some(from),
+            max_backfill: Duration::ZERO,
+        },
     };
     Pipeline::new(source, store, det, schedule, 4, clock(now))
 }

@@ -25,10 +25,12 @@ use tempfile::TempDir;
 fn hourly() -> Schedule {
     Schedule {
         job: "main".into(),
-        size: Duration::from_secs(3600),
-        settle_lag: Duration::from_secs(120),
-        start: Some(ts("2026-10-11T11:00:00Z")),
-        max_backfill: Duration::from_secs(7 * 86_400),
+        windows: costwatch::config::WindowConfig {
+            size: Duration::from_secs(3600),
+            settle_lag: Duration::from_secs(120),
+            start: Some(ts("2026-10-11T11:00:00Z")),
+            max_backfill: Duration::from_secs(7 * 86_400),
+        },
     }
 }
 

@@ -238,10 +238,12 @@ where
 pub fn quarter_hours(start: DateTime<Utc>) -> costwatch::pipeline::Schedule {
     costwatch::pipeline::Schedule {
         job: "main".into(),
-        size: Duration::from_secs(900),
-        settle_lag: Duration::from_secs(120),
-        start: Some(start),
-        max_backfill: Duration::from_secs(7 * 86_400),
+        windows: costwatch::config::WindowConfig {
+            size: Duration::from_secs(900),
+            settle_lag: Duration::from_secs(120),
+            start: Some(start),
+            max_backfill: Duration::from_secs(7 * 86_400),
+        },
     }
 }
 

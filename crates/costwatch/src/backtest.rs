@@ -193,10 +193,12 @@ where
     } = range;
     let schedule = Schedule {
         job: BACKTEST_JOB.to_owned(),
-        size: window,
-        settle_lag: Duration::ZERO,
-        start: Some(from),
-        max_backfill: Duration::ZERO,
+        windows: crate::config::WindowConfig {
+            size: window,
+            settle_lag: Duration::ZERO,
+            start: Some(from),
+            max_backfill: Duration::ZERO,
+        },
     };
     let pipeline = Pipeline::new(
         source,
@@ -468,10 +470,12 @@ where
     let shared: Arc<dyn Clock> = Arc::new(clock.clone());
     let schedule = Schedule {
         job: BACKTEST_JOB.to_owned(),
-        size: window,
-        settle_lag: Duration::ZERO,
-        start: Some(from),
-        max_backfill: Duration::from_secs(u64::from(u32::MAX)),
+        windows: crate::config::WindowConfig {
+            size: window,
+            settle_lag: Duration::ZERO,
+            start: Some(from),
+            max_backfill: Duration::from_secs(u64::from(u32::MAX)),
+        },
     };
     let pipeline = Pipeline::new(source, store.clone(), detector, schedule, 4, shared.clone());
     let settings = DaemonSettings {

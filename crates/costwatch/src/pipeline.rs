@@ -7,6 +7,7 @@
 //! Windows are processed strictly in order, so none is skipped or counted twice.
 
 use crate::clock::Clock;
+use crate::config::WindowConfig;
 use crate::detect::{
     Catalogue, Confirmed, Detector, Diagnostic, Finding, GroupBaseline, Held, HeldFindings,
 };
@@ -92,30 +93,36 @@ impl Deadline {
     }
 }
 
-/// Where windows come from.
+/// Where windows come from: a job and how its windows are cut (reached
+/// through it: `schedule.size`).
 #[derive(Debug, Clone)]
 pub struct Schedule {
     /// Name of the job (its watermark is kept under this name).
     pub job: String,
-    /// Window length.
-    pub size: Duration,
-    /// Wait after a window's end before reading it.
-    pub settle_lag: Duration,
-    /// First window start of a new job; `None` means `now - max_backfill`.
-    pub start: Option<DateTime<Utc>>,
-    /// How far back a new job starts.
-    pub max_backfill: Duration,
+    /// The `windows` section.
+    pub windows: WindowConfig,
+}
+
+impl std::ops::Deref for Schedule {
+    type Target = WindowConfig;
+
+    fn deref(&self) -> &WindowConfig {
+        &self.windows
+    }
+}
+
+impl std::ops::DerefMut for Schedule {
+    fn deref_mut(&mut self) -> &mut WindowConfig {
+        &mut self.windows
+    }
 }
 
 impl Schedule {
     /// The schedule of the daemon's `main` job that `windows` describes.
-    pub fn main(windows: &crate::config::WindowConfig) -> Schedule {
+    pub fn main(windows: &WindowConfig) -> Schedule {
         Schedule {
             job: "main".to_owned(),
-            size: windows.size,
-            settle_lag: windows.settle_lag,
-            start: windows.start,
-            max_backfill: windows.max_backfill,
+            windows: windows.clone(),
         }
     }
 

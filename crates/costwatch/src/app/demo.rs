@@ -237,10 +237,12 @@ pub async fn demo_investigation(
         .map_err(|e| AppError::failed("state", e))?;
     let schedule = Schedule {
         job: "main".to_owned(),
-        size: Duration::from_secs(3600),
-        settle_lag: Duration::from_secs(120),
-        start: Some(SEED_DAY_END - ChronoDuration::minutes(65)),
-        max_backfill: Duration::from_secs(86_400),
+        windows: crate::config::WindowConfig {
+            size: Duration::from_secs(3600),
+            settle_lag: Duration::from_secs(120),
+            start: Some(SEED_DAY_END - ChronoDuration::minutes(65)),
+            max_backfill: Duration::from_secs(86_400),
+        },
     };
     let pipeline = Pipeline::new(
         simulator_source(&sim, kind).await?,

@@ -42,13 +42,9 @@ pub(super) async fn start(
         .await
         .map_err(|e| AppError::failed("cannot open the state database for the receiver", e))?;
     let settings = ReceiverSettings {
-        listen: o.listen,
-        token: o.token.clone(),
+        receiver: o.clone(),
         mapping: mapping.clone(),
-        max_request_bytes: o.max_request_bytes,
-        max_requests_per_second: o.max_requests_per_second,
         max_in_flight: MAX_IN_FLIGHT,
-        accept_past: o.retention,
         accept_future: ACCEPT_FUTURE,
         store_timeout: STORE_TIMEOUT,
         job: Schedule::main(&cfg.windows).job,

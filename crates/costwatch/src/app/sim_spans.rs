@@ -11,7 +11,7 @@ use crate::ingest::StoredCalls;
 use crate::ingest::{self as receiver, ReceiverSettings};
 use crate::ops::metrics::Metrics;
 use crate::source::SourceKind;
-use crate::source::otlp::{OtlpFilesReader, SpanMapping};
+use crate::source::otlp::{OtlpFilesReader, Receiver, SpanMapping};
 use crate::source::prices::PriceTable;
 use crate::source::rows::RowSource;
 use crate::store::SqlStore;
@@ -71,14 +71,16 @@ pub(super) async fn source(
         .map_err(|e| AppError::failed("in-memory state", e))?;
     let (stop, stop_rx) = watch::channel(false);
     let receiver_settings = ReceiverSettings {
-        listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
-        token: None,
+        receiver: Receiver {
+            listen: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            max_request_bytes: 16 << 20,
+            max_requests_per_second: 10_000,
+            // Simulated traffic is history: every start time is accepted.
+            retention: Duration::from_secs(100 * 365 * 86_400),
+            ..Receiver::default()
+        },
         mapping: SpanMapping::default(),
-        max_request_bytes: 16 << 20,
-        max_requests_per_second: 10_000,
         max_in_flight: 4,
-        // Simulated traffic is history: every start time is accepted.
-        accept_past: Duration::from_secs(100 * 365 * 86_400),
         accept_future: Duration::from_secs(100 * 365 * 86_400),
         store_timeout: Duration::from_secs(60),
         job: "main".to_owned(),

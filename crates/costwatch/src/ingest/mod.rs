@@ -25,9 +25,8 @@ use self::status::Refusal;
 use self::throttle::Throttle;
 use crate::clock::Clock;
 use crate::ops::metrics::Metrics;
-use crate::secret::Secret;
 use crate::source::otlp::{
-    DecodeError, Encoding, SpanMapping, decode_request, encode_response, map_spans,
+    DecodeError, Encoding, Receiver, SpanMapping, decode_request, encode_response, map_spans,
 };
 use crate::store::{CallStore, Store};
 use axum::Router;
@@ -57,22 +56,15 @@ pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How the receiver listens and what it accepts.
 #[derive(Debug, Clone)]
 pub struct ReceiverSettings {
-    /// Where it listens (`source.listen`).
-    pub listen: SocketAddr,
-    /// The bearer token exporters must send, if any.
-    pub token: Option<Secret>,
+    /// `source.listen`, `source.token_file` (read), the request limits and
+    /// `source.retention`: spans that started longer ago than it are
+    /// rejected, their windows are done and their rows would be deleted
+    /// anyway.
+    pub receiver: Receiver,
     /// How spans become call rows.
     pub mapping: SpanMapping,
-    /// Largest request body, as sent (`source.max_request_bytes`); a gzip
-    /// body may inflate to [`MAX_INFLATION`] times it.
-    pub max_request_bytes: usize,
-    /// Requests a second before exporters are told to come back later.
-    pub max_requests_per_second: u32,
     /// Requests decoded and stored at once; more are told to come back.
     pub max_in_flight: usize,
-    /// Spans that started longer ago than this are rejected: their windows
-    /// are done and their rows would be deleted by retention anyway.
-    pub accept_past: Duration,
     /// Spans that start further in the future than this are rejected (a
     /// wrong clock).
     pub accept_future: Duration,
@@ -105,7 +97,7 @@ fn digest(s: &str) -> [u8; 32] {
     Sha256::digest(s.as_bytes()).into()
 }
 
-/// Binds `settings.listen` and serves `POST /v1/traces` on a spawned task
+/// Binds `settings.receiver.listen` and serves `POST /v1/traces` on a spawned task
 /// until `shutdown` becomes `true` (or its sender is dropped); returns the
 /// bound address (so port 0 works) and the task.
 pub async fn serve<S>(
@@ -118,11 +110,11 @@ pub async fn serve<S>(
 where
     S: CallStore + Store + Clone + 'static,
 {
-    let listener = TcpListener::bind(settings.listen).await?;
+    let listener = TcpListener::bind(settings.receiver.listen).await?;
     let addr = listener.local_addr()?;
     let app = router(Arc::new(Shared {
-        token_digest: settings.token.as_ref().map(|t| digest(t.expose())),
-        throttle: Throttle::new(settings.max_requests_per_second),
+        token_digest: settings.receiver.token.as_ref().map(|t| digest(t.expose())),
+        throttle: Throttle::new(settings.receiver.max_requests_per_second),
         in_flight: Semaphore::new(settings.max_in_flight.max(1)),
         settings,
         store,
@@ -214,7 +206,7 @@ async fn accept<S: CallStore + Store + Clone + 'static>(
             crate::printable::printable(&given).to_string(),
         ));
     };
-    let limit = settings.max_request_bytes;
+    let limit = settings.receiver.max_request_bytes;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -231,7 +223,7 @@ async fn accept<S: CallStore + Store + Clone + 'static>(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let now = shared.clock.now();
-    let from = TimeDelta::from_std(settings.accept_past)
+    let from = TimeDelta::from_std(settings.receiver.retention)
         .ok()
         .and_then(|d| now.checked_sub_signed(d))
         .unwrap_or(DateTime::<Utc>::MIN_UTC);

@@ -20,44 +20,40 @@ use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime};
 
+use super::settings::EmailConfig;
 pub use super::settings::SmtpSecurity;
 
-/// Everything the email channel needs, with the CA file already read.
+/// Everything the email channel needs: `notify.email` (reached through it:
+/// `settings.host`), with its CA file already read.
 #[derive(Debug, Clone)]
 pub struct EmailSettings {
-    /// SMTP host name or IP address; TLS certificates are checked against it.
-    pub host: String,
-    /// SMTP port.
-    pub port: u16,
-    /// Transport security.
-    pub security: SmtpSecurity,
-    /// Extra CA certificates (PEM) to trust besides the system's.
+    /// The channel's settings.
+    pub config: EmailConfig,
+    /// Extra CA certificates (PEM) to trust besides the system's, read from
+    /// `ca_file`.
     pub extra_ca_pem: Option<Vec<u8>>,
-    /// SMTP user, if the server wants authentication.
-    pub username: Option<String>,
-    /// SMTP password; required with `username`.
-    pub password: Option<Secret>,
-    /// Sender mailbox, e.g. `costwatch <costwatch@example.com>`.
-    pub from: String,
-    /// Recipients (at least one).
-    pub to: Vec<String>,
-    /// Timeout of one delivery, connection included.
-    pub timeout: Duration,
+}
+
+impl std::ops::Deref for EmailSettings {
+    type Target = EmailConfig;
+
+    fn deref(&self) -> &EmailConfig {
+        &self.config
+    }
+}
+
+impl std::ops::DerefMut for EmailSettings {
+    fn deref_mut(&mut self) -> &mut EmailConfig {
+        &mut self.config
+    }
 }
 
 impl EmailSettings {
     /// The settings `notify.email` describes, with its CA file read.
-    pub fn from_config(c: &super::settings::EmailConfig) -> std::io::Result<EmailSettings> {
+    pub fn from_config(c: &EmailConfig) -> std::io::Result<EmailSettings> {
         Ok(EmailSettings {
-            host: c.host.clone(),
-            port: c.port(),
-            security: c.security,
+            config: c.clone(),
             extra_ca_pem: c.ca_file.as_ref().map(std::fs::read).transpose()?,
-            username: c.username.clone(),
-            password: c.password.clone(),
-            from: c.from.clone(),
-            to: c.to.clone(),
-            timeout: c.timeout,
         })
     }
 }
@@ -168,7 +164,7 @@ impl EmailNotifier {
         }
 
         let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&settings.host)
-            .port(settings.port)
+            .port(settings.port())
             .tls(tls)
             .timeout(Some(settings.timeout));
         match (&settings.username, &settings.password) {
@@ -194,9 +190,9 @@ impl EmailNotifier {
             id_domain: from.email.domain().to_owned(),
             from,
             to,
-            server: format!("{}:{}", settings.host, settings.port),
+            server: format!("{}:{}", settings.host, settings.port()),
             timeout: settings.timeout,
-            password: settings.password,
+            password: settings.config.password,
         })
     }
 
@@ -425,15 +421,19 @@ mod tests {
 
     fn settings(port: u16, security: SmtpSecurity) -> EmailSettings {
         EmailSettings {
-            host: "127.0.0.1".into(),
-            port,
-            security,
+            config: EmailConfig {
+                host: "127.0.0.1".into(),
+                port: Some(port),
+                security,
+                ca_file: None,
+                username: None,
+                password_file: None,
+                password: None,
+                from: "costwatch <costwatch@example.com>".into(),
+                to: vec!["ops@example.com".into(), "Finance <fin@example.org>".into()],
+                timeout: Duration::from_secs(10),
+            },
             extra_ca_pem: None,
-            username: None,
-            password: None,
-            from: "costwatch <costwatch@example.com>".into(),
-            to: vec!["ops@example.com".into(), "Finance <fin@example.org>".into()],
-            timeout: Duration::from_secs(10),
         }
     }
 

@@ -128,6 +128,16 @@ fn source_mistakes_name_the_line_and_the_setting() -> TestResult {
             &[],
             "source.labels: set source.filter or source.labels (its old spelling), not both",
         ),
+        (
+            "  kind: litellm\n  api_url: http://h\n  labels: {'': team_id}\n",
+            &[],
+            "source.labels: label names must not be empty",
+        ),
+        (
+            "  api_url: http://h\n  session_lookback: 2h\n",
+            &[],
+            "source.session_lookback: only read with kind: litellm, langfuse, otlp or otlp_files (this source is reference)",
+        ),
     ];
     for (source, files, want) in cases {
         let problems = load_source(source, files)?.err().unwrap_or_default();

@@ -399,10 +399,12 @@ fn parts(store: SqlStore) -> Parts {
         store,
         schedule: Schedule {
             job: "main".into(),
-            size: Duration::from_secs(3600),
-            settle_lag: Duration::from_secs(120),
-            start: None,
-            max_backfill: Duration::from_secs(7 * 86_400),
+            windows: crate::config::WindowConfig {
+                size: Duration::from_secs(3600),
+                settle_lag: Duration::from_secs(120),
+                start: None,
+                max_backfill: Duration::from_secs(7 * 86_400),
+            },
         },
         investigations: true,
         day_cap_usd: 1.0,

@@ -3,8 +3,8 @@
 //! and Langfuse), and how far and how much is read ([`Rows`], every kind
 //! but the reference gateway); [`RowSettings`], what a reader is given.
 
-use crate::settings::Settings;
 use crate::settings::units::positive;
+use crate::settings::{Issue, Settings, empty_label_name};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -27,7 +27,13 @@ pub struct RowKeys {
     pub labels: BTreeMap<String, String>,
 }
 
-impl Settings for RowKeys {}
+impl Settings for RowKeys {
+    fn problems(&self) -> Vec<Issue> {
+        empty_label_name("labels", &self.labels)
+            .into_iter()
+            .collect()
+    }
+}
 
 /// The `source` keys every row source reads: how far before a window
 /// calls are read, and how much is held.
