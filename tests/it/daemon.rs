@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::clock::{Clock, FakeClock};
 use costwatch::daemon::{Daemon, DaemonSettings};
 use costwatch::incidents::AlertPolicy;
-use costwatch::notify::outbox::{Channel, RetryPolicy};
+use costwatch::notify::outbox::Channel;
 use costwatch::notify::{Alert, AlertKind, AlertStatus, Notifier, NotifyError};
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::store::{SqlStore, Store};
@@ -55,11 +55,6 @@ pub fn settings(channels: Vec<Arc<dyn Channel>>) -> DaemonSettings {
         tick_timeout: Duration::from_secs(600),
         tick_watch: costwatch::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(7 * 86_400),
-        delivery_deadline: Duration::from_secs(86_400),
-        retry: RetryPolicy {
-            base: Duration::from_secs(30),
-            max: Duration::from_secs(1800),
-        },
         channels,
         metrics: Arc::new(costwatch::ops::metrics::Metrics::new()),
         replica: "test-replica".into(),

@@ -440,8 +440,6 @@ impl DaemonSettings {
             tick_timeout: cfg.schedule.tick_timeout,
             tick_watch: TickWatch::new(),
             max_backfill: cfg.windows.max_backfill,
-            delivery_deadline: cfg.alerts.delivery_deadline,
-            retry: (&cfg.alerts).into(),
             channels,
             metrics,
             replica,

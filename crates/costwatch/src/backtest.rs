@@ -479,17 +479,17 @@ where
     };
     let pipeline = Pipeline::new(source, store.clone(), detector, schedule, 4, shared.clone());
     let settings = DaemonSettings {
-        policy,
+        policy: crate::incidents::AlertPolicy {
+            delivery_deadline: Duration::from_secs(3600),
+            retry_base: Duration::from_secs(1),
+            retry_max: Duration::from_secs(1),
+            ..policy
+        },
         max_catch_up_windows: 1,
         // A replay has no schedule to keep: no deadline to speak of.
         tick_timeout: Duration::from_secs(u64::from(u32::MAX)),
         tick_watch: crate::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(u64::from(u32::MAX)),
-        delivery_deadline: Duration::from_secs(3600),
-        retry: crate::notify::outbox::RetryPolicy {
-            base: Duration::from_secs(1),
-            max: Duration::from_secs(1),
-        },
         channels: Vec::new(),
         metrics: Arc::new(crate::ops::metrics::Metrics::new()),
         replica: "backtest".to_owned(),

@@ -28,20 +28,18 @@ use std::time::Duration;
 /// Everything a tick needs besides the pipeline.
 #[derive(Clone)]
 pub struct DaemonSettings {
-    /// How findings become alerts.
+    /// How findings become alerts and how long their delivery is tried
+    /// (`alerts`).
     pub policy: AlertPolicy,
-    /// Most windows one tick processes.
+    /// `schedule.max_catch_up_windows`.
     pub max_catch_up_windows: usize,
-    /// How long one tick may read the gateway.
+    /// `schedule.tick_timeout`.
     pub tick_timeout: Duration,
     /// Where a tick marks its window phase, for `/healthz` and the watchdog.
     pub tick_watch: TickWatch,
-    /// Windows older than this are skipped rather than caught up.
+    /// `windows.max_backfill`: older windows are skipped rather than caught
+    /// up.
     pub max_backfill: Duration,
-    /// How long an alert's delivery is retried.
-    pub delivery_deadline: Duration,
-    /// Delivery backoff.
-    pub retry: RetryPolicy,
     /// Channels alerts go to.
     pub channels: Vec<Arc<dyn Channel>>,
     /// Counters for `/metrics`.
@@ -49,8 +47,7 @@ pub struct DaemonSettings {
     /// This replica's name in leases and outbox claims: never shared by two
     /// live processes, kept across restarts where it can be (`app::Replica`).
     pub replica: String,
-    /// How long the job lease lasts without renewal; another replica takes
-    /// the job over when the holder dies.
+    /// `state.lease_ttl`.
     pub lease_ttl: Duration,
     /// How long a claim on an outbox row lasts: longer than any channel's
     /// timeout.
@@ -237,7 +234,7 @@ where
         report.watermark = watermark;
         if let Some(data_now) = watermark {
             let deadline = now
-                + ChronoDuration::from_std(self.settings.delivery_deadline)
+                + ChronoDuration::from_std(self.settings.policy.delivery_deadline)
                     .unwrap_or(ChronoDuration::days(1));
             alerting::silences::notice_ended(self.store(), now).await?;
             let mut plan = alerting::plan(
@@ -296,7 +293,7 @@ where
         let r = alerting::deliver_due(
             self.store(),
             &self.settings.channels,
-            self.settings.retry,
+            RetryPolicy::from(&self.settings.policy),
             &self.settings.replica,
             self.settings.claim_ttl,
             self.clock.now(),

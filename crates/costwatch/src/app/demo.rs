@@ -12,7 +12,7 @@ use crate::investigate::budget::Prices;
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
 use crate::investigate::run::RunOptions;
-use crate::notify::outbox::{Channel, RetryPolicy};
+use crate::notify::outbox::Channel;
 use crate::notify::{Alert, Notifier, NotifyError};
 use crate::pipeline::{Pipeline, Schedule};
 use crate::secret::Secret;
@@ -253,17 +253,17 @@ pub async fn demo_investigation(
         clock.clone(),
     );
     let settings = DaemonSettings {
-        policy: AlertPolicy::default(),
+        policy: AlertPolicy {
+            delivery_deadline: Duration::from_secs(3600),
+            retry_base: Duration::from_secs(1),
+            retry_max: Duration::from_secs(10),
+            ..AlertPolicy::default()
+        },
         max_catch_up_windows: 10,
         // No deadline to speak of: the simulator is on loopback.
         tick_timeout: Duration::from_secs(u64::from(u32::MAX)),
         tick_watch: crate::ops::stall::TickWatch::new(),
         max_backfill: Duration::from_secs(86_400),
-        delivery_deadline: Duration::from_secs(3600),
-        retry: RetryPolicy {
-            base: Duration::from_secs(1),
-            max: Duration::from_secs(10),
-        },
         channels: vec![collected.clone() as Arc<dyn Channel>],
         metrics: Arc::new(crate::ops::metrics::Metrics::new()),
         replica: "demo".to_owned(),

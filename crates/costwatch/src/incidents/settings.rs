@@ -115,17 +115,7 @@ impl Settings for AlertPolicy {
                     ),
                 )
             }),
-            (self.retry_max < self.retry_base).then(|| {
-                Issue::reading(
-                    "retry_max",
-                    &["retry_base"],
-                    format!(
-                        "must be at least retry_base ({}), got {}",
-                        fmt(self.retry_base),
-                        fmt(self.retry_max)
-                    ),
-                )
-            }),
+            Issue::retry_max_below_base(self.retry_base, self.retry_max),
         ]
         .into_iter()
         .flatten()

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// A section of the configuration file, or the settings of one rule kind:
 /// read by serde (a key left out takes its default), its ranges stated in
@@ -151,6 +152,23 @@ impl Issue {
             message,
             reads: other,
         }
+    }
+
+    /// The problem of a backoff whose `retry_max` is below its
+    /// `retry_base`.
+    pub fn retry_max_below_base(base: Duration, max: Duration) -> Option<Issue> {
+        let fmt = |d: Duration| humantime::format_duration(d).to_string();
+        (max < base).then(|| {
+            Issue::reading(
+                "retry_max",
+                &["retry_base"],
+                format!(
+                    "must be at least retry_base ({}), got {}",
+                    fmt(base),
+                    fmt(max)
+                ),
+            )
+        })
     }
 
     /// A problem when `bad`; the message is made only then.

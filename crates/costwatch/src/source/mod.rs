@@ -368,19 +368,7 @@ impl Default for HttpLimits {
 
 impl crate::settings::Settings for HttpLimits {
     fn problems(&self) -> Vec<crate::settings::Issue> {
-        let fmt = |d: Duration| humantime::format_duration(d).to_string();
-        (self.retry_max < self.retry_base)
-            .then(|| {
-                crate::settings::Issue::reading(
-                    "retry_max",
-                    &["retry_base"],
-                    format!(
-                        "must be at least retry_base ({}), got {}",
-                        fmt(self.retry_base),
-                        fmt(self.retry_max)
-                    ),
-                )
-            })
+        crate::settings::Issue::retry_max_below_base(self.retry_base, self.retry_max)
             .into_iter()
             .collect()
     }
