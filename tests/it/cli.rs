@@ -692,7 +692,7 @@ fn version_names_the_commit_it_was_built_from() {
     );
 }
 
-const SUBCOMMANDS: [&str; 15] = [
+const SUBCOMMANDS: [&str; 16] = [
     "check",
     "run",
     "once",
@@ -700,6 +700,7 @@ const SUBCOMMANDS: [&str; 15] = [
     "backtest",
     "demo",
     "schema",
+    "reference",
     "rules",
     "completions",
     "man",
@@ -709,6 +710,41 @@ const SUBCOMMANDS: [&str; 15] = [
     "silence",
     "alerts",
 ];
+
+#[test]
+fn the_generated_files_are_what_the_commands_print_and_a_closed_pipe_is_no_error() {
+    let committed = |name: &str| std::fs::read_to_string(manifest_dir().join(name)).unwrap();
+    for (args, file) in [
+        (
+            &["reference", "--example"][..],
+            "config/costwatch.example.yaml",
+        ),
+        (&["reference"][..], "docs/configuration.md"),
+        (&["schema", "--config"][..], "config/costwatch.schema.json"),
+        (&["schema"][..], "rules/rules.schema.json"),
+    ] {
+        let out = costwatch(args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stdout) == committed(file),
+            "{args:?} differs from {file}"
+        );
+    }
+    // A reader that stops early (`costwatch reference | head`).
+    let mut child = costwatch(&["reference"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
 
 #[test]
 fn completion_scripts_load_and_know_every_command() {

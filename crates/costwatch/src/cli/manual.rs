@@ -1,9 +1,12 @@
-//! `costwatch completions` and `costwatch man`: generated from the command
-//! line definition, so they never drift from it.
+//! What is generated, so it never drifts from its source: `costwatch
+//! completions` and `costwatch man` from the command line definition,
+//! `costwatch schema` and `costwatch reference` from the settings.
 
-use super::{Cli, Exit, Shell};
+use super::{Cli, Exit, ReferenceArgs, SchemaArgs, Shell};
 use anyhow::Context;
 use clap::CommandFactory;
+use costwatch::config;
+use costwatch::settings::reference as generated;
 use std::io::Write;
 
 pub fn completions(shell: Shell) -> Result<(), Exit> {
@@ -17,6 +20,29 @@ pub fn completions(shell: Shell) -> Result<(), Exit> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut cmd, "costwatch", &mut script);
     print(&script, "the completion script")
+}
+
+/// `costwatch schema`: the JSON Schema of rule files, or of configuration
+/// files.
+pub fn schema(a: SchemaArgs) -> Result<(), Exit> {
+    let schema = if a.config {
+        config::config_schema()
+    } else {
+        config::rules_schema()
+    };
+    let text = serde_json::to_string_pretty(&schema).context("cannot print the schema")?;
+    print(format!("{text}\n").as_bytes(), "the schema")
+}
+
+/// `costwatch reference`: the configuration reference, or the example file.
+pub fn reference(a: ReferenceArgs) -> Result<(), Exit> {
+    let schema = config::config_schema();
+    let text = if a.example {
+        generated::example(&schema)
+    } else {
+        generated::reference(&schema)
+    };
+    print(text.as_bytes(), "the reference")
 }
 
 /// Writes `bytes` to stdout; a reader that stopped early (`| head`) is fine.

@@ -405,26 +405,8 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
         Command::Once(a) => once::once(a).await,
         Command::Backtest(a) => backtest::backtest(a).await,
         Command::Demo(a) => demo::demo(a).await,
-        Command::Schema(a) => {
-            let schema = if a.config {
-                config::config_schema()
-            } else {
-                config::rules_schema()
-            };
-            let text = serde_json::to_string_pretty(&schema)
-                .map_err(|e| anyhow::Error::new(e).context("cannot print the schema"))?;
-            println!("{text}");
-            Ok(())
-        }
-        Command::Reference(a) => {
-            let schema = config::config_schema();
-            if a.example {
-                print!("{}", costwatch::settings::reference::example(&schema));
-            } else {
-                print!("{}", costwatch::settings::reference::reference(&schema));
-            }
-            Ok(())
-        }
+        Command::Schema(a) => manual::schema(a),
+        Command::Reference(a) => manual::reference(a),
         Command::Rules(a) => check::rules(a),
         Command::Completions(a) => manual::completions(a.shell),
         Command::Man => manual::man(),
