@@ -98,7 +98,7 @@ impl SourceConfig {
 }
 
 /// The `source` keys every kind reads.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 #[schemars(transform = crate::settings::in_declared_order::<Common>)]
 pub struct Common {
@@ -114,14 +114,12 @@ pub struct Common {
     pub admin_key: Option<Secret>,
     /// Page size for listing calls; by default 50 for the reference
     /// gateway (its most), 500 for LiteLLM and Langfuse (most 1000), 5000
-    /// for the OpenTelemetry kinds (most 10000).
-    #[schemars(range(min = 1))]
+    /// for the OpenTelemetry kinds (most 10000); at least 1.
     #[schemars(example = 50)]
     pub page_limit: Option<u32>,
     /// Most pages read in one listing (a window's sessions, a session's
     /// requests); a listing that goes on longer fails the read.
     #[schemars(range(min = 1))]
-    #[serde(default = "default_max_pages")]
     pub max_pages: u64,
     /// Only sessions (calls) carrying all these labels are read: sent as
     /// `metadata.<key>=<value>` to the reference gateway, applied to each
@@ -129,8 +127,16 @@ pub struct Common {
     pub filter: Labels,
 }
 
-fn default_max_pages() -> u64 {
-    super::gateway::DEFAULT_MAX_PAGES
+impl Default for Common {
+    fn default() -> Self {
+        Common {
+            admin_key_file: None,
+            admin_key: None,
+            page_limit: None,
+            max_pages: super::gateway::DEFAULT_MAX_PAGES,
+            filter: Labels::new(),
+        }
+    }
 }
 
 impl Settings for Common {

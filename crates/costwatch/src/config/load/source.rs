@@ -24,6 +24,11 @@ use std::collections::BTreeMap;
 const SOURCE: &str = "source";
 
 pub(super) fn source_config(doc: &mut Doc, env: &BTreeMap<String, String>) -> Option<SourceConfig> {
+    // A file without the section reads as one with nothing in it.
+    if let Value::Object(root) = &mut doc.value {
+        root.entry(SOURCE)
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
     let kind = kind(doc)?;
     refuse_other_keys(doc, kind);
     let mut common = part::<Common>(doc);

@@ -301,3 +301,36 @@ fn otlp_settings_are_checked_and_refused_where_not_read() -> TestResult {
     assert!(f.path.is_absolute(), "resolved against the config's folder");
     Ok(())
 }
+
+#[test]
+fn a_key_every_check_reads_is_reported_once() -> TestResult {
+    // `page_limit` has a range that depends on the kind: one problem, not
+    // one from the schema and one from the kind.
+    let problems = load_source("  api_url: http://h\n  page_limit: 0\n", &[])?
+        .err()
+        .unwrap_or_default();
+    assert_eq!(
+        problems,
+        ["costwatch.yaml:3:15: source.page_limit: must be between 1 and 50, got 0"]
+    );
+    Ok(())
+}
+
+#[test]
+fn a_file_without_a_source_section_is_told_what_is_missing() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("costwatch.yaml");
+    fs::write(&path, "rules: []\n")?;
+    let err = load_with_env(&path, &BTreeMap::new())
+        .err()
+        .ok_or("loaded without source.api_url")?;
+    assert_eq!(
+        shown(&err, dir.path()),
+        [
+            "costwatch.yaml: source.api_url: missing; set it in the file or with COSTWATCH_SOURCE__API_URL"
+        ]
+    );
+    let env = env_of(&[("COSTWATCH_SOURCE__API_URL", "http://127.0.0.1:8080/v1")]);
+    assert!(load_with_env(&path, &env).is_ok());
+    Ok(())
+}
