@@ -16,9 +16,27 @@ session rows, ``requests``, ``models``):
   wrapper around the SDK's Starlette app. The key is ``sim-admin-key``
   unless ``COSTWATCH_PEER_MCP_KEY`` says otherwise.
 - With ``REQUEST_LOG``, one JSON line per HTTP request is appended:
-  ``{"method": ..., "headers": {...}}`` (the authorization value replaced by
-  ``ok`` or ``wrong``), so tests can check the headers of every call.
+  ``{"method": ..., "headers": {...}, "body": ...}`` (the HTTP method, the
+  headers with the authorization value replaced by ``ok`` or ``wrong``, and
+  the JSON-RPC message, or null), so tests can check every call.
 - ``COSTWATCH_PEER_MCP_FIXTURE`` replaces the fixture path.
+- ``COSTWATCH_PEER_MCP_REVISION`` restricts the protocol revisions served;
+  unset, the SDK serves both eras (``initialize`` for 2024-11-05 to
+  2025-11-25, and 2026-07-28 chosen by the ``MCP-Protocol-Version`` header).
+  The wrapper refuses the rest as a server that does not speak them answers:
+
+  - ``2026-07-28``, a server of that revision only: ``GET`` and ``DELETE``
+    get 405; ``initialize`` and a request naming another revision in
+    ``MCP-Protocol-Version`` get 400 with ``UnsupportedProtocolVersion``
+    (-32022, ``data: {"supported": ["2026-07-28"], "requested": ...}``); a
+    request without the header gets 400 with ``HeaderMismatch`` (-32020).
+  - ``2025-11-25``, a server of the ``initialize`` era that speaks only that
+    revision (its specification): a request whose ``MCP-Protocol-Version``
+    is another revision, or which has none (2025-03-26 assumed) and is not
+    ``initialize``, gets 400 with a JSON-RPC ``Invalid Request`` error
+    (-32600, no 2026-07-28 error: such a server knows none); ``initialize``
+    asking for another revision is answered with 2025-11-25 (the request is
+    passed on asking for it).
 
 Tool results are the REST rows as compact JSON, like the built-in
 simulator's; bad arguments raise ``ToolError`` so the call returns a result
@@ -47,6 +65,11 @@ FIXTURE = Path(
     )
 )
 ADMIN_KEY = os.environ.get("COSTWATCH_PEER_MCP_KEY", "sim-admin-key")
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+REVISION = os.environ.get("COSTWATCH_PEER_MCP_REVISION") or None
+if REVISION not in (None, MODERN, LEGACY):
+    sys.exit(f"COSTWATCH_PEER_MCP_REVISION: expected {MODERN} or {LEGACY}, got {REVISION}")
 
 with open(FIXTURE, encoding="utf-8") as f:
     _fixture = json.load(f)
@@ -250,12 +273,14 @@ def get_pricing(model: str) -> str:
 
 class GatewayHeaders:
     """ASGI wrapper: the admin key and the read-only header on every request,
-    and an optional log of each request's headers."""
+    the revisions served (``COSTWATCH_PEER_MCP_REVISION``), and an optional
+    log of each request."""
 
-    def __init__(self, app, key, log_path):
+    def __init__(self, app, key, log_path, revision):
         self.app = app
         self.expected = f"Bearer {key}".encode()
         self.log_path = log_path
+        self.revision = revision
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -264,26 +289,132 @@ class GatewayHeaders:
         headers = {}
         for name, value in scope["headers"]:
             headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        body = b""
+        if scope["method"] == "POST":
+            body, receive = await _buffered(receive)
+        message = _json(body)
         authorized = headers.get("authorization", "").encode("latin-1") == self.expected
         if self.log_path:
             logged = dict(headers)
             if "authorization" in logged:
                 logged["authorization"] = "ok" if authorized else "wrong"
             with open(self.log_path, "a", encoding="utf-8") as log:
-                log.write(json.dumps({"method": scope["method"], "headers": logged}) + "\n")
+                log.write(json.dumps({"method": scope["method"], "headers": logged, "body": message}) + "\n")
         if not authorized:
             await _reject(send, 401, "missing or invalid admin key", [(b"www-authenticate", b"Bearer")])
             return
         if headers.get("x-mcp-readonly", "").strip().lower() != "true":
             await _reject(send, 400, "this gateway serves read-only sessions only: send X-MCP-Readonly: true")
             return
-        await self.app(scope, receive, send)
+        if self.revision == MODERN:
+            refused = await _modern_only(scope, headers, message, send)
+        elif self.revision == LEGACY:
+            refused, scope, receive = await _legacy_only(scope, headers, message, receive, send)
+        else:
+            refused = False
+        if not refused:
+            await self.app(scope, receive, send)
 
 
-async def _reject(send, status, message, extra=()):
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": message}}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers + list(extra)})
+async def _buffered(receive):
+    """The whole request body, and a `receive` that hands it on again."""
+    chunks = []
+    while True:
+        event = await receive()
+        if event["type"] != "http.request":
+            break
+        chunks.append(event.get("body", b""))
+        if not event.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    return body, _replaying(body, receive)
+
+
+def _replaying(body, receive):
+    """A `receive` that gives `body` first, then what `receive` gives."""
+    replayed = False
+
+    async def replay():
+        nonlocal replayed
+        if not replayed:
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _json(body):
+    try:
+        return json.loads(body) if body else None
+    except ValueError:
+        return None
+
+
+def _rpc(message, key):
+    return message.get(key) if isinstance(message, dict) else None
+
+
+async def _modern_only(scope, headers, message, send):
+    """Refuses what a server of 2026-07-28 alone refuses; True when it did."""
+    if scope["method"] in ("GET", "DELETE"):
+        await _send(send, 405, b"", [(b"allow", b"POST")])
+        return True
+    if scope["method"] != "POST":
+        return False
+    version = headers.get("mcp-protocol-version")
+    request_id = _rpc(message, "id")
+    if _rpc(message, "method") == "initialize":
+        asked = (_rpc(message, "params") or {}).get("protocolVersion")
+        await _reject(send, 400, "Unsupported protocol version", code=-32022, request_id=request_id,
+                      data={"supported": [MODERN], "requested": asked})
+        return True
+    if version is None:
+        await _reject(send, 400, "Header mismatch: the MCP-Protocol-Version header is missing",
+                      code=-32020, request_id=request_id)
+        return True
+    if version != MODERN:
+        await _reject(send, 400, "Unsupported protocol version", code=-32022, request_id=request_id,
+                      data={"supported": [MODERN], "requested": version})
+        return True
+    return False
+
+
+async def _legacy_only(scope, headers, message, receive, send):
+    """Refuses what a server of 2025-11-25 alone refuses, and has
+    `initialize` ask for that revision; returns (refused, scope, receive)."""
+    if scope["method"] != "POST":
+        return False, scope, receive
+    version = headers.get("mcp-protocol-version")
+    if _rpc(message, "method") == "initialize" and version is None:
+        params = _rpc(message, "params")
+        if isinstance(params, dict) and params.get("protocolVersion") != LEGACY:
+            asked = dict(message, params=dict(params, protocolVersion=LEGACY))
+            body = json.dumps(asked).encode()
+            scope = dict(scope, headers=[(k, v) for k, v in scope["headers"] if k != b"content-length"]
+                         + [(b"content-length", str(len(body)).encode())])
+            await receive()  # the buffered body, replaced by this one
+            receive = _replaying(body, receive)
+        return False, scope, receive
+    if version != LEGACY:
+        shown = version if version is not None else "none (2025-03-26 assumed)"
+        await _reject(send, 400, f"Bad Request: Unsupported protocol version: {shown}; supported: {LEGACY}",
+                      code=-32600)
+        return True, scope, receive
+    return False, scope, receive
+
+
+async def _reject(send, status, message, extra=(), code=-32001, request_id=None, data=None):
+    error = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
+    await _send(send, status, body, [(b"content-type", b"application/json")] + list(extra))
+
+
+async def _send(send, status, body, headers):
+    headers = list(headers) + [(b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -298,7 +429,7 @@ def main(argv):
         stateless_http=False,
         host="127.0.0.1",
     )
-    uvicorn.run(GatewayHeaders(app, ADMIN_KEY, log_path), host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(GatewayHeaders(app, ADMIN_KEY, log_path, REVISION), host="127.0.0.1", port=port, log_level="warning")
     return 0
 
 
