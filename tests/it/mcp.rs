@@ -1,7 +1,8 @@
 //! The MCP client against two independent servers: the built-in simulator's
-//! MCP endpoint and a real MCP server built with the official Python SDK
-//! (`tests/peers/mcp_gateway.py`, `mcp` 2.3.0), each in JSON and in SSE
-//! response mode, over the seed window.
+//! MCP endpoint (the reference gateway: the `initialize` era) and a real MCP
+//! server built with the official Python SDK (`tests/peers/mcp_gateway.py`,
+//! `mcp` 2.3.0) serving 2026-07-28 only, 2025-11-25 only, or both eras, each
+//! in JSON and in SSE response mode, over the seed window.
 
 use crate::support::free_port;
 use crate::support::{SEED_WINDOW, seed_dataset, start_sim};
@@ -161,8 +162,12 @@ async fn sim_mcp_in_json_and_sse_modes() {
 
         let sid = c.session_id().await.expect("a session id");
         let calls = sim.mcp().calls();
-        assert_eq!(calls[0].method, "initialize");
-        assert_eq!(calls[1].method, "notifications/initialized");
+        // The simulator speaks the initialize era: it refuses the
+        // 2026-07-28 probe with a 400, and the client initializes.
+        assert_eq!(calls[0].method, "server/discover");
+        assert_eq!(calls[1].method, "initialize");
+        assert_eq!(calls[2].method, "notifications/initialized");
+        assert_eq!(sim.mcp().count("server/discover"), 1);
         assert_eq!(sim.mcp().count("initialize"), 1);
         for (i, call) in calls.iter().enumerate() {
             assert_eq!(call.http_method, "POST");
@@ -178,11 +183,13 @@ async fn sim_mcp_in_json_and_sse_modes() {
                 call.header("mcp-session-id"),
                 call.header("mcp-protocol-version"),
             );
-            if i == 0 {
-                assert_eq!((session, version), (None, None));
-            } else {
-                assert_eq!(session, Some(sid.as_str()), "{call:?}");
-                assert_eq!(version, Some("2025-06-18"));
+            match i {
+                0 => assert_eq!((session, version), (None, Some("2026-07-28"))),
+                1 => assert_eq!((session, version), (None, None)),
+                _ => {
+                    assert_eq!(session, Some(sid.as_str()), "{call:?}");
+                    assert_eq!(version, Some("2025-06-18"));
+                }
             }
         }
         assert_unauthorized(&sim).await;
@@ -250,18 +257,31 @@ impl Drop for PythonPeer {
 }
 
 impl PythonPeer {
-    /// Starts the peer answering in `mode` (`json` or `sse`).
+    /// Starts the peer answering in `mode` (`json` or `sse`), serving both
+    /// eras of the protocol.
     pub async fn start(mode: &str) -> PythonPeer {
+        PythonPeer::serving(mode, None).await
+    }
+
+    /// Starts the peer answering in `mode` (`json` or `sse`), serving only
+    /// `revision` (`2026-07-28` or `2025-11-25`) when given.
+    pub async fn serving(mode: &str, revision: Option<&str>) -> PythonPeer {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("peer.log");
         let requests = dir.path().join("requests.jsonl");
         let port = free_port();
         let script = super::support::manifest_dir().join("tests/peers/mcp_gateway.py");
-        let child = Command::new(peers_python())
+        let mut command = Command::new(peers_python());
+        command
             .arg(&script)
             .arg(port.to_string())
             .arg(mode)
             .arg(&requests)
+            .env_remove("COSTWATCH_PEER_MCP_REVISION");
+        if let Some(revision) = revision {
+            command.env("COSTWATCH_PEER_MCP_REVISION", revision);
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).unwrap())
             .stderr(std::fs::File::create(&log).unwrap())
@@ -312,7 +332,8 @@ impl PythonPeer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// The requests the peer received: `{"method", "headers"}` per line.
+    /// The requests the peer received: `{"method", "headers", "body"}` per
+    /// line.
     fn requests(&self) -> Vec<Value> {
         std::fs::read_to_string(&self.requests)
             .unwrap_or_default()
@@ -322,8 +343,24 @@ impl PythonPeer {
     }
 }
 
-async fn interop(mode: &str) {
-    let peer = PythonPeer::start(mode).await;
+/// What a peer serves, and what the client should end up speaking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Serves {
+    /// 2026-07-28 only.
+    Modern,
+    /// 2025-11-25 only (the initialize era).
+    Legacy,
+    /// Both eras (the SDK's default): the client speaks 2026-07-28.
+    Both,
+}
+
+async fn interop(mode: &str, serves: Serves) {
+    let revision = match serves {
+        Serves::Modern => Some("2026-07-28"),
+        Serves::Legacy => Some("2025-11-25"),
+        Serves::Both => None,
+    };
+    let peer = PythonPeer::serving(mode, revision).await;
     let c = client(
         &peer.url(),
         KEY,
@@ -356,7 +393,11 @@ async fn interop(mode: &str) {
     let mut want: Vec<String> = ALL_TOOLS.iter().map(|t| (*t).to_owned()).collect();
     want.sort();
     assert_eq!(all, want);
-    assert_eq!(c.protocol_version().await.as_deref(), Some("2025-06-18"));
+    let version = match serves {
+        Serves::Modern | Serves::Both => "2026-07-28",
+        Serves::Legacy => "2025-11-25",
+    };
+    assert_eq!(c.protocol_version().await.as_deref(), Some(version));
 
     check_seed_tools(&c).await;
     let unknown = c
@@ -379,11 +420,10 @@ async fn interop(mode: &str) {
     ));
     assert_eq!(peer.requests().len(), before);
 
-    // Every request carried the gateway headers, the session after initialize.
-    let sid = c.session_id().await.expect("the sdk keeps sessions");
+    // Every request carried the gateway headers.
     let requests = peer.requests();
     assert!(requests.len() >= 10, "{requests:?}");
-    for (i, r) in requests.iter().enumerate() {
+    for r in &requests {
         let h = &r["headers"];
         assert_eq!(r["method"], "POST");
         assert_eq!(h["authorization"], "ok");
@@ -391,21 +431,98 @@ async fn interop(mode: &str) {
         assert_eq!(h["content-type"], "application/json");
         assert_eq!(h["x-mcp-readonly"], "true");
         assert_eq!(h["x-mcp-toolsets"], "logs");
-        if i == 0 {
-            assert!(h.get("mcp-session-id").is_none());
-        } else {
-            assert_eq!(h["mcp-session-id"], sid.as_str(), "request {i}");
-            assert_eq!(h["mcp-protocol-version"], "2025-06-18");
-        }
+    }
+    // The probe first, once for the client.
+    let rpc = |r: &Value| r["body"]["method"].as_str().unwrap_or_default().to_owned();
+    assert_eq!(rpc(&requests[0]), "server/discover");
+    assert_eq!(
+        requests
+            .iter()
+            .filter(|r| rpc(r) == "server/discover")
+            .count(),
+        1
+    );
+    match serves {
+        Serves::Modern | Serves::Both => check_modern_requests(&requests),
+        Serves::Legacy => check_legacy_requests(&c, &peer, &requests).await,
     }
 
-    // A session the server no longer knows is opened again, once.
+    // Without the admin key: 401, not retried, no fallback.
+    let before = peer.requests().len();
+    let wrong = client(&peer.url(), "wrong-key", &ALL_TOOLS);
+    let err = wrong.list_tools().await.unwrap_err();
+    assert!(
+        matches!(&err, InvestigateError::Rejected(m) if m.contains("401")),
+        "{err:?}"
+    );
+    let requests = peer.requests();
+    assert_eq!(requests.len(), before + 1);
+    assert_eq!(requests[before]["headers"]["authorization"], "wrong");
+}
+
+/// A 2026-07-28 exchange: no `initialize`, no session; every request names
+/// its revision in `_meta` and in `MCP-Protocol-Version`, its method in
+/// `Mcp-Method`, and a tool call its tool in `Mcp-Name`.
+fn check_modern_requests(requests: &[Value]) {
+    for (i, r) in requests.iter().enumerate() {
+        let (h, body) = (&r["headers"], &r["body"]);
+        let method = body["method"].as_str().unwrap();
+        assert_ne!(method, "initialize");
+        assert!(h.get("mcp-session-id").is_none(), "request {i}: {r}");
+        assert_eq!(h["mcp-protocol-version"], "2026-07-28", "request {i}");
+        assert_eq!(h["mcp-method"], method, "request {i}");
+        let meta = &body["params"]["_meta"];
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({})
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "costwatch"
+        );
+        if method == "tools/call" {
+            assert_eq!(h["mcp-name"], body["params"]["name"], "request {i}");
+        } else {
+            assert!(h.get("mcp-name").is_none(), "request {i}: {r}");
+        }
+    }
+    assert!(requests.iter().any(|r| r["body"]["method"] == "tools/call"));
+}
+
+/// An exchange of the `initialize` era at 2025-11-25 after the refused
+/// probe: `initialize` asking for 2025-11-25, then the session on every
+/// request; a session the server forgot is opened again, once, without a
+/// new probe.
+async fn check_legacy_requests(c: &McpClient, peer: &PythonPeer, requests: &[Value]) {
+    assert_eq!(requests[0]["headers"]["mcp-protocol-version"], "2026-07-28");
+    assert_eq!(requests[1]["body"]["method"], "initialize");
+    assert_eq!(
+        requests[1]["body"]["params"]["protocolVersion"],
+        "2025-11-25"
+    );
+    assert_eq!(requests[2]["body"]["method"], "notifications/initialized");
+    let sid = c.session_id().await.expect("the sdk keeps sessions");
+    for (i, r) in requests.iter().enumerate().skip(2) {
+        let h = &r["headers"];
+        assert_eq!(h["mcp-session-id"], sid.as_str(), "request {i}");
+        assert_eq!(h["mcp-protocol-version"], "2025-11-25", "request {i}");
+        assert!(h.get("mcp-method").is_none(), "request {i}: {r}");
+        assert!(
+            r["body"]["params"].get("_meta").is_none(),
+            "request {i}: {r}"
+        );
+    }
+
     let end = reqwest::Client::new()
         .delete(peer.url())
         .bearer_auth(KEY)
         .header("x-mcp-readonly", "true")
         .header("mcp-session-id", &sid)
-        .header("mcp-protocol-version", "2025-06-18")
+        .header("mcp-protocol-version", "2025-11-25")
         .send()
         .await
         .unwrap();
@@ -421,26 +538,42 @@ async fn interop(mode: &str) {
     assert_eq!(again["data"].as_array().unwrap().len(), 1);
     let new_sid = c.session_id().await.unwrap();
     assert_ne!(new_sid, sid);
-
-    // Without the admin key: 401, not retried.
-    let before = peer.requests().len();
-    let wrong = client(&peer.url(), "wrong-key", &ALL_TOOLS);
-    let err = wrong.list_tools().await.unwrap_err();
-    assert!(
-        matches!(&err, InvestigateError::Rejected(m) if m.contains("401")),
-        "{err:?}"
-    );
     let requests = peer.requests();
-    assert_eq!(requests.len(), before + 1);
-    assert_eq!(requests[before]["headers"]["authorization"], "wrong");
+    let count = |method: &str| {
+        requests
+            .iter()
+            .filter(|r| r["body"]["method"] == method)
+            .count()
+    };
+    assert_eq!(count("initialize"), 2);
+    assert_eq!(count("server/discover"), 1);
 }
 
 #[tokio::test]
-async fn python_sdk_peer_in_json_mode() {
-    interop("json").await;
+async fn python_sdk_peer_of_2026_07_28_in_json_mode() {
+    interop("json", Serves::Modern).await;
+}
+
+/// The SDK answers a 2026-07-28 request with an event stream only once the
+/// tool sends a notification (or runs 15 s); these tools send none, so the
+/// answers are JSON here too. The scripted server of the unit tests sends
+/// 2026-07-28 answers as event streams.
+#[tokio::test]
+async fn python_sdk_peer_of_2026_07_28_in_sse_mode() {
+    interop("sse", Serves::Modern).await;
 }
 
 #[tokio::test]
-async fn python_sdk_peer_in_sse_mode() {
-    interop("sse").await;
+async fn python_sdk_peer_of_2025_11_25_in_json_mode() {
+    interop("json", Serves::Legacy).await;
+}
+
+#[tokio::test]
+async fn python_sdk_peer_of_2025_11_25_in_sse_mode() {
+    interop("sse", Serves::Legacy).await;
+}
+
+#[tokio::test]
+async fn python_sdk_peer_of_both_eras() {
+    interop("json", Serves::Both).await;
 }

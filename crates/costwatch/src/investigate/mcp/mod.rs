@@ -2,22 +2,38 @@
 //! HTTP (gateway-api.md section 2), behind [`ToolProvider`].
 //!
 //! A small client on the shared [`crate::http`] plumbing rather than the
-//! `rmcp` SDK: it speaks the `initialize` era of the protocol (revisions
-//! 2025-06-18 and 2025-03-26) as a plain request/response exchange, so every
-//! wait goes through the injected [`Sleeper`], every failure maps onto
+//! `rmcp` SDK: it speaks revision 2026-07-28 of the protocol and, with
+//! servers that do not, the `initialize` era (2025-11-25, 2025-06-18 and
+//! 2025-03-26), each as a plain request/response exchange, so every wait
+//! goes through the injected [`Sleeper`], every failure maps onto
 //! [`InvestigateError`]'s retry semantics, and the response size is capped
 //! before anything is parsed.
 //!
-//! The parts: this file is the client's API; `session` opens and closes
-//! sessions and sets every message's headers; `transport` posts one
-//! message with retries and reads its answer (JSON or [`sse`]);
-//! `protocol` reads JSON-RPC envelopes, tool specs and tool results.
+//! The parts: this file is the client's API and the request loop;
+//! `negotiate` decides the era once per client; `session` opens and closes
+//! sessions of the `initialize` era and sets the headers every message
+//! carries; `headers` the request metadata headers of 2026-07-28;
+//! `transport` posts one message with retries and reads its answer (JSON or
+//! [`sse`]); `protocol` reads JSON-RPC envelopes, errors, tool specs and
+//! tool results.
 //!
 //! The exchange:
-//! - `initialize` (protocol version 2025-06-18, client `costwatch`), then
-//!   `notifications/initialized`. The `Mcp-Session-Id` the server returns is
-//!   sent on every later message, with `MCP-Protocol-Version` (the version
-//!   the server chose).
+//! - First, `server/discover` at 2026-07-28 (`negotiate`). A server that
+//!   speaks it gets every later request the same way: no handshake, no
+//!   session; `params._meta` holds `io.modelcontextprotocol/protocolVersion`
+//!   (`2026-07-28`), `io.modelcontextprotocol/clientCapabilities` (none) and
+//!   `io.modelcontextprotocol/clientInfo` (`costwatch`); the POST carries
+//!   `MCP-Protocol-Version: 2026-07-28`, `Mcp-Method` (the JSON-RPC method),
+//!   on `tools/call` `Mcp-Name` (the tool) and an `Mcp-Param-{Name}` for
+//!   each argument the tool's schema annotates with `x-mcp-header`
+//!   (`headers`). A result's `resultType` must be `complete` (or absent).
+//! - A server that does not speak 2026-07-28 (it answers the probe with
+//!   `UnsupportedProtocolVersion` listing older revisions, or with a 4xx or
+//!   JSON-RPC error of its own) gets `initialize` asking for 2025-11-25 (or
+//!   the newest revision both list), then `notifications/initialized`; the
+//!   `Mcp-Session-Id` the server returns is sent on every later message,
+//!   with `MCP-Protocol-Version` (the revision the server chose: 2025-11-25,
+//!   2025-06-18 or 2025-03-26). The fallback costs one request per client.
 //! - Every message carries `Authorization: Bearer <admin key>` (a sensitive
 //!   header value, never logged), `Accept: application/json,
 //!   text/event-stream`, `Content-Type: application/json`,
@@ -33,21 +49,29 @@
 //! (a parse error, code -32700, is [`InvestigateError::Protocol`]); 429, 5xx,
 //! network errors, timeouts and streams cut off are retried up to
 //! [`McpLimits::max_retries`] times with exponential backoff (honouring
-//! `Retry-After`), then [`InvestigateError::Transient`]; a 404 on a session
-//! means it expired: the client initializes again, once per call. Other 4xx
+//! `Retry-After`), then [`InvestigateError::Transient`]. A 404 on a session
+//! means it expired: the client initializes again, once per call. An
+//! `UnsupportedProtocolVersion` answer to a later request means the server
+//! changed: the client negotiates again, once per call. A `HeaderMismatch`
+//! answer to a 2026-07-28 `tools/call` means the tool's schema may have
+//! changed: the client lists the tools again and retries once. Other 4xx
 //! and oversized answers are `Rejected`, anything malformed is `Protocol`.
 //!
 //! **The allowlist is enforced here**: [`McpClient::list_tools`] returns
 //! only allowlisted tools, in allowlist order (a stable list a prompt cache
 //! can hold), and [`McpClient::call_tool`] refuses any other name without
-//! contacting the server, whatever the server lists.
+//! contacting the server, whatever the server lists. A tool whose
+//! `x-mcp-header` annotations break the rules is left out of every listing.
 //!
 //! **The tool list is fetched once per client** (the daemon keeps one
-//! client for the process) and kept until the session is lost: a 404 on
-//! the session, or [`McpClient::close`], makes the next listing ask the
-//! server again, since a server that forgot the session may also have
-//! changed its tools.
+//! client for the process) and kept until the session or the era is lost:
+//! a 404 on the session, an `UnsupportedProtocolVersion` or `HeaderMismatch`
+//! answer, or [`McpClient::close`], makes the next listing ask the server
+//! again, since a server that forgot the session may also have changed its
+//! tools. The `ttlMs` of a 2026-07-28 listing is not read.
 
+mod headers;
+mod negotiate;
 mod protocol;
 mod session;
 pub mod sse;
@@ -60,22 +84,32 @@ use super::{InvestigateError, ToolOutput, ToolProvider, ToolSpec};
 use crate::clock::{Sleeper, TokioSleeper};
 use crate::http::{ClientSettings, HttpClient, RetryPolicy};
 use crate::secret::Secret;
-use protocol::{protocol, rejected, rpc_result, tool_output, tool_spec};
-use reqwest::header::HeaderValue;
+use negotiate::{Agreement, Era};
+use protocol::{
+    HEADER_MISMATCH, UNSUPPORTED_VERSION, complete, protocol, rejected, split_response,
+    tool_output, tool_spec, with_meta,
+};
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{Value, json};
-use session::Session;
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use transport::{Failure, Reply};
+use transport::{Failure, Refusal, Reply};
 use url::Url;
 
-/// The protocol revision the client asks for in `initialize`.
-pub const PROTOCOL_VERSION: &str = "2025-06-18";
-/// The revisions the client accepts from a server, newest first.
-pub const SUPPORTED_VERSIONS: [&str; 2] = ["2025-06-18", "2025-03-26"];
+/// The revision the client speaks first: no handshake, `_meta` on every
+/// request.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+/// The revision `initialize` asks for when the server does not speak
+/// [`PROTOCOL_VERSION`].
+pub const INITIALIZE_VERSION: &str = "2025-11-25";
+/// The revisions of the `initialize` era the client accepts from a server,
+/// newest first.
+pub const INITIALIZE_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// Every revision the client speaks, newest first.
+pub const SUPPORTED_VERSIONS: [&str; 4] = ["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"];
 
 /// Retry, size and paging limits of an [`McpClient`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,7 +143,8 @@ impl Default for McpLimits {
 
 /// A client for one MCP endpoint, restricted to an allowlist of tools.
 ///
-/// Calls may run concurrently; they share one session, opened on first use.
+/// Calls may run concurrently; they share what was negotiated (and the
+/// session of the `initialize` era), on first use.
 pub struct McpClient {
     http: HttpClient,
     url: Url,
@@ -118,9 +153,11 @@ pub struct McpClient {
     timeout: Duration,
     limits: McpLimits,
     sleeper: Arc<dyn Sleeper>,
-    session: tokio::sync::Mutex<Option<Session>>,
+    /// The era agreed on with the server, and its session.
+    agreement: tokio::sync::Mutex<Agreement>,
     /// The allowlisted tools as last listed: the list is fetched once and
-    /// kept until the session is lost (the server may have changed).
+    /// kept until the session or the era is lost (the server may have
+    /// changed).
     tools: std::sync::Mutex<Option<Vec<ToolSpec>>>,
     next_id: AtomicU64,
 }
@@ -177,7 +214,7 @@ impl McpClient {
             timeout,
             limits: McpLimits::default(),
             sleeper: Arc::new(TokioSleeper),
-            session: tokio::sync::Mutex::new(None),
+            agreement: tokio::sync::Mutex::new(Agreement::Unknown),
             tools: std::sync::Mutex::new(None),
             next_id: AtomicU64::new(1),
         })
@@ -215,27 +252,33 @@ impl McpClient {
         &self.url
     }
 
-    /// The current session id, if a session is open and the server gave one.
+    /// The current session id: a session of the `initialize` era is open
+    /// and the server gave one.
     pub async fn session_id(&self) -> Option<String> {
-        self.session
-            .lock()
-            .await
-            .as_ref()
-            .and_then(|s| s.id.clone())
+        match &*self.agreement.lock().await {
+            Agreement::Legacy {
+                session: Some(s), ..
+            } => s.id.clone(),
+            _ => None,
+        }
     }
 
-    /// The protocol version of the open session.
+    /// The revision agreed on: [`PROTOCOL_VERSION`], or the one the server
+    /// chose in `initialize` while its session is open.
     pub async fn protocol_version(&self) -> Option<String> {
-        self.session
-            .lock()
-            .await
-            .as_ref()
-            .map(|s| s.protocol_version.clone())
+        match &*self.agreement.lock().await {
+            Agreement::Modern => Some(PROTOCOL_VERSION.to_owned()),
+            Agreement::Legacy {
+                session: Some(s), ..
+            } => Some(s.protocol_version.clone()),
+            _ => None,
+        }
     }
 
-    /// Opens the session now (it is otherwise opened by the first call).
+    /// Negotiates now (and opens the session of the `initialize` era); it
+    /// is otherwise done by the first call.
     pub async fn connect(&self) -> Result<(), InvestigateError> {
-        self.session().await.map(|_| ())
+        self.era().await.map(|_| ())
     }
 
     /// Every tool the server lists (all pages), allowlisted or not, in the
@@ -248,16 +291,22 @@ impl McpClient {
             let params = cursor
                 .as_ref()
                 .map_or_else(|| json!({}), |c| json!({ "cursor": c }));
-            let result = self.request("tools/list", params).await?;
+            let result = self.request("tools/list", &params).await?;
             let list = result
                 .get("tools")
                 .and_then(Value::as_array)
                 .ok_or_else(|| protocol("tools/list: the result has no `tools` array"))?;
             for (i, tool) in list.iter().enumerate() {
-                tools.push(
-                    tool_spec(tool)
-                        .map_err(|e| protocol(format!("tools/list: tools[{i}]: {e}")))?,
-                );
+                let tool = tool_spec(tool)
+                    .map_err(|e| protocol(format!("tools/list: tools[{i}]: {e}")))?;
+                match headers::check_annotations(&tool.input_schema) {
+                    Ok(()) => tools.push(tool),
+                    Err(reason) => tracing::warn!(
+                        tool = %crate::printable::printable(&tool.name),
+                        reason = %crate::printable::printable(&reason),
+                        "left out an mcp tool whose x-mcp-header annotations are invalid"
+                    ),
+                }
             }
             match result.get("nextCursor") {
                 Some(Value::String(next)) if !next.is_empty() => {
@@ -278,34 +327,115 @@ impl McpClient {
         )))
     }
 
-    /// Sends one request in the open session and returns its `result`;
-    /// initializes again once if the session expired.
-    async fn request(&self, method: &str, params: Value) -> Result<Value, InvestigateError> {
-        let mut reinitialized = false;
+    /// Sends one request in the agreed era and returns its `result`;
+    /// initializes again once if the session expired, negotiates again once
+    /// if the server no longer speaks the revision.
+    async fn request(&self, method: &str, params: &Value) -> Result<Value, RequestError> {
+        let mut again = false;
         loop {
-            let session = self.session().await?;
+            let era = self.era().await?;
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-            match self.post(&message, Some(&session), Some(id), method).await {
-                Ok(Reply::Message { message, .. }) => return rpc_result(method, message),
+            let (message, headers) = self.envelope(&era, id, method, params);
+            let refusal = match self.post(&message, &headers, Some(id), method).await {
+                Ok(Reply::Message { message, .. }) => match split_response(method, message)? {
+                    Ok(result) => return Ok(complete(method, result)?),
+                    Err(error) => Refusal::in_answer(method, error),
+                },
                 Ok(Reply::Accepted) => {
                     return Err(protocol(format!(
                         "{method}: the server answered without a response"
-                    )));
+                    ))
+                    .into());
                 }
-                Err(Failure::SessionGone) if !reinitialized => {
-                    tracing::info!(method, "mcp session expired; initializing again");
-                    self.forget(&session).await;
-                    self.forget_tools();
-                    reinitialized = true;
+                Err(Failure::Error(e)) => return Err(e.into()),
+                Err(Failure::Refused(refusal)) => refusal,
+            };
+            let session_gone = match &era {
+                Era::Legacy(session) if refusal.status == 404 && session.id.is_some() => {
+                    Some(session)
                 }
-                Err(Failure::SessionGone) => {
+                _ => None,
+            };
+            if let Some(session) = session_gone {
+                if again {
                     return Err(rejected(format!(
                         "{method}: 404: the session expired again right after initialize"
-                    )));
+                    ))
+                    .into());
                 }
-                Err(Failure::Error(e)) => return Err(e),
+                tracing::info!(method, "mcp session expired; initializing again");
+                self.forget_session(session).await;
+                self.forget_tools();
+                again = true;
+                continue;
             }
+            if refusal.code() == Some(UNSUPPORTED_VERSION) && !again {
+                tracing::info!(
+                    method,
+                    "the mcp server no longer speaks the agreed protocol version; negotiating again"
+                );
+                self.forget_era(&era).await;
+                self.forget_tools();
+                again = true;
+                continue;
+            }
+            if era == Era::Modern && refusal.code() == Some(HEADER_MISMATCH) {
+                return Err(RequestError::HeaderMismatch(refusal.error));
+            }
+            return Err(refusal.error.into());
+        }
+    }
+
+    /// The message for request `id` in `era`, and its headers besides those
+    /// of every message.
+    fn envelope(&self, era: &Era, id: u64, method: &str, params: &Value) -> (Value, HeaderMap) {
+        match era {
+            Era::Modern => {
+                let params = with_meta(params);
+                // The called tool's schema, as last listed, names the
+                // arguments mirrored into headers.
+                let schema = (method == "tools/call")
+                    .then(|| params.get("name").and_then(Value::as_str))
+                    .flatten()
+                    .and_then(|name| {
+                        self.cached_tools()?
+                            .into_iter()
+                            .find(|t| t.name == name)
+                            .map(|t| t.input_schema)
+                    });
+                let headers = headers::modern_headers(method, &params, schema.as_ref());
+                let message =
+                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                (message, headers)
+            }
+            Era::Legacy(session) => (
+                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+                session.headers(),
+            ),
+        }
+    }
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+enum RequestError {
+    /// `HeaderMismatch` on a 2026-07-28 request: the `Mcp-Param-*` headers
+    /// may follow a tool schema the server has changed since.
+    HeaderMismatch(InvestigateError),
+    /// Anything else.
+    Failed(InvestigateError),
+}
+
+impl From<InvestigateError> for RequestError {
+    fn from(e: InvestigateError) -> Self {
+        RequestError::Failed(e)
+    }
+}
+
+impl From<RequestError> for InvestigateError {
+    fn from(e: RequestError) -> Self {
+        match e {
+            RequestError::HeaderMismatch(e) | RequestError::Failed(e) => e,
         }
     }
 }
@@ -332,7 +462,8 @@ impl McpClient {
 impl ToolProvider for McpClient {
     /// The allowlisted tools the server lists, in allowlist order. Listed
     /// once and kept: a listing is asked for again only after the session
-    /// was lost (the server expired it, restarted, or [`McpClient::close`]).
+    /// or the era was lost (the server expired it, restarted, changed, or
+    /// [`McpClient::close`]).
     async fn list_tools(&self) -> Result<Vec<ToolSpec>, InvestigateError> {
         if let Some(tools) = self.cached_tools() {
             return Ok(tools);
@@ -378,9 +509,19 @@ impl ToolProvider for McpClient {
                 )));
             }
         };
-        let result = self
-            .request("tools/call", json!({"name": name, "arguments": arguments}))
-            .await?;
+        let params = json!({"name": name, "arguments": arguments});
+        let result = match self.request("tools/call", &params).await {
+            Ok(result) => result,
+            Err(RequestError::HeaderMismatch(e)) => {
+                // The spec's remedy: list the tools again (the schema names
+                // the mirrored arguments) and retry once.
+                tracing::info!(tool = %name, error = %e, "mcp header mismatch; listing the tools again");
+                self.forget_tools();
+                self.list_tools().await?;
+                self.request("tools/call", &params).await?
+            }
+            Err(RequestError::Failed(e)) => return Err(e),
+        };
         tool_output(&result).map_err(|e| protocol(format!("tools/call {name}: {e}")))
     }
 }

@@ -1,106 +1,124 @@
-//! Opening, remembering and closing the MCP session, and the headers every
-//! message carries.
+//! The `initialize` era: opening a session with the handshake, closing it,
+//! and the headers every message carries in either era.
 
-use super::protocol::{protocol, rejected, rpc_result};
-use super::transport::{Failure, Reply};
-use super::{McpClient, PROTOCOL_VERSION, SUPPORTED_VERSIONS};
+use super::negotiate::Agreement;
+use super::protocol::{client_info, protocol, rejected, split_response};
+use super::transport::{Failure, Refusal, Reply};
+use super::{INITIALIZE_VERSIONS, McpClient};
 use crate::investigate::InvestigateError;
-use reqwest::header::AUTHORIZATION;
+use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;
 
-/// An open MCP session.
+/// An open session of the `initialize` era.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Session {
     /// `Mcp-Session-Id`; `None` when the server keeps no sessions.
     pub(super) id: Option<String>,
-    /// The version the server chose in `initialize`.
+    /// The revision the server chose in `initialize`.
     pub(super) protocol_version: String,
 }
 
+impl Session {
+    /// The headers of a message in this session: its id, if any, and the
+    /// revision.
+    pub(super) fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        // Both were checked to be visible ASCII when the session opened.
+        if let Some(id) = &self.id
+            && let Ok(v) = HeaderValue::from_str(id)
+        {
+            headers.insert("mcp-session-id", v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&self.protocol_version) {
+            headers.insert("mcp-protocol-version", v);
+        }
+        headers
+    }
+}
+
 impl McpClient {
-    /// Ends the session (`DELETE`), best effort; the next call opens a new one.
+    /// Forgets what was negotiated and the tool list, and ends a session of
+    /// the `initialize` era (`DELETE`, best effort). The next call
+    /// negotiates again.
     pub async fn close(&self) {
         self.forget_tools();
-        let Some(session) = self.session.lock().await.take() else {
+        let agreement = std::mem::take(&mut *self.agreement.lock().await);
+        let Agreement::Legacy {
+            session: Some(session),
+            ..
+        } = agreement
+        else {
             return;
         };
         if session.id.is_none() {
             return;
         }
         let request = self
-            .message_request(self.http.reqwest().delete(self.url.clone()), Some(&session))
+            .message_request(self.http.reqwest().delete(self.url.clone()))
+            .headers(session.headers())
             .send();
         if let Ok(Ok(resp)) = tokio::time::timeout(self.timeout, request).await {
             tracing::debug!(status = resp.status().as_u16(), "mcp session closed");
         }
     }
 
-    /// The open session, initializing one if there is none.
-    pub(super) async fn session(&self) -> Result<Session, InvestigateError> {
-        let mut guard = self.session.lock().await;
-        if let Some(s) = guard.as_ref() {
-            return Ok(s.clone());
-        }
-        let session = self.initialize().await?;
-        *guard = Some(session.clone());
-        Ok(session)
-    }
-
-    /// Drops `stale` if it is still the open session.
-    pub(super) async fn forget(&self, stale: &Session) {
-        let mut guard = self.session.lock().await;
-        if guard.as_ref() == Some(stale) {
-            *guard = None;
-        }
-    }
-
-    /// `initialize`, then `notifications/initialized`: a new session.
-    async fn initialize(&self) -> Result<Session, InvestigateError> {
+    /// `initialize` asking for revision `ask`, then
+    /// `notifications/initialized`: a new session. A refusal is returned as
+    /// such: the caller reads what it says about the era.
+    pub(super) async fn initialize(&self, ask: &str) -> Result<Session, Failure> {
+        let fail = |e: InvestigateError| Failure::Error(e);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let message = json!({
             "jsonrpc": "2.0",
             "id": id,
             "method": "initialize",
             "params": {
-                "protocolVersion": PROTOCOL_VERSION,
+                "protocolVersion": ask,
                 "capabilities": {},
-                "clientInfo": {"name": "costwatch", "version": env!("CARGO_PKG_VERSION")},
+                "clientInfo": client_info(),
             },
         });
-        let (message, session_id) = match self.post(&message, None, Some(id), "initialize").await {
+        let none = HeaderMap::new();
+        let (message, session_id) = match self.post(&message, &none, Some(id), "initialize").await {
             Ok(Reply::Message {
                 message,
                 session_id,
             }) => (message, session_id),
             Ok(Reply::Accepted) => {
-                return Err(protocol(
+                return Err(fail(protocol(
                     "initialize: the server answered without a response",
-                ));
+                )));
             }
-            Err(Failure::Error(e)) => return Err(e),
-            Err(Failure::SessionGone) => {
-                return Err(rejected("initialize: 404 not found (check the mcp url)"));
+            Err(Failure::Refused(r)) if r.status == 404 => {
+                return Err(fail(rejected(format!(
+                    "{} (check the mcp url)",
+                    r.message()
+                ))));
             }
+            Err(failure) => return Err(failure),
         };
-        let result = rpc_result("initialize", message)?;
+        let result = match split_response("initialize", message).map_err(fail)? {
+            Ok(result) => result,
+            Err(error) => return Err(Failure::Refused(Refusal::in_answer("initialize", error))),
+        };
         let version = result
             .get("protocolVersion")
             .and_then(Value::as_str)
-            .ok_or_else(|| protocol("initialize: the result has no protocolVersion"))?;
-        if !SUPPORTED_VERSIONS.contains(&version) {
-            return Err(rejected(format!(
-                "initialize: the server speaks protocol version `{}`, costwatch speaks {}",
+            .ok_or_else(|| fail(protocol("initialize: the result has no protocolVersion")))?;
+        if !INITIALIZE_VERSIONS.contains(&version) {
+            return Err(fail(rejected(format!(
+                "initialize: the server speaks protocol version `{}`, costwatch speaks {} in the initialize era",
                 crate::printable::printable(version),
-                SUPPORTED_VERSIONS.join(" and ")
-            )));
+                INITIALIZE_VERSIONS.join(", ")
+            ))));
         }
         if let Some(sid) = &session_id
             && (sid.is_empty() || !sid.bytes().all(|b| (0x21..=0x7e).contains(&b)))
         {
-            return Err(protocol(
+            return Err(fail(protocol(
                 "initialize: the Mcp-Session-Id is not visible ASCII",
-            ));
+            )));
         }
         let session = Session {
             id: session_id,
@@ -110,19 +128,19 @@ impl McpClient {
         match self
             .post(
                 &initialized,
-                Some(&session),
+                &session.headers(),
                 None,
                 "notifications/initialized",
             )
             .await
         {
             Ok(_) => {}
-            Err(Failure::Error(e)) => return Err(e),
-            Err(Failure::SessionGone) => {
-                return Err(rejected(
+            Err(Failure::Refused(r)) if r.status == 404 && session.id.is_some() => {
+                return Err(fail(rejected(
                     "notifications/initialized: the server forgot the session it just opened",
-                ));
+                )));
             }
+            Err(failure) => return Err(failure),
         }
         tracing::debug!(
             protocol_version = %session.protocol_version,
@@ -132,24 +150,16 @@ impl McpClient {
         Ok(session)
     }
 
-    /// `request` with the headers of every message: the admin key (a
-    /// sensitive value, never logged), the read-only log toolset, and the
-    /// session id and protocol version once a session is open.
+    /// `request` with the headers of every message, whatever the era: the
+    /// admin key (a sensitive value, never logged) and the read-only log
+    /// toolset.
     pub(super) fn message_request(
         &self,
         request: reqwest::RequestBuilder,
-        session: Option<&Session>,
     ) -> reqwest::RequestBuilder {
-        let mut request = request
+        request
             .header(AUTHORIZATION, self.auth.clone())
             .header("x-mcp-readonly", "true")
-            .header("x-mcp-toolsets", "logs");
-        if let Some(s) = session {
-            if let Some(id) = &s.id {
-                request = request.header("mcp-session-id", id);
-            }
-            request = request.header("mcp-protocol-version", &s.protocol_version);
-        }
-        request
+            .header("x-mcp-toolsets", "logs")
     }
 }

@@ -2,13 +2,15 @@
 //! read as JSON or as an event stream under the size cap.
 
 use super::McpClient;
-use super::protocol::{is_response_to, pick_json_response, protocol, rejected};
-use super::session::Session;
+use super::protocol::{RpcError, is_response_to, pick_json_response, protocol, rejected};
 use super::sse::{self, SseParser};
-use crate::http::{Attempt, CappedBody, HttpError, Target};
+use crate::http::{
+    Attempt, CappedBody, ERROR_BODY_LIMIT, HttpError, Target, chain, error_text, retry_after,
+    snippet,
+};
 use crate::investigate::InvestigateError;
 use reqwest::StatusCode;
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 use std::fmt;
 
@@ -29,19 +31,67 @@ pub(super) enum Reply {
 /// How a message failed after its retries.
 #[derive(Debug)]
 pub(super) enum Failure {
-    /// Anything but an expired session.
+    /// Final: transient failures after the retries, a refused admin key,
+    /// an oversized or malformed answer.
     Error(InvestigateError),
-    /// 404 on a message that carried a session id: the session is gone, and
-    /// the caller may initialize again.
-    SessionGone,
+    /// The server refused the message: what it said may call for another
+    /// era or another session.
+    Refused(Refusal),
+}
+
+impl Failure {
+    /// The error to report.
+    pub(super) fn into_error(self) -> InvestigateError {
+        match self {
+            Failure::Error(e) => e,
+            Failure::Refused(r) => r.error,
+        }
+    }
 }
 
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Error(e) => e.fmt(f),
-            Failure::SessionGone => f.write_str("the mcp session expired"),
+            Failure::Refused(r) => r.error.fmt(f),
         }
+    }
+}
+
+/// A request the server refused: a 4xx other than 401, 403 and 429, or a
+/// JSON-RPC error in a successful answer.
+#[derive(Debug)]
+pub(super) struct Refusal {
+    /// The HTTP status; 200 for a JSON-RPC error in a successful answer.
+    pub(super) status: u16,
+    /// The JSON-RPC error the answer holds, if it holds one.
+    pub(super) rpc: Option<RpcError>,
+    /// What the caller reports when it does not act on the refusal.
+    pub(super) error: InvestigateError,
+}
+
+impl Refusal {
+    /// A JSON-RPC error in a successful answer to `method`.
+    pub(super) fn in_answer(method: &str, rpc: RpcError) -> Refusal {
+        Refusal {
+            status: 200,
+            error: rpc.to_error(method),
+            rpc: Some(rpc),
+        }
+    }
+
+    /// The error's message.
+    pub(super) fn message(&self) -> &str {
+        match &self.error {
+            InvestigateError::Transient(m)
+            | InvestigateError::Rejected(m)
+            | InvestigateError::Protocol(m) => m,
+        }
+    }
+
+    /// The JSON-RPC error code, if the answer holds an error.
+    pub(super) fn code(&self) -> Option<i64> {
+        self.rpc.as_ref().map(|e| e.code)
     }
 }
 
@@ -57,14 +107,14 @@ impl McpClient {
     pub(super) async fn post(
         &self,
         message: &Value,
-        session: Option<&Session>,
+        headers: &HeaderMap,
         expect: Option<u64>,
         method: &str,
     ) -> Result<Reply, Failure> {
         let body = serde_json::to_vec(message)
             .map_err(|e| Failure::Error(protocol(format!("{method}: cannot encode: {e}"))))?;
         let once = || async {
-            let attempt = self.post_once(body.clone(), session, expect, method);
+            let attempt = self.post_once(body.clone(), headers, expect, method);
             match tokio::time::timeout(self.timeout, attempt).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(Attempt::Retry {
@@ -86,25 +136,36 @@ impl McpClient {
     async fn post_once(
         &self,
         body: Vec<u8>,
-        session: Option<&Session>,
+        headers: &HeaderMap,
         expect: Option<u64>,
         method: &str,
     ) -> Result<Reply, Attempt<Failure>> {
         let target = Target::path("POST", &self.url);
         let request = self
-            .message_request(self.http.reqwest().post(self.url.clone()), session)
+            .message_request(self.http.reqwest().post(self.url.clone()))
+            .headers(headers.clone())
             .header(ACCEPT, ACCEPT_BOTH)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
-        let with_session = session.is_some_and(|s| s.id.is_some());
-        let resp = match self.http.send(request, &target).await {
+        // Sent here rather than with `HttpClient::send`, which keeps only
+        // the message of an error answer: a refusal's JSON-RPC error code and
+        // data decide what the client does next.
+        let resp = match request.send().await {
             Ok(resp) => resp,
-            Err(e) if with_session && e.status() == Some(404) => {
-                return Err(Attempt::Stop(Failure::SessionGone));
+            Err(e) => {
+                let error = HttpError::Send {
+                    target: target.to_string(),
+                    connect: e.is_connect(),
+                    timed_out: e.is_timeout(),
+                    detail: chain(&e.without_url()),
+                };
+                return Err(self.failed(error, method));
             }
-            Err(e) => return Err(self.failed(e, method)),
         };
         let status = resp.status();
+        if !status.is_success() {
+            return Err(self.refused(resp, &target, method).await);
+        }
         let session_id = resp
             .headers()
             .get("mcp-session-id")
@@ -178,6 +239,49 @@ impl McpClient {
         }
     }
 
+    /// An error answer: retried when transient (429, 5xx), final for a
+    /// refused admin key (401, 403) or a status outside 4xx, otherwise a
+    /// [`Refusal`] with the JSON-RPC error its body holds.
+    async fn refused(
+        &self,
+        resp: reqwest::Response,
+        target: &Target,
+        method: &str,
+    ) -> Attempt<Failure> {
+        let status = resp.status().as_u16();
+        let retry_after = retry_after(resp.headers());
+        let body = error_body(resp).await;
+        let rpc = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .as_ref()
+            .and_then(RpcError::of);
+        let message = match &rpc {
+            Some(e) => snippet(format!("json-rpc error {}: {}", e.code, e.message).as_bytes()),
+            None => error_text(&body),
+        };
+        let error = HttpError::Status {
+            target: target.to_string(),
+            status,
+            message,
+            retry_after,
+        };
+        if self.retry().should_retry(&error)
+            || !(400..500).contains(&status)
+            || matches!(status, 401 | 403)
+        {
+            return self.failed(error, method);
+        }
+        let mut text = format!("{method}: {error}");
+        if let Some(note) = rpc.as_ref().and_then(RpcError::versions_note) {
+            text.push_str(&note);
+        }
+        Attempt::Stop(Failure::Refused(Refusal {
+            status,
+            rpc,
+            error: rejected(text),
+        }))
+    }
+
     /// Reads an event stream until the response with id `expect` arrives.
     async fn read_event_stream(
         &self,
@@ -215,4 +319,18 @@ impl McpClient {
             }
         }
     }
+}
+
+/// The body of an error answer: at most [`ERROR_BODY_LIMIT`] bytes; a body
+/// that fails midway keeps what arrived.
+async fn error_body(mut resp: reqwest::Response) -> Vec<u8> {
+    let mut body = Vec::new();
+    while body.len() < ERROR_BODY_LIMIT {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+            Ok(None) | Err(_) => break,
+        }
+    }
+    body.truncate(ERROR_BODY_LIMIT);
+    body
 }

@@ -1,8 +1,10 @@
-//! The client against the simulator's MCP server on loopback.
+//! The client against the simulator's MCP server on loopback, which
+//! simulates the reference gateway: a server of the `initialize` era
+//! (2025-06-18 and 2025-03-26) that refuses the 2026-07-28 probe with a
+//! 400, so every client here sends `server/discover` first and then
+//! initializes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
-
-use super::*;
+use super::super::*;
 use crate::clock::RecordingSleeper;
 use costwatch_sim::mcp::{McpFault, McpFaultKind, McpMode};
 use costwatch_sim::{Dataset, SimOptions, SimServer};
@@ -82,7 +84,9 @@ async fn tools_outside_the_allowlist_are_refused_without_contacting_the_server()
     let out = c.call_tool("list_models", Value::Null).await.unwrap();
     assert_eq!(rows(&out).len(), 2);
     let before = s.stats().hits("/v1/mcp");
-    assert_eq!(before, 3); // initialize, initialized, tools/call
+    // server/discover (refused: the simulator speaks the initialize era),
+    // initialize, initialized, tools/call.
+    assert_eq!(before, 4);
     assert!(c.call_tool("get_request", json!({})).await.is_err());
     assert_eq!(s.stats().hits("/v1/mcp"), before);
     assert_eq!(s.mcp().count("tools/call"), 1);
@@ -143,6 +147,7 @@ async fn every_message_carries_the_headers_and_the_session() {
         assert_eq!(
             methods,
             [
+                "server/discover",
                 "initialize",
                 "notifications/initialized",
                 "tools/list",
@@ -161,11 +166,19 @@ async fn every_message_carries_the_headers_and_the_session() {
             assert_eq!(call.header("x-mcp-readonly"), Some("true"));
             assert_eq!(call.header("x-mcp-toolsets"), Some("logs"));
             if i == 0 {
+                // The probe: 2026-07-28 request metadata, no session.
+                assert_eq!(call.header("mcp-session-id"), None);
+                assert_eq!(call.header("mcp-protocol-version"), Some("2026-07-28"));
+                assert_eq!(call.header("mcp-method"), Some("server/discover"));
+            } else if i == 1 {
                 assert_eq!(call.header("mcp-session-id"), None);
                 assert_eq!(call.header("mcp-protocol-version"), None);
             } else {
                 assert_eq!(call.header("mcp-session-id"), Some(sid.as_str()));
                 assert_eq!(call.header("mcp-protocol-version"), Some("2025-06-18"));
+                // The request metadata headers belong to 2026-07-28 only.
+                assert_eq!(call.header("mcp-method"), None);
+                assert_eq!(call.header("mcp-name"), None);
             }
         }
     }
@@ -303,7 +316,9 @@ async fn a_wrong_key_is_rejected_without_retries() {
         "{err:?}"
     );
     assert!(!format!("{err}").contains("not-the-key"));
-    assert_eq!(s.mcp().count("initialize"), 1);
+    // A 401 says nothing about the era: no fallback to initialize.
+    assert_eq!(s.mcp().count("server/discover"), 1);
+    assert_eq!(s.mcp().count(""), 1);
     assert!(sleeper.delays().is_empty());
     assert!(!format!("{c:?}").contains("not-the-key"));
 }
