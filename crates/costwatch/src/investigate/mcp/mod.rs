@@ -49,7 +49,8 @@
 //! (a parse error, code -32700, is [`InvestigateError::Protocol`]); 429, 5xx,
 //! network errors, timeouts and streams cut off are retried up to
 //! [`McpLimits::max_retries`] times with exponential backoff (honouring
-//! `Retry-After`), then [`InvestigateError::Transient`]. A 404 on a session
+//! `Retry-After`), each attempt a new request with a new id, then
+//! [`InvestigateError::Transient`]. A 404 on a session
 //! means it expired: the client initializes again, once per call. An
 //! `UnsupportedProtocolVersion` answer to a later request means the server
 //! changed: the client negotiates again, once per call. A `HeaderMismatch`
@@ -94,9 +95,9 @@ use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
-use transport::{Failure, Refusal, Reply};
+use transport::{Failure, Kind, Refusal, Reply};
 use url::Url;
 
 /// The revision the client speaks first: no handshake, `_meta` on every
@@ -334,9 +335,8 @@ impl McpClient {
         let mut again = false;
         loop {
             let era = self.era().await?;
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            let (message, headers) = self.envelope(&era, id, method, params);
-            let refusal = match self.post(&message, &headers, Some(id), method).await {
+            let (message, headers) = self.envelope(&era, method, params);
+            let refusal = match self.post(&message, &headers, Kind::Request, method).await {
                 Ok(Reply::Message { message, .. }) => match split_response(method, message)? {
                     Ok(result) => return Ok(complete(method, result)?),
                     Err(error) => Refusal::in_answer(method, error),
@@ -386,9 +386,9 @@ impl McpClient {
         }
     }
 
-    /// The message for request `id` in `era`, and its headers besides those
-    /// of every message.
-    fn envelope(&self, era: &Era, id: u64, method: &str, params: &Value) -> (Value, HeaderMap) {
+    /// The request for `method` in `era` (its id is set per attempt), and
+    /// its headers besides those of every message.
+    fn envelope(&self, era: &Era, method: &str, params: &Value) -> (Value, HeaderMap) {
         match era {
             Era::Modern => {
                 let params = with_meta(params);
@@ -404,12 +404,11 @@ impl McpClient {
                             .map(|t| t.input_schema)
                     });
                 let headers = headers::modern_headers(method, &params, schema.as_ref());
-                let message =
-                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
                 (message, headers)
             }
             Era::Legacy(session) => (
-                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+                json!({"jsonrpc": "2.0", "method": method, "params": params}),
                 session.headers(),
             ),
         }

@@ -29,13 +29,12 @@ use super::protocol::{
     split_response, verdict, with_meta,
 };
 use super::session::Session;
-use super::transport::{Failure, Refusal, Reply};
+use super::transport::{Failure, Kind, Refusal, Reply};
 use super::{
     INITIALIZE_VERSION, INITIALIZE_VERSIONS, McpClient, PROTOCOL_VERSION, SUPPORTED_VERSIONS,
 };
 use crate::investigate::InvestigateError;
 use serde_json::{Value, json};
-use std::sync::atomic::Ordering;
 
 /// What the client speaks with the server for one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,11 +151,10 @@ impl McpClient {
     /// says.
     async fn discover(&self) -> Result<Probe, InvestigateError> {
         const METHOD: &str = "server/discover";
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let params = with_meta(&json!({}));
         let headers = modern_headers(METHOD, &params, None);
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": METHOD, "params": params});
-        let refusal = match self.post(&message, &headers, Some(id), METHOD).await {
+        let message = json!({"jsonrpc": "2.0", "method": METHOD, "params": params});
+        let refusal = match self.post(&message, &headers, Kind::Request, METHOD).await {
             Ok(Reply::Message { message, .. }) => match split_response(METHOD, message)? {
                 Ok(result) => return discovered(complete(METHOD, result)?),
                 Err(error) => Refusal::in_answer(METHOD, error),

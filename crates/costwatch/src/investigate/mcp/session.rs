@@ -3,12 +3,11 @@
 
 use super::negotiate::Agreement;
 use super::protocol::{client_info, protocol, rejected, split_response};
-use super::transport::{Failure, Refusal, Reply};
+use super::transport::{Failure, Kind, Refusal, Reply};
 use super::{INITIALIZE_VERSIONS, McpClient};
 use crate::investigate::InvestigateError;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
-use std::sync::atomic::Ordering;
 
 /// An open session of the `initialize` era.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,10 +67,8 @@ impl McpClient {
     /// such: the caller reads what it says about the era.
     pub(super) async fn initialize(&self, ask: &str) -> Result<Session, Failure> {
         let fail = |e: InvestigateError| Failure::Error(e);
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let message = json!({
             "jsonrpc": "2.0",
-            "id": id,
             "method": "initialize",
             "params": {
                 "protocolVersion": ask,
@@ -80,7 +77,10 @@ impl McpClient {
             },
         });
         let none = HeaderMap::new();
-        let (message, session_id) = match self.post(&message, &none, Some(id), "initialize").await {
+        let (message, session_id) = match self
+            .post(&message, &none, Kind::Request, "initialize")
+            .await
+        {
             Ok(Reply::Message {
                 message,
                 session_id,
@@ -129,7 +129,7 @@ impl McpClient {
             .post(
                 &initialized,
                 &session.headers(),
-                None,
+                Kind::Notification,
                 "notifications/initialized",
             )
             .await

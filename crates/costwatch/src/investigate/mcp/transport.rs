@@ -13,6 +13,7 @@ use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
 use std::fmt;
+use std::sync::atomic::Ordering;
 
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
@@ -95,6 +96,15 @@ impl Refusal {
     }
 }
 
+/// Whether a message is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A request: it gets an id, and its response is read.
+    Request,
+    /// A notification: no id, nothing to read.
+    Notification,
+}
+
 /// How the answer's body is read.
 enum Answer {
     Json,
@@ -103,18 +113,32 @@ enum Answer {
 
 impl McpClient {
     /// POSTs one message with retries and backoff; every attempt must end
-    /// within the client's timeout.
+    /// within the client's timeout. Each attempt of a request gets a new
+    /// id: a request whose answer was lost is sent again as a new request
+    /// (2026-07-28 requires it; the `initialize` era allows it).
     pub(super) async fn post(
         &self,
         message: &Value,
         headers: &HeaderMap,
-        expect: Option<u64>,
+        kind: Kind,
         method: &str,
     ) -> Result<Reply, Failure> {
-        let body = serde_json::to_vec(message)
-            .map_err(|e| Failure::Error(protocol(format!("{method}: cannot encode: {e}"))))?;
         let once = || async {
-            let attempt = self.post_once(body.clone(), headers, expect, method);
+            let mut message = message.clone();
+            let expect = match (kind, message.as_object_mut()) {
+                (Kind::Request, Some(object)) => {
+                    let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+                    object.insert("id".to_owned(), Value::from(id));
+                    Some(id)
+                }
+                _ => None,
+            };
+            let body = serde_json::to_vec(&message).map_err(|e| {
+                Attempt::Stop(Failure::Error(protocol(format!(
+                    "{method}: cannot encode: {e}"
+                ))))
+            })?;
+            let attempt = self.post_once(body, headers, expect, method);
             match tokio::time::timeout(self.timeout, attempt).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(Attempt::Retry {

@@ -6,7 +6,7 @@
 use super::super::*;
 use super::fake::{Answer, Fake, Form, Script, Seen};
 use crate::clock::RecordingSleeper;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 const KEY: &str = "fake-admin-key";
 
@@ -512,4 +512,29 @@ async fn an_initialize_refused_for_its_revision_makes_the_next_call_probe_again(
         ]
     );
     assert_eq!(c.protocol_version().await.as_deref(), Some("2026-07-28"));
+}
+
+#[tokio::test]
+async fn a_request_sent_again_gets_a_new_id() {
+    let failed = Arc::new(AtomicBool::new(false));
+    let flag = failed.clone();
+    let fake = Fake::start(script(move |s| {
+        if s.method() == "tools/call" && !flag.swap(true, Ordering::SeqCst) {
+            return Answer::plain(503, "busy");
+        }
+        modern(s, Form::Sse)
+    }))
+    .await;
+    let (c, sleeper) = client(&fake, &["list_models"]);
+    c.call_tool("list_models", json!({})).await.unwrap();
+    assert_eq!(sleeper.delays(), [Duration::from_millis(100)]);
+    let seen = fake.seen();
+    let ids: Vec<&Value> = seen.iter().map(|s| &s.body["id"]).collect();
+    assert_eq!(
+        fake.methods(),
+        ["server/discover", "tools/call", "tools/call"]
+    );
+    assert!(ids.iter().all(|id| id.is_u64()), "{ids:?}");
+    assert_ne!(ids[1], ids[2]);
+    assert_eq!(seen[1].body["params"], seen[2].body["params"]);
 }
