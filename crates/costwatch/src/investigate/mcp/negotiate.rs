@@ -3,11 +3,13 @@
 //! Compatibility"; Streamable HTTP, "Backward Compatibility").
 //!
 //! The probe is `server/discover` at 2026-07-28. The server speaks that
-//! revision when the probe succeeds and the result lists it. Otherwise:
+//! revision when the probe succeeds and the result lists it; a result that
+//! lists only older revisions means `initialize` at the newest of them the
+//! client speaks. Otherwise:
 //! - `UnsupportedProtocolVersion` (-32022) names the revisions the server
-//!   speaks: the newest one the client speaks in the `initialize` era is
-//!   asked for with `initialize`; a list sharing none is `Rejected`, naming
-//!   both lists;
+//!   speaks: `initialize` asks for the newest of them the client speaks in
+//!   the `initialize` era; a list sharing none is `Rejected`, naming both
+//!   lists (a -32022 without a list counts as the next case);
 //! - any other refusal (a 4xx, or a JSON-RPC error) that is not an error
 //!   only 2026-07-28 servers send means a server of the `initialize` era:
 //!   `initialize` asking for [`INITIALIZE_VERSION`];
@@ -19,9 +21,10 @@
 //!   `Transient`: neither says anything about the era.
 //!
 //! The outcome is kept until [`McpClient::close`], or until the server
-//! answers `UnsupportedProtocolVersion` to a later request (it changed);
-//! a lost session of the `initialize` era is opened again with `initialize`
-//! alone, the era being a property of the server.
+//! answers `UnsupportedProtocolVersion` to a later request or to
+//! `initialize` (it changed): the next request probes again. A lost
+//! session of the `initialize` era is opened again with `initialize` alone,
+//! the era being a property of the server.
 
 use super::headers::modern_headers;
 use super::protocol::{
