@@ -173,6 +173,7 @@ async fn serve() -> Served {
         Arc::new(Metrics::new()),
         Arc::new(Default::default),
         Some(page),
+        None,
         rx,
     )
     .await

@@ -48,13 +48,15 @@ async fn the_seed_investigations_are_grounded_and_within_the_token_targets() {
         .await
         .unwrap();
     let escalation = Escalation {
-        tools: McpClient::new(
-            url::Url::parse(&peer.url()).unwrap(),
-            &Secret::new("sim-admin-key"),
-            RunOptions::default().tools,
-            Duration::from_secs(10),
-        )
-        .unwrap(),
+        tools: costwatch::investigate::Tools::new(
+            McpClient::new(
+                url::Url::parse(&peer.url()).unwrap(),
+                &Secret::new("sim-admin-key"),
+                RunOptions::default().tools,
+                Duration::from_secs(10),
+            )
+            .unwrap(),
+        ),
         model: ModelClient::new(
             url::Url::parse(&model.base_url()).unwrap(),
             &Secret::new(model.inference_key()),

@@ -39,7 +39,7 @@ fn escalation(sim: &SimServer, model: &ScriptedModelServer) -> Escalation {
     )
     .unwrap();
     Escalation {
-        tools,
+        tools: costwatch::investigate::Tools::new(tools),
         model,
         caps: Caps::default(),
         prices: Prices {

@@ -171,13 +171,15 @@ fn escalation(
     counting: Counting,
 ) -> Escalation {
     Escalation {
-        tools: McpClient::new(
-            url::Url::parse(&sim.mcp_url()).unwrap(),
-            &Secret::new(sim.admin_key()),
-            RunOptions::default().tools,
-            Duration::from_secs(10),
-        )
-        .unwrap(),
+        tools: costwatch::investigate::Tools::new(
+            McpClient::new(
+                url::Url::parse(&sim.mcp_url()).unwrap(),
+                &Secret::new(sim.admin_key()),
+                RunOptions::default().tools,
+                Duration::from_secs(10),
+            )
+            .unwrap(),
+        ),
         model: ModelClient::new(
             url::Url::parse(&format!("http://127.0.0.1:{}/v1", llama.port)).unwrap(),
             &Secret::new("unused-by-this-server"),

@@ -3,6 +3,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod builtin_tools;
 mod chart;
 mod cli;
 mod conformance;

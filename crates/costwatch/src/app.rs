@@ -5,6 +5,7 @@
 pub mod any;
 mod backtest;
 mod demo;
+mod mcp;
 mod oneshot;
 mod operator;
 pub mod receiver;
@@ -16,6 +17,7 @@ pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source
 pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
 };
+pub use mcp::{mcp_access, mcp_server};
 pub use oneshot::{Probe, check_state, once, probe_source, test_alert};
 pub use operator::{channel_specs, open_state, preview_alerts};
 pub use replica::Replica;
@@ -31,6 +33,8 @@ use crate::investigate::budget::Prices;
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
 use crate::investigate::run::RunOptions;
+use crate::investigate::{LogToolsChoice, Tools};
+use crate::logtools::{LogTools, WindowCalls};
 use crate::notify::email::{EmailNotifier, EmailSettings};
 use crate::notify::outbox::Channel;
 use crate::notify::webhook::WebhookNotifier;
@@ -62,7 +66,9 @@ pub enum AppError {
         path: PathBuf,
     },
     /// Investigations are enabled but a key is missing.
-    #[error("investigation.enabled needs both an inference key and the admin key")]
+    #[error(
+        "investigation.enabled needs an inference key, and the admin key when the log tools are read over MCP"
+    )]
     InvestigationKeys,
     /// The embedded seed window of the demo has no requests.
     #[error("empty seed window")]
@@ -164,7 +170,8 @@ impl App {
         let pipeline = main_pipeline(cfg, shared.clock.clone()).await?;
         // A gateway that is down at start must not keep the daemon from
         // running: without its catalogue, investigations wait for a reload.
-        let escalation = match escalation(cfg).await {
+        let window_source: Arc<dyn WindowCalls> = Arc::new(pipeline.source().clone());
+        let escalation = match escalation(cfg, Some(window_source)).await {
             Ok(e) => e.map(Arc::new),
             Err(e) => {
                 tracing::error!(error = %chain(&e), "investigations are disabled until the next reload");
@@ -357,20 +364,23 @@ async fn prices<S: Source>(
 }
 
 /// The escalation a configuration describes; `None` when disabled. Prices
-/// come from `investigation.prices`, else from the gateway's catalogue.
-pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
+/// come from `investigation.prices`, else from the source's catalogue. The
+/// log tools are the MCP server's at `investigation.mcp_url`, or
+/// costwatch's own over a source of their own, answering from
+/// `window_source` (the pipeline's) what the last window read.
+pub async fn escalation(
+    cfg: &Config,
+    window_source: Option<Arc<dyn WindowCalls>>,
+) -> Result<Option<Escalation>, AppError> {
     let inv = &cfg.investigation;
     if !inv.enabled {
         return Ok(None);
     }
-    let (Some(inference_key), Some(admin_key)) = (&inv.inference_key, &cfg.source.common.admin_key)
-    else {
+    let Some(inference_key) = &inv.inference_key else {
         return Err(AppError::InvestigationKeys);
     };
-    let prices = match inv.prices {
-        Some(p) => p,
-        None => prices(None, &gateway(cfg).await?, &inv.model).await?,
-    };
+    let source = gateway(cfg).await?;
+    let prices = prices(inv.prices, &source, &inv.model).await?;
     let limits = HttpLimits {
         timeout: inv.caps.wall_timeout,
         max_retries: 2,
@@ -381,13 +391,35 @@ pub async fn escalation(cfg: &Config) -> Result<Option<Escalation>, AppError> {
         tools: inv.tools.clone(),
         ..RunOptions::default()
     };
-    let tools = McpClient::new(
-        inv.mcp_url.clone(),
-        admin_key,
-        inv.tools.clone(),
-        options.tool_timeout,
-    )
-    .map_err(|e| AppError::setup("investigation.mcp_url", e))?;
+    let tools = match (inv.log_tools_for(cfg.source.kind()), &inv.mcp_url) {
+        (LogToolsChoice::Builtin, _) => {
+            let tools = LogTools::new(source, Arc::new(SystemClock)).allowlisted(inv.tools.clone());
+            Tools::new(match window_source {
+                Some(w) => tools.with_window_source(w),
+                None => tools,
+            })
+        }
+        (LogToolsChoice::Mcp, None) => {
+            return Err(AppError::setup(
+                "investigation.mcp_url",
+                "is required with log_tools: mcp",
+            ));
+        }
+        (LogToolsChoice::Mcp, Some(url)) => {
+            let Some(admin_key) = &cfg.source.common.admin_key else {
+                return Err(AppError::InvestigationKeys);
+            };
+            Tools::new(
+                McpClient::new(
+                    url.clone(),
+                    admin_key,
+                    inv.tools.clone(),
+                    options.tool_timeout,
+                )
+                .map_err(|e| AppError::setup("investigation.mcp_url", e))?,
+            )
+        }
+    };
     let model = ModelClient::new(
         inv.llm_url.clone(),
         inference_key,

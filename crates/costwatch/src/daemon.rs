@@ -121,6 +121,11 @@ where
         self.pipeline.store()
     }
 
+    /// The source the windows are read through.
+    pub fn source(&self) -> &S {
+        self.pipeline.source()
+    }
+
     fn channel_names(&self) -> Vec<String> {
         self.settings
             .channels

@@ -15,11 +15,10 @@
 use crate::clock::Clock;
 use crate::config::EscalateConfig;
 use crate::investigate::budget::{Caps, Prices};
-use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
 use crate::investigate::run::{RunOptions, investigate};
 use crate::investigate::transcript::step_log_jsonl;
-use crate::investigate::{BudgetLedger, CalibrationStore, InvestigationReport};
+use crate::investigate::{BudgetLedger, CalibrationStore, InvestigationReport, Tools};
 use crate::notify::{Alert, AlertStatus};
 use crate::store::{Store, StoreError, StoredInvestigation};
 use chrono::Duration as ChronoDuration;
@@ -27,8 +26,9 @@ use std::sync::Arc;
 
 /// Everything an escalation needs.
 pub struct Escalation {
-    /// The gateway's read-only log tools, allowlisted.
-    pub tools: McpClient,
+    /// The read-only log tools, allowlisted: the gateway's over MCP, or
+    /// costwatch's own over the source (`investigation.log_tools`).
+    pub tools: Tools,
     /// The investigating model.
     pub model: ModelClient,
     /// Hard caps per run and per day.

@@ -32,5 +32,7 @@ pub mod backtest;
 pub mod daemon;
 pub mod escalate;
 pub mod ingest;
+pub mod logtools;
+pub mod mcp_server;
 pub mod ops;
 pub mod pipeline;

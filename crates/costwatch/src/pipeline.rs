@@ -284,6 +284,12 @@ where
         self
     }
 
+    /// The source the windows are read through (its clones share what it
+    /// carries from window to window).
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
     /// The store, for reading results.
     pub fn store(&self) -> &St {
         &self.store

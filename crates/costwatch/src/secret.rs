@@ -1,5 +1,6 @@
 //! A string that never shows itself in `Debug`, `Display` or logs.
 
+use sha2::{Digest, Sha256};
 use std::fmt;
 
 /// A credential such as the gateway admin key.
@@ -49,5 +50,40 @@ mod tests {
         assert_eq!(format!("{s:?}"), "Secret([redacted])");
         assert_eq!(format!("{s}"), "[redacted]");
         assert_eq!(s.expose(), "sk-live-123");
+    }
+}
+
+/// The bearer token an endpoint requires (the OTLP receiver's, the MCP
+/// server's), kept as its SHA-256 digest: a request's token is compared
+/// digest to digest, so the comparison's time says nothing about the token.
+#[derive(Clone, PartialEq, Eq)]
+pub struct BearerToken([u8; 32]);
+
+impl BearerToken {
+    /// The token `secret` holds.
+    pub fn new(secret: &Secret) -> BearerToken {
+        BearerToken(Sha256::digest(secret.expose().as_bytes()).into())
+    }
+
+    /// Whether an `Authorization` header value carries this token (the
+    /// scheme is case-insensitive, RFC 9110 section 11.1).
+    pub fn admits(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(token) = authorization
+            .and_then(|v| std::str::from_utf8(v).ok())
+            .and_then(|v| {
+                let (scheme, token) = v.split_once(' ')?;
+                scheme.eq_ignore_ascii_case("bearer").then_some(token)
+            })
+        else {
+            return false;
+        };
+        let given: [u8; 32] = Sha256::digest(token.trim().as_bytes()).into();
+        given == self.0
+    }
+}
+
+impl fmt::Debug for BearerToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("BearerToken([redacted])")
     }
 }

@@ -119,6 +119,42 @@ impl Dataset {
         }
     }
 
+    /// The same traffic `by` later (or earlier): every call and every fixed
+    /// session row moved, so a recorded window can be replayed as if it
+    /// had just happened.
+    pub fn shifted(self, by: chrono::TimeDelta) -> Dataset {
+        let Dataset {
+            models,
+            mut sessions,
+            truth,
+            summary_only,
+            ..
+        } = self;
+        for s in &mut sessions {
+            for r in &mut s.requests {
+                r.created_at += by;
+            }
+            if let Some(Value::Object(row)) = &mut s.fixed_row {
+                for key in ["first_request_at", "last_request_at"] {
+                    let moved = row
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                        .map(|t| {
+                            (t.with_timezone(&Utc) + by)
+                                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                        });
+                    if let Some(t) = moved {
+                        row.insert(key.to_owned(), Value::String(t));
+                    }
+                }
+            }
+        }
+        let mut shifted = Dataset::new(models, sessions, truth);
+        shifted.summary_only = summary_only;
+        shifted
+    }
+
     /// The same data, with the rows of `session_ids` served without a
     /// per-model breakdown (`by_model` left out, `models` kept), as a gateway
     /// that builds session rows by grouping request rows may serve them.

@@ -7,7 +7,8 @@ use crate::source::litellm::LiteLlmReader;
 use crate::source::otlp::OtlpFilesReader;
 use crate::source::rows::RowSource;
 use crate::source::{
-    ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
+    FoundCalls, ModelPrice, ReadStats, RequestQuery, RequestRecord, SessionRecord, Source,
+    SourceError, Window,
 };
 use crate::store::SqlStore;
 
@@ -57,6 +58,16 @@ impl Source for AnySource {
             AnySource::Langfuse(s) => s.session_requests(session_id).await,
             AnySource::Otlp(s) => s.session_requests(session_id).await,
             AnySource::OtlpFiles(s) => s.session_requests(session_id).await,
+        }
+    }
+
+    async fn requests(&self, query: &RequestQuery) -> Result<FoundCalls, SourceError> {
+        match self {
+            AnySource::Reference(s) => s.requests(query).await,
+            AnySource::Litellm(s) => s.requests(query).await,
+            AnySource::Langfuse(s) => s.requests(query).await,
+            AnySource::Otlp(s) => s.requests(query).await,
+            AnySource::OtlpFiles(s) => s.requests(query).await,
         }
     }
 }

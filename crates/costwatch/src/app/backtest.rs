@@ -7,6 +7,7 @@ use crate::backtest::{self, SpendPreview, WindowRetries};
 use crate::config::{AlertPolicy, Caps, Config, DEFAULT_MODEL, EscalateConfig};
 use crate::detect::Detector;
 use crate::investigate::budget::Prices;
+use crate::logtools::WindowCalls;
 use crate::notify::Alert;
 use crate::secret::Secret;
 use crate::source::gateway::GatewaySource;
@@ -18,6 +19,7 @@ use crate::source::{HttpLimits, Labels, ModelPrice, Source, SourceKind};
 use crate::store::{SqlStore, Store};
 use chrono::{DateTime, Utc};
 use costwatch_sim::server::SimServer;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The limits of a gateway client reading the simulator on loopback.
@@ -139,7 +141,8 @@ where
         (true, Some(c)) => {
             let mut c = c.clone();
             c.investigation.enabled = true;
-            escalation(&c).await?
+            let window_source: Arc<dyn WindowCalls> = Arc::new(source.clone());
+            escalation(&c, Some(window_source)).await?
         }
         _ => None,
     };

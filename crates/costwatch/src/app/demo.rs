@@ -8,6 +8,7 @@ use crate::config::{AlertPolicy, Caps, DEFAULT_MODEL, EscalateConfig, Severity};
 use crate::daemon::{Daemon, DaemonSettings};
 use crate::detect::Detector;
 use crate::escalate::Escalation;
+use crate::investigate::Tools;
 use crate::investigate::budget::Prices;
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
@@ -203,13 +204,15 @@ pub async fn demo_investigation(
     let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
     let options = RunOptions::default();
     let escalation = Escalation {
-        tools: McpClient::new(
-            url(sim.mcp_url())?,
-            &Secret::new(sim.admin_key()),
-            options.tools.clone(),
-            Duration::from_secs(10),
-        )
-        .map_err(|e| AppError::setup("mcp", e))?,
+        tools: Tools::new(
+            McpClient::new(
+                url(sim.mcp_url())?,
+                &Secret::new(sim.admin_key()),
+                options.tools.clone(),
+                Duration::from_secs(10),
+            )
+            .map_err(|e| AppError::setup("mcp", e))?,
+        ),
         model: ModelClient::new(
             url(model.base_url())?,
             &Secret::new(model.inference_key()),

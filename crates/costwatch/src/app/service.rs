@@ -7,6 +7,7 @@ use super::{App, AppError, chain};
 use crate::alerting::DELIVERY_INTERVAL;
 use crate::config;
 use crate::daemon::TickReport;
+use crate::logtools::WindowCalls;
 use crate::ops::http::{HealthFn, HealthReport};
 use crate::ops::stall::TickWatch;
 use crate::ops::status::{Parts, ReplicaFn, ReplicaView, StatusPage};
@@ -71,6 +72,27 @@ impl App {
         }
     }
 
+    /// `/mcp` with `server.mcp`: the log tools over the source (answering
+    /// from the pipeline's what the last window read) and costwatch's own
+    /// over the state database. Built once: a change to them takes a
+    /// restart, not SIGHUP.
+    async fn mcp_routes(&self) -> Result<Option<axum::Router>, AppError> {
+        if !self.config.server.mcp {
+            return Ok(None);
+        }
+        let window_source: Arc<dyn WindowCalls> = Arc::new(self.daemon.source().clone());
+        let server = super::mcp_server(
+            &self.config,
+            Some(self.daemon.store().clone()),
+            Some(window_source),
+            self.shared.clock.clone(),
+        )
+        .await?;
+        let access = super::mcp_access(&self.config);
+        tracing::info!(token = access.token.is_some(), "serving MCP at /mcp");
+        Ok(Some(crate::mcp_server::http::router(server, access)))
+    }
+
     /// Runs the service until SIGTERM or SIGINT; SIGHUP reloads the
     /// configuration file it was built from.
     pub async fn run_until_stopped(mut self) -> Result<(), AppError> {
@@ -95,8 +117,9 @@ impl App {
                     ),
                 );
                 status = Some(page.clone());
+                let mcp = self.mcp_routes().await?;
                 Some(
-                    crate::ops::http::serve(listen, metrics, f, Some(page), stop_rx.clone())
+                    crate::ops::http::serve(listen, metrics, f, Some(page), mcp, stop_rx.clone())
                         .await
                         .map_err(|e| AppError::failed("cannot listen for /metrics", e))?,
                 )

@@ -1,6 +1,6 @@
 //! The command line: `check`, `run`, `once`, `test-alert`, `backtest`,
 //! `demo`, `schema`, `investigation`, and the operator's `findings`,
-//! `incidents`, `incident show`, `silence` and `alerts`. It parses and
+//! `incidents`, `incident show`, `silence` and `alerts`, and `mcp`. It parses and
 //! prints; [`costwatch::app`] builds and runs the parts.
 
 mod alerts;
@@ -11,6 +11,7 @@ mod incident;
 mod inspect;
 mod investigation;
 mod manual;
+mod mcp;
 mod once;
 mod output;
 mod silence;
@@ -92,6 +93,8 @@ pub enum Command {
     Alerts(alerts::AlertsArgs),
     /// Show the investigations kept in a state database (`show RUN_ID`, `list`).
     Investigation(investigation::InvestigationArgs),
+    /// Serve costwatch's read-only tools over MCP on stdin and stdout.
+    Mcp(mcp::McpArgs),
 }
 
 /// `costwatch completions`.
@@ -158,6 +161,7 @@ impl Command {
                 | Command::Silence(_)
                 | Command::Alerts(_)
                 | Command::Investigation(_)
+                | Command::Mcp(_)
         )
     }
 }
@@ -416,5 +420,6 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
         Command::Silence(c) => silence::silence(c).await,
         Command::Alerts(a) => alerts::alerts(a).await,
         Command::Investigation(a) => investigation::investigation(a).await,
+        Command::Mcp(a) => mcp::mcp(a).await,
     }
 }

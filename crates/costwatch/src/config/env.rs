@@ -36,6 +36,9 @@ pub(crate) const OTLP_TOKEN_VAR: &str = "COSTWATCH_OTLP_TOKEN";
 /// Variable holding the inference key itself.
 pub(crate) const INFERENCE_KEY_VAR: &str = "COSTWATCH_INFERENCE_KEY";
 
+/// Variable holding the bearer token MCP clients must send.
+pub(crate) const MCP_TOKEN_VAR: &str = "COSTWATCH_MCP_TOKEN";
+
 /// Variable holding the SMTP password itself.
 pub(crate) const SMTP_PASSWORD_VAR: &str = "COSTWATCH_SMTP_PASSWORD";
 

@@ -1,10 +1,12 @@
 //! The `server` section (the local HTTP endpoint) and `group_by`.
 
+use crate::secret::Secret;
 use crate::settings::units::{opt_http_url, opt_listen};
 use crate::settings::{Issue, Settings};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use url::Url;
 
 /// The local HTTP endpoint.
@@ -26,6 +28,17 @@ pub struct ServerConfig {
     #[schemars(with = "Option<String>")]
     #[schemars(example = "https://costwatch.example.com/")]
     pub public_url: Option<Url>,
+    /// Serve MCP at `/mcp` on `listen` (Streamable HTTP): the log tools over
+    /// the source and costwatch's own findings, incidents and baselines, all
+    /// read-only. A bearer token is required when `listen` is not loopback.
+    pub mcp: bool,
+    /// File holding the bearer token MCP clients must send, relative to the
+    /// configuration's folder; `COSTWATCH_MCP_TOKEN` wins.
+    #[schemars(example = "/run/credentials/costwatch.service/mcp_token")]
+    pub mcp_token_file: Option<PathBuf>,
+    /// The token, from `COSTWATCH_MCP_TOKEN` or `mcp_token_file`.
+    #[serde(skip)]
+    pub mcp_token: Option<Secret>,
 }
 
 impl Default for ServerConfig {
@@ -33,15 +46,30 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: Some(SocketAddr::from(([127, 0, 0, 1], 9464))),
             public_url: None,
+            mcp: false,
+            mcp_token_file: None,
+            mcp_token: None,
         }
     }
 }
 
 impl Settings for ServerConfig {
     fn problems(&self) -> Vec<Issue> {
-        let Some(url) = &self.public_url else {
-            return Vec::new();
-        };
+        let mcp = (self.mcp && self.listen.is_none()).then(|| {
+            Issue::reading(
+                "mcp",
+                &["listen"],
+                "needs server.listen: MCP is served there (or use `costwatch mcp` over stdio)"
+                    .to_owned(),
+            )
+        });
+        mcp.into_iter().chain(self.public_url_problem()).collect()
+    }
+}
+
+impl ServerConfig {
+    fn public_url_problem(&self) -> Option<Issue> {
+        let url = self.public_url.as_ref()?;
         let plain = url.query().is_none()
             && url.fragment().is_none()
             && url.username().is_empty()
@@ -52,13 +80,13 @@ impl Settings for ServerConfig {
         } else if self.listen.is_none() {
             "needs server.listen: the charts it links to are served there"
         } else {
-            return Vec::new();
+            return None;
         };
-        vec![Issue::reading(
+        Some(Issue::reading(
             "public_url",
             &["listen"],
             problem.to_owned(),
-        )]
+        ))
     }
 }
 

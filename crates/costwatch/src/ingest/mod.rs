@@ -25,6 +25,7 @@ use self::status::Refusal;
 use self::throttle::Throttle;
 use crate::clock::Clock;
 use crate::ops::metrics::Metrics;
+use crate::secret::BearerToken;
 use crate::source::otlp::{
     DecodeError, Encoding, Receiver, SpanMapping, decode_request, encode_response, map_spans,
 };
@@ -36,7 +37,6 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use chrono::{DateTime, TimeDelta, Utc};
-use sha2::{Digest, Sha256};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,16 +85,12 @@ struct Shared<S> {
     settings: ReceiverSettings,
     /// SHA-256 of the token: compared digest to digest, so the time a
     /// comparison takes says nothing about the token.
-    token_digest: Option<[u8; 32]>,
+    token: Option<BearerToken>,
     store: S,
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     throttle: Throttle,
     in_flight: Semaphore,
-}
-
-fn digest(s: &str) -> [u8; 32] {
-    Sha256::digest(s.as_bytes()).into()
 }
 
 /// Binds `settings.receiver.listen` and serves `POST /v1/traces` on a spawned task
@@ -113,7 +109,7 @@ where
     let listener = TcpListener::bind(settings.receiver.listen).await?;
     let addr = listener.local_addr()?;
     let app = router(Arc::new(Shared {
-        token_digest: settings.receiver.token.as_ref().map(|t| digest(t.expose())),
+        token: settings.receiver.token.as_ref().map(BearerToken::new),
         throttle: Throttle::new(settings.receiver.max_requests_per_second),
         in_flight: Semaphore::new(settings.max_in_flight.max(1)),
         settings,
@@ -174,19 +170,10 @@ async fn accept<S: CallStore + Store + Clone + 'static>(
     body: Body,
 ) -> Result<Response, Refusal> {
     let settings = &shared.settings;
-    if let Some(want) = &shared.token_digest {
-        let given = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| {
-                // The scheme is case-insensitive (RFC 9110, 11.1).
-                let (scheme, token) = v.split_once(' ')?;
-                scheme.eq_ignore_ascii_case("bearer").then_some(token)
-            })
-            .map(|t| digest(t.trim()));
-        if given.as_ref() != Some(want) {
-            return Err(Refusal::Unauthenticated);
-        }
+    if let Some(want) = &shared.token
+        && !want.admits(headers.get(header::AUTHORIZATION).map(|v| v.as_bytes()))
+    {
+        return Err(Refusal::Unauthenticated);
     }
     if !shared.throttle.try_take(tokio::time::Instant::now()) {
         return Err(Refusal::Throttled);

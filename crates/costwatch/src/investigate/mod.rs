@@ -18,7 +18,7 @@ pub mod tokens;
 pub mod toolset;
 pub mod transcript;
 
-pub use settings::{DEFAULT_MODEL, EscalateConfig, InvestigationConfig};
+pub use settings::{DEFAULT_MODEL, EscalateConfig, InvestigationConfig, LogToolsChoice};
 pub use transcript::InvestigationReport;
 
 use chrono::NaiveDate;
@@ -70,6 +70,69 @@ pub trait ToolProvider: Send + Sync {
         name: &str,
         arguments: serde_json::Value,
     ) -> impl Future<Output = Result<ToolOutput, InvestigateError>> + Send;
+}
+
+/// A future a [`Tools`] method returns.
+pub type ToolFuture<'a, T> =
+    std::pin::Pin<Box<dyn Future<Output = Result<T, InvestigateError>> + Send + 'a>>;
+
+/// A [`ToolProvider`] behind a pointer, so one escalation can hold either
+/// the MCP client or costwatch's built-in log tools
+/// (`investigation.log_tools`), chosen at start.
+pub trait DynTools: Send + Sync {
+    /// [`ToolProvider::list_tools`].
+    fn list(&self) -> ToolFuture<'_, Vec<ToolSpec>>;
+    /// [`ToolProvider::call_tool`].
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: serde_json::Value,
+    ) -> ToolFuture<'a, ToolOutput>;
+}
+
+impl<T: ToolProvider> DynTools for T {
+    fn list(&self) -> ToolFuture<'_, Vec<ToolSpec>> {
+        Box::pin(self.list_tools())
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        arguments: serde_json::Value,
+    ) -> ToolFuture<'a, ToolOutput> {
+        Box::pin(self.call_tool(name, arguments))
+    }
+}
+
+/// The log tools an escalation's investigations call.
+#[derive(Clone)]
+pub struct Tools(pub std::sync::Arc<dyn DynTools>);
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tools")
+    }
+}
+
+impl Tools {
+    /// `provider` behind a pointer.
+    pub fn new<T: ToolProvider + 'static>(provider: T) -> Tools {
+        Tools(std::sync::Arc::new(provider))
+    }
+}
+
+impl ToolProvider for Tools {
+    async fn list_tools(&self) -> Result<Vec<ToolSpec>, InvestigateError> {
+        self.0.list().await
+    }
+
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: serde_json::Value,
+    ) -> Result<ToolOutput, InvestigateError> {
+        self.0.call(name, arguments).await
+    }
 }
 
 /// Why the budget ledger (or the token calibration) could not be read or

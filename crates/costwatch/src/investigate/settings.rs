@@ -7,6 +7,7 @@ use crate::domain::{Kind, Severity};
 use crate::secret::Secret;
 use crate::settings::units::{http_url, opt_http_url};
 use crate::settings::{Issue, Settings};
+use crate::source::SourceKind;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -22,10 +23,19 @@ pub const DEFAULT_MODEL: &str = "gpt-6-luna";
 pub struct InvestigationConfig {
     /// Whether flagged incidents are escalated at all.
     pub enabled: bool,
-    /// The gateway's MCP endpoint (read with the admin key).
-    #[serde(with = "http_url")]
-    #[schemars(with = "String")]
-    pub mcp_url: Url,
+    /// Where the investigation's read-only log tools come from: `builtin`,
+    /// costwatch's own over the configured source (every kind); `mcp`, the
+    /// MCP server at `mcp_url`. Not set: `mcp` for `source.kind:
+    /// reference`, whose gateway serves them, `builtin` for every other
+    /// kind.
+    #[schemars(example = &"builtin")]
+    pub log_tools: Option<LogToolsChoice>,
+    /// The MCP endpoint serving the log tools, read with the admin key;
+    /// required with `log_tools: mcp`.
+    #[serde(with = "opt_http_url")]
+    #[schemars(with = "Option<String>")]
+    #[schemars(example = "http://127.0.0.1:8080/v1/mcp")]
+    pub mcp_url: Option<Url>,
     /// Base URL of an OpenAI-compatible API (`{llm_url}/chat/completions`).
     #[serde(with = "http_url")]
     #[schemars(with = "String")]
@@ -68,7 +78,8 @@ impl Default for InvestigationConfig {
     fn default() -> Self {
         InvestigationConfig {
             enabled: false,
-            mcp_url: local("http://127.0.0.1:8080/v1/mcp"),
+            log_tools: None,
+            mcp_url: None,
             llm_url: local("http://127.0.0.1:8080/v1"),
             model: DEFAULT_MODEL.to_owned(),
             inference_key_file: None,
@@ -116,6 +127,27 @@ impl Settings for InvestigationConfig {
         .into_iter()
         .flatten()
         .collect()
+    }
+}
+
+/// Where an investigation's log tools come from (`investigation.log_tools`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LogToolsChoice {
+    /// costwatch's own tools over the configured source (`crate::logtools`).
+    Builtin,
+    /// The tools of the MCP server at `investigation.mcp_url`.
+    Mcp,
+}
+
+impl InvestigationConfig {
+    /// The log tools a source of `kind` gets: as set, else `mcp` for the
+    /// reference gateway and `builtin` for every other kind.
+    pub fn log_tools_for(&self, kind: SourceKind) -> LogToolsChoice {
+        self.log_tools.unwrap_or(match kind {
+            SourceKind::Reference => LogToolsChoice::Mcp,
+            _ => LogToolsChoice::Builtin,
+        })
     }
 }
 

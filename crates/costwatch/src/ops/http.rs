@@ -1,7 +1,9 @@
 //! The operations endpoint: `GET /metrics` for Prometheus, `GET /healthz`
 //! for load balancers and people, and `GET /` for the status page (when
 //! the daemon serves one), with `GET /incidents/{fingerprint}/chart.png`,
-//! the chart of an incident's newest notification.
+//! the chart of an incident's newest notification; with `server.mcp`, the
+//! MCP endpoint `/mcp` too (`crate::mcp_server::http`, which checks its own
+//! token and `Origin`).
 //!
 //! It serves only these read-only routes, so it needs no authentication;
 //! bind it to loopback or a management network. The status page shows
@@ -68,8 +70,8 @@ struct Shared {
 const STATUS_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; \
                           form-action 'none'; frame-ancestors 'none'";
 
-/// Binds `listen` and serves `/metrics`, `/healthz` and, with `status`,
-/// the status page at `/`, on a spawned task until `shutdown` becomes
+/// Binds `listen` and serves `/metrics`, `/healthz`, with `status` the
+/// status page at `/`, and with `mcp` its routes, on a spawned task until `shutdown` becomes
 /// `true` (or its sender is dropped), then stops accepting and lets open
 /// requests finish.
 ///
@@ -81,15 +83,19 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     health: Arc<dyn Fn() -> HealthReport + Send + Sync>,
     status: Option<StatusPage>,
+    mcp: Option<Router>,
     mut shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<(SocketAddr, JoinHandle<()>)> {
     let listener = TcpListener::bind(listen).await?;
     let addr = listener.local_addr()?;
-    let app = router(Shared {
+    let mut app = router(Shared {
         metrics,
         health,
         status,
     });
+    if let Some(mcp) = mcp {
+        app = app.merge(mcp);
+    }
     let task = tokio::spawn(async move {
         let stopped = async move {
             // An error means the sender is gone, which is a shutdown too.
@@ -259,6 +265,7 @@ mod tests {
             SocketAddr::from(([127, 0, 0, 1], 0)),
             metrics.clone(),
             health_fn,
+            None,
             None,
             rx,
         )

@@ -321,6 +321,16 @@ fn type_of(root: &Value, property: &Value) -> String {
     if let Some(values) = enum_values(schema) {
         return format!("one of {}", values.join(", "));
     }
+    // An optional choice: `anyOf` the choice and `null`.
+    let choice = property
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .filter(|a| a.len() == 2)
+        .and_then(|a| a.iter().find(|s| s.get("type") != Some(&Value::from("null"))))
+        .and_then(|s| enum_values(resolve(root, s)));
+    if let Some(values) = choice.filter(|_| is_nullable(property)) {
+        return format!("one of {}, optional", values.join(", "));
+    }
     let types: Vec<&str> = match schema.get("type") {
         Some(Value::String(t)) => vec![t.as_str()],
         Some(Value::Array(ts)) => ts

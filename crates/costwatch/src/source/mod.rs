@@ -374,6 +374,60 @@ impl crate::settings::Settings for HttpLimits {
     }
 }
 
+/// Which calls a log tool asks for (`search_requests`): one session's, or
+/// every session's, that started in a range.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestQuery {
+    /// One session's calls; `None`: every session's.
+    pub session_id: Option<String>,
+    /// Calls that started in `[start, end)`.
+    pub range: Window,
+    /// Most calls kept: a read that finds more stops there and says so, so
+    /// memory is bounded by this number, not by the range.
+    pub max_calls: usize,
+}
+
+/// A call with the labels of its row (or of its session, where the source
+/// labels sessions, not calls).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelledCall {
+    /// The call.
+    pub call: RequestRecord,
+    /// Its labels.
+    pub labels: Labels,
+}
+
+/// The calls a [`RequestQuery`] found, in time order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FoundCalls {
+    /// At most `max_calls` of them.
+    pub calls: Vec<LabelledCall>,
+    /// Whether the range held more than `max_calls` calls (the read
+    /// stopped there).
+    pub more: bool,
+}
+
+impl FoundCalls {
+    /// Keeps `call` unless `max` are kept already, in which case it notes
+    /// that there were more; returns whether there is room for another.
+    pub fn push(&mut self, call: LabelledCall, max: usize) -> bool {
+        if self.calls.len() >= max {
+            self.more = true;
+            return false;
+        }
+        self.calls.push(call);
+        true
+    }
+
+    /// The calls in time order, then by id.
+    pub fn sorted(mut self) -> FoundCalls {
+        self.calls.sort_by(|a, b| {
+            (a.call.created_at, &a.call.request_id).cmp(&(b.call.created_at, &b.call.request_id))
+        });
+        self
+    }
+}
+
 /// A gateway that can be read window by window.
 pub trait Source: Send + Sync {
     /// The model catalogue with prices.
@@ -395,4 +449,41 @@ pub trait Source: Send + Sync {
         &self,
         session_id: &str,
     ) -> impl Future<Output = Result<Vec<RequestRecord>, SourceError>> + Send;
+
+    /// The calls `query` asks for, read afresh from the source (never from
+    /// what the last window left), so a log tool may ask for any range
+    /// while windows are read. The default reads one session's calls
+    /// through [`Source::session_requests`], or lists the range's sessions
+    /// and reads each one's calls; a source that can filter calls by range
+    /// does better.
+    fn requests(
+        &self,
+        query: &RequestQuery,
+    ) -> impl Future<Output = Result<FoundCalls, SourceError>> + Send {
+        async move {
+            let in_range = |c: &RequestRecord| query.range.contains(c.created_at);
+            let mut found = FoundCalls::default();
+            let sessions = match &query.session_id {
+                Some(id) => vec![(id.clone(), Labels::new())],
+                None => {
+                    let mut sessions = Vec::new();
+                    self.sessions(query.range, |s| sessions.push((s.session_id, s.labels)))
+                        .await?;
+                    sessions
+                }
+            };
+            'sessions: for (id, labels) in sessions {
+                for call in self.session_requests(&id).await? {
+                    if !in_range(&call) {
+                        continue;
+                    }
+                    let labels = labels.clone();
+                    if !found.push(LabelledCall { call, labels }, query.max_calls) {
+                        break 'sessions;
+                    }
+                }
+            }
+            Ok(found.sorted())
+        }
+    }
 }

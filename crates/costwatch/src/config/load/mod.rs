@@ -233,6 +233,7 @@ fn build_config(
     let source = source::source_config(doc, env);
     if let Some(s) = &source {
         source::check_with_windows_and_state(doc, s, &sections.windows, &sections.state);
+        service::check_log_tools(doc, s.kind(), &sections.investigation);
     }
     notify_ok.then_some(())?;
     Some(Config {

@@ -5,9 +5,11 @@
 use super::document::Doc;
 use super::fields::secret;
 use super::folder_of;
-use crate::config::env::INFERENCE_KEY_VAR;
+use crate::config::env::{INFERENCE_KEY_VAR, MCP_TOKEN_VAR};
 use crate::config::locate::item;
 use crate::config::{Sections, TokenizerChoice};
+use crate::investigate::{InvestigationConfig, LogToolsChoice};
+use crate::source::SourceKind;
 use schemars::schema_for;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -35,6 +37,26 @@ pub(super) fn resolve(doc: &mut Doc, s: &mut Sections, env: &BTreeMap<String, St
         let path = format!("{}/", url.path());
         url.set_path(&path);
     }
+    s.server.mcp_token = secret(
+        doc,
+        env.get(MCP_TOKEN_VAR),
+        s.server.mcp_token_file.as_deref(),
+        "server.mcp_token_file",
+    );
+    if s.server.mcp
+        && let Some(listen) = s.server.listen
+    {
+        doc.check(
+            listen.ip().is_loopback() || s.server.mcp_token.is_some(),
+            "server.mcp",
+            || {
+                format!(
+                    "server.listen {listen} is not loopback: MCP there needs a bearer token; \
+                     set {MCP_TOKEN_VAR} or server.mcp_token_file"
+                )
+            },
+        );
+    }
     let inv = &mut s.investigation;
     if inv.tokenizer == TokenizerChoice::Server && inv.tokenize_url.is_none() {
         inv.tokenize_url = crate::investigate::tokens::default_tokenize_url(&inv.llm_url);
@@ -51,6 +73,20 @@ pub(super) fn resolve(doc: &mut Doc, s: &mut Sections, env: &BTreeMap<String, St
                 "needs an inference key: set {INFERENCE_KEY_VAR} or \
                  investigation.inference_key_file"
             )
+        });
+    }
+}
+
+/// With the investigation on and its log tools over MCP (set, or the
+/// reference gateway's default), `investigation.mcp_url` is required.
+pub(super) fn check_log_tools(doc: &mut Doc, kind: SourceKind, inv: &InvestigationConfig) {
+    if inv.enabled && inv.log_tools_for(kind) == LogToolsChoice::Mcp {
+        doc.check(inv.mcp_url.is_some(), "investigation.mcp_url", || {
+            let why = match inv.log_tools {
+                Some(_) => "with log_tools: mcp".to_owned(),
+                None => format!("with source.kind: {kind}, whose log tools default to mcp"),
+            };
+            format!("is required {why} (or set investigation.log_tools: builtin)")
         });
     }
 }

@@ -579,6 +579,7 @@ async fn the_endpoint_serves_the_page_as_html_or_json_never_cached() {
         Arc::new(Metrics::new()),
         health,
         Some(page),
+        None,
         rx,
     )
     .await

@@ -21,7 +21,8 @@ use super::aggregate::{Cost, OpenSession, PER_CALL_LABEL, PER_CALL_VALUE, per_ca
 use super::{CallRow, RowReader, RowSettings};
 use crate::source::prices::PriceTable;
 use crate::source::{
-    ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
+    FoundCalls, LabelledCall, ModelPrice, ReadStats, RequestQuery, RequestRecord, SessionRecord,
+    Source, SourceError, Window,
 };
 use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::HashMap;
@@ -117,6 +118,29 @@ impl<R: RowReader> RowSource<R> {
                 self.tables.clone()
             }
         }
+    }
+
+    /// `row` as a log tool returns it: `None` when `source.filter` leaves
+    /// it out; a call without a session gets its session of one.
+    fn labelled(&self, mut row: CallRow, prices: &PriceTable) -> Option<LabelledCall> {
+        let filter = &self.settings.filter;
+        if !filter.iter().all(|(k, v)| row.labels.get(k) == Some(v)) {
+            return None;
+        }
+        if row.session_id.as_deref().is_none_or(str::is_empty) {
+            row.session_id = Some(per_call_id(&row.request_id));
+            row.labels
+                .insert(PER_CALL_LABEL.to_owned(), PER_CALL_VALUE.to_owned());
+        }
+        let usd = match Cost::of(&row, prices) {
+            Cost::Reported(c) | Cost::Computed(c) => c,
+            Cost::Unknown => 0.0,
+        };
+        let call = super::aggregate::request_record(&row, usd);
+        Some(LabelledCall {
+            call,
+            labels: row.labels,
+        })
     }
 
     fn lookback(&self) -> TimeDelta {
@@ -300,6 +324,49 @@ impl<R: RowReader> Source for RowSource<R> {
             })
             .collect();
         Ok(sorted(calls))
+    }
+
+    async fn requests(&self, query: &RequestQuery) -> Result<FoundCalls, SourceError> {
+        self.read_requests(query).await
+    }
+}
+
+impl<R: RowReader> RowSource<R> {
+    /// [`Source::requests`]: the reader's calls of the range, filtered by
+    /// session on the server where the system can.
+    async fn read_requests(&self, query: &RequestQuery) -> Result<FoundCalls, SourceError> {
+        let prices = self.prices().await;
+        let (start, end, max) = (query.range.start, query.range.end, query.max_calls);
+        let mut found = FoundCalls::default();
+        if let Some(id) = &query.session_id {
+            for row in self.reader.session_calls(id, start, end).await? {
+                let kept = self
+                    .labelled(row, &prices)
+                    .is_none_or(|c| found.push(c, max));
+                if !kept {
+                    break;
+                }
+            }
+            return Ok(found.sorted());
+        }
+        let read = self
+            .reader
+            .calls(start, end, |row| {
+                let kept = self
+                    .labelled(row, &prices)
+                    .is_none_or(|c| found.push(c, max));
+                // Enough: an error stops the read, and `more` says why.
+                if kept {
+                    Ok(())
+                } else {
+                    Err(SourceError::Invalid("enough calls".into()))
+                }
+            })
+            .await;
+        match read {
+            Err(e) if !found.more => Err(e),
+            _ => Ok(found.sorted()),
+        }
     }
 }
 
