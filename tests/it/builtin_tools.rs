@@ -35,7 +35,7 @@ const FLAGGED: [&str; 3] = [
 
 /// The seed window moved to end 20 minutes ago, so its incidents are
 /// still open when `costwatch run` reads it, and where its windows start.
-fn recent_seed() -> (costwatch_sim::dataset::Dataset, String) {
+pub(crate) fn recent_seed() -> (costwatch_sim::dataset::Dataset, String) {
     let seed = seed_dataset();
     let (_, last) = seed.time_range().unwrap();
     let now = SystemClock.now();
@@ -46,12 +46,13 @@ fn recent_seed() -> (costwatch_sim::dataset::Dataset, String) {
 }
 
 /// Five-minute windows from `start`, a tick every 2 seconds,
-/// investigations on with the scripted model and no `mcp_url`.
-fn write_config(
+/// investigations on with `investigation` (the model's lines) and no
+/// `mcp_url`.
+pub(crate) fn write_config(
     dir: &Path,
     source: &str,
     start: &str,
-    model: &ScriptedModelServer,
+    investigation: &str,
 ) -> std::path::PathBuf {
     std::fs::write(dir.join("models.json"), seed_models_file().to_string()).unwrap();
     let path = dir.join("costwatch.yaml");
@@ -62,18 +63,25 @@ fn write_config(
          state: {{url: 'sqlite://state.db'}}\n\
          server: {{listen: null}}\n\
          alerts: {{summary_after_windows: 10000, group_wait: 0s}}\n\
-         investigation:\n  enabled: true\n  llm_url: {}\n  model: gpt-6-luna\n\
-         \x20 prices: {{input_usd_per_mtok: 0.10, cached_input_usd_per_mtok: 0.01, output_usd_per_mtok: 0.40}}\n\
+         investigation:\n  enabled: true\n{investigation}\
          rules: [{}]\n",
-        model.base_url(),
         manifest_dir().join("rules").display()
     );
     std::fs::write(&path, yaml).unwrap();
     path
 }
 
+/// The scripted model's lines of the `investigation` section.
+fn scripted(model: &ScriptedModelServer) -> String {
+    format!(
+        "  llm_url: {}\n  model: gpt-6-luna\n\
+         \x20 prices: {{input_usd_per_mtok: 0.10, cached_input_usd_per_mtok: 0.01, output_usd_per_mtok: 0.40}}\n",
+        model.base_url()
+    )
+}
+
 /// The investigations of every incident in the state database.
-async fn investigations(state: &str) -> Vec<(String, InvestigationReport)> {
+pub(crate) async fn investigations(state: &str) -> Vec<(String, InvestigationReport)> {
     let store = SqlStore::open(state).await.unwrap();
     let mut out = Vec::new();
     for row in store
@@ -213,7 +221,7 @@ async fn litellm_and_langfuse_investigations_read_the_source_itself() {
     ];
     for (kind, source) in sources {
         let dir = TempDir::new().unwrap();
-        let config = write_config(dir.path(), &source, &start, &model);
+        let config = write_config(dir.path(), &source, &start, &scripted(&model));
         let env = api_env(&sim);
         let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         env.push(("COSTWATCH_INFERENCE_KEY", model.inference_key()));
@@ -244,7 +252,7 @@ async fn otlp_investigations_read_the_stored_calls_and_the_files() {
         dir.path(),
         "  kind: otlp_files\n  path: traces\n",
         &start,
-        &model,
+        &scripted(&model),
     );
     escalates_through_builtin_tools(&seed, "otlp_files", &dir, &config, &env).await;
 
@@ -292,7 +300,7 @@ async fn otlp_investigations_read_the_stored_calls_and_the_files() {
         "  kind: otlp\n  listen: 127.0.0.1:{}\n  retention: 3650d\n",
         free_port()
     );
-    let config = write_config(dir.path(), &source, &start, &model);
+    let config = write_config(dir.path(), &source, &start, &scripted(&model));
     escalates_through_builtin_tools(&seed, "otlp", &dir, &config, &env).await;
 }
 

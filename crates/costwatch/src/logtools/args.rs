@@ -162,7 +162,7 @@ impl Args<'_> {
 fn hours(d: TimeDelta) -> String {
     match d.num_hours() {
         1 => "1 hour".to_owned(),
-        h if h % 24 == 0 => format!("{} days", h / 24),
+        h if h > 24 && h % 24 == 0 => format!("{} days", h / 24),
         h => format!("{h} hours"),
     }
 }

@@ -326,7 +326,10 @@ fn type_of(root: &Value, property: &Value) -> String {
         .get("anyOf")
         .and_then(Value::as_array)
         .filter(|a| a.len() == 2)
-        .and_then(|a| a.iter().find(|s| s.get("type") != Some(&Value::from("null"))))
+        .and_then(|a| {
+            a.iter()
+                .find(|s| s.get("type") != Some(&Value::from("null")))
+        })
         .and_then(|s| enum_values(resolve(root, s)));
     if let Some(values) = choice.filter(|_| is_nullable(property)) {
         return format!("one of {}, optional", values.join(", "));
