@@ -36,18 +36,10 @@ fn costliest_request(session: &str) -> String {
         .to_owned()
 }
 
-/// The seed window's three incidents, each investigated over the Python
-/// SDK's MCP server: every run answers, names the session, its costliest
-/// request and the cause, and stays within 700 tokens for the first prompt
-/// and 1,600 input tokens in all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_seed_investigations_are_grounded_and_within_the_token_targets() {
-    let sim = start_sim(seed_dataset()).await;
-    let peer = PythonPeer::start("json").await;
-    let model = ScriptedModelServer::start(Script::Investigator)
-        .await
-        .unwrap();
-    let escalation = Escalation {
+/// The escalation of these tests: the peer's tools, the scripted model,
+/// the default caps and policy.
+fn escalation(peer: &PythonPeer, model: &ScriptedModelServer) -> Escalation {
+    Escalation {
         tools: costwatch::investigate::Tools::new(
             McpClient::new(
                 url::Url::parse(&peer.url()).unwrap(),
@@ -72,7 +64,21 @@ async fn the_seed_investigations_are_grounded_and_within_the_token_targets() {
         },
         options: RunOptions::default(),
         policy: costwatch::config::EscalateConfig::default(),
-    };
+    }
+}
+
+/// The seed window's three incidents, each investigated over the Python
+/// SDK's MCP server: every run answers, names the session, its costliest
+/// request and the cause, and stays within 700 tokens for the first prompt
+/// and 1,600 input tokens in all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_seed_investigations_are_grounded_and_within_the_token_targets() {
+    let sim = start_sim(seed_dataset()).await;
+    let peer = PythonPeer::start("json").await;
+    let model = ScriptedModelServer::start(Script::Investigator)
+        .await
+        .unwrap();
+    let escalation = escalation(&peer, &model);
     let dir = tempfile::tempdir().unwrap();
     let recorder = Arc::new(Recorder::default());
     let daemon = daemon(&sim, &sqlite_url(&dir), Some(escalation), recorder.clone()).await;
@@ -144,5 +150,41 @@ async fn the_seed_investigations_are_grounded_and_within_the_token_targets() {
             other => panic!("unexpected kind {other}"),
         };
         assert!(answer.contains(cause), "{answer}");
+    }
+}
+
+/// The seed window's incidents investigated over an official-SDK server
+/// that accepts only 2026-07-28, and over one that accepts only
+/// 2025-11-25: the client speaks each one's revision, every run answers
+/// with the flagged session's rows in its transcript.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn investigations_run_against_servers_of_either_revision_alone() {
+    for revision in ["2026-07-28", "2025-11-25"] {
+        let sim = start_sim(seed_dataset()).await;
+        let peer = PythonPeer::serving("json", Some(revision)).await;
+        let model = ScriptedModelServer::start(Script::Investigator)
+            .await
+            .unwrap();
+        let escalation = escalation(&peer, &model);
+        let dir = tempfile::tempdir().unwrap();
+        let recorder = Arc::new(Recorder::default());
+        let daemon = daemon(&sim, &sqlite_url(&dir), Some(escalation), recorder.clone()).await;
+        assert_eq!(daemon.tick().await.unwrap().investigations, 3, "{revision}");
+        for a in recorder.received.lock().unwrap().iter() {
+            let inv = a.investigation.as_ref().unwrap();
+            assert_eq!(
+                inv.stop_reason,
+                StopCode::Answered,
+                "{revision}: {}",
+                inv.summary
+            );
+            let call = &inv.transcript[0].tool_calls[0];
+            assert_eq!(call.name, "search_requests", "{revision}");
+            assert!(
+                call.result.contains(&a.sessions[0].session_id),
+                "{revision}: {}",
+                call.result
+            );
+        }
     }
 }

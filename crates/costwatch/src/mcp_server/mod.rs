@@ -29,7 +29,8 @@
 //! and the same JSON as text. Bad arguments, and a source or state
 //! database that cannot be read, are results with `isError: true` and a
 //! message naming the argument or the failure; an unknown tool is a
-//! JSON-RPC error (-32602). Results hold no secret: the rows carry ids,
+//! JSON-RPC error (-32602). A result is at most [`MAX_RESULT_BYTES`] of
+//! JSON (50 rows a page keep it far below). Results hold no secret: the rows carry ids,
 //! labels and figures, and error messages name URLs without credentials.
 
 pub mod http;
@@ -70,6 +71,10 @@ pub const INVALID_PARAMS: i64 = -32602;
 pub const HEADER_MISMATCH: i64 = -32020;
 /// MCP 2026-07-28: the request's revision is not served.
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// The largest tool result sent, in bytes of its JSON text: a bigger one
+/// is refused, saying to ask for fewer rows.
+pub const MAX_RESULT_BYTES: usize = 256 * 1024;
 
 /// How long a client may keep the tool list, in milliseconds: the tools
 /// change only with the binary.
@@ -318,7 +323,18 @@ where
                 ),
             ));
         };
-        Ok(tool_result(&answer))
+        Ok(tool_result(&bounded(answer)))
+    }
+}
+
+/// `answer`, or a refusal when its text is over [`MAX_RESULT_BYTES`].
+fn bounded(answer: Answer) -> Answer {
+    match &answer {
+        Answer::Done(_) if answer.text().len() > MAX_RESULT_BYTES => Answer::Refused(format!(
+            "limit: the result is over {} KiB; ask for fewer rows",
+            MAX_RESULT_BYTES / 1024
+        )),
+        _ => answer,
     }
 }
 

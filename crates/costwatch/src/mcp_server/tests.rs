@@ -277,3 +277,14 @@ async fn stdio_answers_line_by_line_and_says_what_is_not_json() {
     assert_eq!(lines[1]["error"]["code"], PARSE_ERROR);
     assert_eq!(lines[2]["result"]["resultType"], "complete");
 }
+
+#[test]
+fn a_result_over_the_byte_bound_is_refused_saying_to_ask_for_fewer_rows() {
+    let small = Answer::Done(json!({"data": ["x"]}));
+    assert_eq!(bounded(small.clone()), small);
+    let big = Answer::Done(json!({"data": ["x".repeat(MAX_RESULT_BYTES)]}));
+    match bounded(big) {
+        Answer::Refused(why) => assert!(why.starts_with("limit:"), "{why}"),
+        Answer::Done(_) => panic!("sent a result over the bound"),
+    }
+}
