@@ -155,6 +155,12 @@ fn demo_runs_through_each_row_source() {
         let stdout = text(&out.stdout);
         assert_eq!(out.status.code(), Some(0), "{kind}: {}", text(&out.stderr));
         assert!(stdout.contains(&format!("source.kind: {kind}")), "{stdout}");
+        // Each alert's investigation ran over costwatch's own tools.
+        assert!(
+            stdout.contains("costwatch's own log tools over the source"),
+            "{stdout}"
+        );
+        assert_eq!(stdout.matches(", answered").count(), 3, "{kind}: {stdout}");
         for session in SEED_WASTE {
             assert!(
                 stdout.contains(session),

@@ -13,6 +13,7 @@ use crate::investigate::budget::Prices;
 use crate::investigate::mcp::McpClient;
 use crate::investigate::model::ModelClient;
 use crate::investigate::run::RunOptions;
+use crate::logtools::{LogTools, WindowCalls};
 use crate::notify::outbox::Channel;
 use crate::notify::{Alert, Notifier, NotifyError};
 use crate::pipeline::{Pipeline, Schedule};
@@ -184,7 +185,8 @@ impl Notifier for Collect {
 }
 
 /// Alerts for the seed window through the real daemon tick, each escalated to
-/// an investigation: the simulator's MCP tools and its scripted model.
+/// an investigation with the scripted model: over the simulator's MCP tools
+/// for the reference gateway, over costwatch's own for every other source.
 pub async fn demo_investigation(
     detector: &Detector,
     kind: SourceKind,
@@ -203,8 +205,13 @@ pub async fn demo_investigation(
     };
     let url = |u: String| url::Url::parse(&u).map_err(|e| AppError::failed("simulator url", e));
     let options = RunOptions::default();
-    let escalation = Escalation {
-        tools: Tools::new(
+    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(SEED_DAY_END));
+    let source = simulator_source(&sim, kind).await?;
+    // The reference gateway serves its log tools over MCP; every other
+    // source gets costwatch's own, over a source of their own that asks
+    // the pipeline's for what the last window read.
+    let tools = if kind == SourceKind::Reference {
+        Tools::new(
             McpClient::new(
                 url(sim.mcp_url())?,
                 &Secret::new(sim.admin_key()),
@@ -212,7 +219,17 @@ pub async fn demo_investigation(
                 Duration::from_secs(10),
             )
             .map_err(|e| AppError::setup("mcp", e))?,
-        ),
+        )
+    } else {
+        let window_source: Arc<dyn WindowCalls> = Arc::new(source.clone());
+        Tools::new(
+            LogTools::new(simulator_source(&sim, kind).await?, clock.clone())
+                .allowlisted(options.tools.clone())
+                .with_window_source(window_source),
+        )
+    };
+    let escalation = Escalation {
+        tools,
         model: ModelClient::new(
             url(model.base_url())?,
             &Secret::new(model.inference_key()),
@@ -234,7 +251,6 @@ pub async fn demo_investigation(
         },
     };
     let collected = Arc::new(Collect::default());
-    let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(SEED_DAY_END));
     let store = SqlStore::open("sqlite::memory:")
         .await
         .map_err(|e| AppError::failed("state", e))?;
@@ -247,14 +263,7 @@ pub async fn demo_investigation(
             max_backfill: Duration::from_secs(86_400),
         },
     };
-    let pipeline = Pipeline::new(
-        simulator_source(&sim, kind).await?,
-        store,
-        detector.clone(),
-        schedule,
-        4,
-        clock.clone(),
-    );
+    let pipeline = Pipeline::new(source, store, detector.clone(), schedule, 4, clock.clone());
     let settings = DaemonSettings {
         policy: AlertPolicy {
             delivery_deadline: Duration::from_secs(3600),

@@ -108,12 +108,15 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
 }
 
 /// Alerts for the seed window through the real daemon tick, each escalated to
-/// an investigation: the simulator's MCP tools and its scripted model.
+/// an investigation with the scripted model: the simulator's MCP tools for
+/// the reference gateway, costwatch's own log tools for every other source.
 async fn investigation(detector: &Detector, kind: SourceKind) -> Result<(), Exit> {
     let alerts = app::demo_investigation(detector, kind).await?;
-    println!(
-        "\n   Alerts, each escalated to an investigation (simulated MCP tools, scripted model):"
-    );
+    let tools = match kind {
+        SourceKind::Reference => "the simulated gateway's MCP tools",
+        _ => "costwatch's own log tools over the source",
+    };
+    println!("\n   Alerts, each escalated to an investigation ({tools}, scripted model):");
     for a in alerts {
         println!("   {}", printable(&a.title));
         if let Some(inv) = &a.investigation {
