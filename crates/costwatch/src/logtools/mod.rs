@@ -21,7 +21,7 @@
 //!   [`LONGEST_RANGE`] (a week for one session's calls, [`LONGEST_SESSION_RANGE`]);
 //!   one read keeps at most [`MAX_CALLS`] calls and [`MAX_SESSIONS`]
 //!   sessions and says when there were more; `get_request` answers from
-//!   the last [`RECENT_CALLS`] calls the tools or the window returned.
+//!   the last [`RECENT_CALLS`] calls the tools returned.
 //! - **Errors.** A bad argument is a [`Answer::Refused`] naming the
 //!   argument, which the model or the client can fix; a source that
 //!   fails is a [`SourceError`].
@@ -413,7 +413,7 @@ impl<S: Source> LogTools<S> {
             .calls
             .into_iter()
             .filter(|c| model.is_none_or(|m| c.call.model == m))
-            .filter(|c| status.is_none_or(|s| rows::request(c)["status"] == s))
+            .filter(|c| status.is_none_or(|s| rows::status(c.call.status) == s))
             .filter(|c| has_labels(&c.labels, &labels))
             .collect();
         let shown: Vec<LabelledCall> = calls.iter().skip(from).take(limit).cloned().collect();

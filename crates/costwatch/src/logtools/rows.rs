@@ -44,7 +44,17 @@ pub fn session(s: &SessionRecord) -> Value {
     })
 }
 
-/// A request row.
+/// A call's status as rows spell it.
+pub fn status(s: RequestStatus) -> &'static str {
+    match s {
+        RequestStatus::Success => "success",
+        RequestStatus::Error => "error",
+    }
+}
+
+/// A request row: `labels` are the call's where the source read them, and
+/// empty for calls taken from what the last window kept (the session's
+/// labels are on its `list_sessions` row).
 pub fn request(c: &LabelledCall) -> Value {
     let r = &c.call;
     json!({
@@ -52,10 +62,7 @@ pub fn request(c: &LabelledCall) -> Value {
         "session_id": r.session_id,
         "created_at": time(r.created_at),
         "model": r.model,
-        "status": match r.status {
-            RequestStatus::Success => "success",
-            RequestStatus::Error => "error",
-        },
+        "status": status(r.status),
         "http_status": r.http_status,
         "error_type": r.error_type,
         "input_tokens": r.input_tokens,
