@@ -22,6 +22,7 @@ mod layers;
 mod litellm;
 mod llama;
 mod mcp;
+mod mcp_server;
 mod operator;
 mod otel_interop;
 mod otlp_receiver;
