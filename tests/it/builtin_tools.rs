@@ -6,10 +6,9 @@
 //! default): no MCP server is configured anywhere.
 
 use crate::support::{
-    Running, costwatch_command, free_port, manifest_dir, seed_dataset, seed_models_file, start_sim,
+    Running, costwatch_command, free_port, manifest_dir, seed_models_file, start_sim,
 };
-use chrono::{DurationRound, TimeDelta};
-use costwatch::clock::Clock;
+use chrono::TimeDelta;
 use costwatch::clock::SystemClock;
 use costwatch::domain::investigation::InvestigationReport;
 use costwatch::ingest::{self, ReceiverSettings};
@@ -33,38 +32,27 @@ const FLAGGED: [&str; 3] = [
     "retry-loop-7f2e81c09ab5",
 ];
 
-/// The seed window moved to end 20 minutes ago, so its incidents are
-/// still open when `costwatch run` reads it, and where its windows start.
-pub(crate) fn recent_seed() -> (costwatch_sim::dataset::Dataset, String) {
-    let seed = seed_dataset();
-    let (_, last) = seed.time_range().unwrap();
-    let now = SystemClock.now();
-    let seed = seed.shifted(now - TimeDelta::minutes(20) - last);
-    let (first, _) = seed.time_range().unwrap();
-    let start = first.duration_trunc(TimeDelta::minutes(5)).unwrap();
-    (seed, start.to_rfc3339())
-}
-
-/// Five-minute windows from `start`, a tick every 2 seconds,
+/// Quarter-hour windows from `start`, a tick every 2 seconds,
 /// investigations on with `investigation` (the model's lines) and no
 /// `mcp_url`.
 pub(crate) fn write_config(
     dir: &Path,
     source: &str,
-    start: &str,
+    start: chrono::DateTime<chrono::Utc>,
     investigation: &str,
 ) -> std::path::PathBuf {
     std::fs::write(dir.join("models.json"), seed_models_file().to_string()).unwrap();
     let path = dir.join("costwatch.yaml");
     let yaml = format!(
         "source:\n{source}  models_file: models.json\n\
-         windows: {{size: 5m, settle_lag: 0s, start: '{start}'}}\n\
+         windows: {{size: 15m, settle_lag: 0s, start: '{}'}}\n\
          schedule: {{cron: '*/2 * * * * *', max_catch_up_windows: 5000}}\n\
          state: {{url: 'sqlite://state.db'}}\n\
          server: {{listen: null}}\n\
          alerts: {{summary_after_windows: 10000, group_wait: 0s}}\n\
          investigation:\n  enabled: true\n{investigation}\
          rules: [{}]\n",
+        start.to_rfc3339(),
         manifest_dir().join("rules").display()
     );
     std::fs::write(&path, yaml).unwrap();
@@ -200,7 +188,7 @@ fn api_env(sim: &SimServer) -> Vec<(&'static str, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn litellm_and_langfuse_investigations_read_the_source_itself() {
-    let (seed, start) = recent_seed();
+    let (seed, start) = crate::support::recent_seed();
     let sim = start_sim(seed.clone()).await;
     let model = ScriptedModelServer::start(Script::Investigator)
         .await
@@ -221,7 +209,7 @@ async fn litellm_and_langfuse_investigations_read_the_source_itself() {
     ];
     for (kind, source) in sources {
         let dir = TempDir::new().unwrap();
-        let config = write_config(dir.path(), &source, &start, &scripted(&model));
+        let config = write_config(dir.path(), &source, start, &scripted(&model));
         let env = api_env(&sim);
         let mut env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         env.push(("COSTWATCH_INFERENCE_KEY", model.inference_key()));
@@ -236,7 +224,7 @@ async fn litellm_and_langfuse_investigations_read_the_source_itself() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otlp_investigations_read_the_stored_calls_and_the_files() {
-    let (seed, start) = recent_seed();
+    let (seed, start) = crate::support::recent_seed();
     let (first, last) = seed.time_range().unwrap();
     let requests =
         costwatch_sim::otlp::export_requests(&seed, first, last + TimeDelta::seconds(1), 64);
@@ -251,7 +239,7 @@ async fn otlp_investigations_read_the_stored_calls_and_the_files() {
     let config = write_config(
         dir.path(),
         "  kind: otlp_files\n  path: traces\n",
-        &start,
+        start,
         &scripted(&model),
     );
     escalates_through_builtin_tools(&seed, "otlp_files", &dir, &config, &env).await;
@@ -300,7 +288,7 @@ async fn otlp_investigations_read_the_stored_calls_and_the_files() {
         "  kind: otlp\n  listen: 127.0.0.1:{}\n  retention: 3650d\n",
         free_port()
     );
-    let config = write_config(dir.path(), &source, &start, &scripted(&model));
+    let config = write_config(dir.path(), &source, start, &scripted(&model));
     escalates_through_builtin_tools(&seed, "otlp", &dir, &config, &env).await;
 }
 

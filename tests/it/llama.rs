@@ -381,7 +381,7 @@ async fn the_servers_own_count_puts_estimates_within_ten_percent() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_model_investigates_a_litellm_source_through_the_builtin_tools() {
     let llama = LlamaServer::start().await;
-    let (seed, start) = crate::builtin_tools::recent_seed();
+    let (seed, start) = recent_seed();
     let sim = start_sim(seed).await;
     let dir = tempfile::tempdir().unwrap();
     let caps = caps();
@@ -402,7 +402,7 @@ async fn a_real_model_investigates_a_litellm_source_through_the_builtin_tools() 
     let config = crate::builtin_tools::write_config(
         dir.path(),
         &format!("  kind: litellm\n  api_url: {}\n", sim.litellm_url()),
-        &start,
+        start,
         &investigation,
     );
     let running = Running::start(

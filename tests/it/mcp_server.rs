@@ -15,9 +15,9 @@
 //!   installed by `.ci/mcp-inspector.sh`).
 
 use crate::mcp::peers_python;
-use crate::support::{Running, manifest_dir, seed_dataset, seed_models_file, start_sim};
-use chrono::{DurationRound, TimeDelta};
-use costwatch::clock::{Clock, RecordingSleeper, SystemClock};
+use crate::support::{Running, manifest_dir, seed_models_file, start_sim};
+use chrono::TimeDelta;
+use costwatch::clock::RecordingSleeper;
 use costwatch::investigate::ToolProvider;
 use costwatch::investigate::mcp::{McpClient, McpLimits};
 use costwatch::secret::Secret;
@@ -55,24 +55,6 @@ const FLAGGED: [(&str, &str); 3] = [
 const RETRY_LOOP: &str = "retry-loop-7f2e81c09ab5";
 const TOKEN: &str = "mcp-test-token-6f1d2c";
 
-/// The seed window moved into the last quarter hour that ended at least
-/// ten minutes ago, 30 seconds after its start, and that quarter hour's
-/// start: `costwatch run` reads the whole seed in its first window at once
-/// (which sessions a rule flags depends on how windows cut them), its
-/// incidents are open, and the tools' default ranges hold them.
-fn recent_seed() -> (Dataset, chrono::DateTime<chrono::Utc>) {
-    let seed = seed_dataset();
-    let (first, last) = seed.time_range().unwrap();
-    assert!(last - first < TimeDelta::minutes(14), "{first} .. {last}");
-    let window = (SystemClock.now() - TimeDelta::minutes(25))
-        .duration_trunc(TimeDelta::minutes(15))
-        .unwrap();
-    (
-        seed.shifted(window + TimeDelta::seconds(30) - first),
-        window,
-    )
-}
-
 /// `costwatch run` serving `/mcp`, over the simulator's LiteLLM spend logs,
 /// once the seed window's three incidents are in its state database.
 struct Daemon {
@@ -88,7 +70,7 @@ struct Daemon {
 impl Daemon {
     /// Starts it, with `COSTWATCH_MCP_TOKEN` when `token` is given.
     async fn start(token: Option<&str>) -> Daemon {
-        let (seed, start) = recent_seed();
+        let (seed, start) = crate::support::recent_seed();
         let sim = start_sim(seed.clone()).await;
         let dir = TempDir::new().unwrap();
         std::fs::write(

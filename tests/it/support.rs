@@ -284,3 +284,26 @@ pub async fn replay_15m<S: costwatch::source::Source + Clone + 'static>(
     .await
     .unwrap_or_else(|e| panic!("the replay into {url} failed: {e}"))
 }
+
+/// The seed window moved into the last quarter hour that ended at least
+/// ten minutes ago, 30 seconds after its start, and that quarter hour's
+/// start: `costwatch run` reads the whole seed in its first window at once
+/// (which sessions a rule flags depends on how windows cut them), its
+/// incidents are open, and the tools' default ranges hold them.
+pub fn recent_seed() -> (costwatch_sim::Dataset, chrono::DateTime<chrono::Utc>) {
+    use chrono::DurationRound;
+    let seed = seed_dataset();
+    let (first, last) = seed.time_range().unwrap();
+    assert!(
+        last - first < chrono::TimeDelta::minutes(14),
+        "{first} .. {last}"
+    );
+    let window = (costwatch::clock::Clock::now(&costwatch::clock::SystemClock)
+        - chrono::TimeDelta::minutes(25))
+    .duration_trunc(chrono::TimeDelta::minutes(15))
+    .unwrap();
+    (
+        seed.shifted(window + chrono::TimeDelta::seconds(30) - first),
+        window,
+    )
+}
