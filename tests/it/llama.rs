@@ -62,12 +62,18 @@ fn model_file(python: &PathBuf) -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-/// The model server on a free loopback port, killed on drop.
+/// One model server at a time: each takes both cores of a CI machine for
+/// minutes, and three at once starved one another past their timeouts.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The model server on a free loopback port, killed on drop (which lets
+/// the next test start its own).
 struct LlamaServer {
     child: Child,
     port: u16,
     log: PathBuf,
     _dir: tempfile::TempDir,
+    _turn: tokio::sync::MutexGuard<'static, ()>,
 }
 
 impl Drop for LlamaServer {
@@ -79,6 +85,7 @@ impl Drop for LlamaServer {
 
 impl LlamaServer {
     async fn start() -> LlamaServer {
+        let turn = ONE_AT_A_TIME.lock().await;
         let python = llm_python();
         let model = model_file(&python);
         let dir = tempfile::tempdir().unwrap();
@@ -100,6 +107,7 @@ impl LlamaServer {
             port,
             log,
             _dir: dir,
+            _turn: turn,
         };
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
