@@ -34,10 +34,12 @@
 //!   `Mcp-Session-Id` the server returns is sent on every later message,
 //!   with `MCP-Protocol-Version` (the revision the server chose: 2025-11-25,
 //!   2025-06-18 or 2025-03-26). The fallback costs one request per client.
-//! - Every message carries `Authorization: Bearer <admin key>` (a sensitive
-//!   header value, never logged), `Accept: application/json,
-//!   text/event-stream`, `Content-Type: application/json`,
-//!   `X-MCP-Readonly: true` and `X-MCP-Toolsets: logs`.
+//! - Every message carries `Authorization: Bearer <admin key>`, or HTTP
+//!   Basic for a server that wants a key pair
+//!   ([`McpClient::with_basic_auth`]: Langfuse's takes a project's public
+//!   key and secret key), a sensitive header value, never logged; and
+//!   `Accept: application/json, text/event-stream`, `Content-Type:
+//!   application/json`, `X-MCP-Readonly: true` and `X-MCP-Toolsets: logs`.
 //! - Answers come as `application/json` or as an event stream
 //!   ([`sse::SseParser`]); the JSON-RPC response whose id matches is taken,
 //!   other messages (notifications, priming events) are skipped.
@@ -85,6 +87,8 @@ use super::{InvestigateError, ToolOutput, ToolProvider, ToolSpec};
 use crate::clock::{Sleeper, TokioSleeper};
 use crate::http::{ClientSettings, HttpClient, RetryPolicy};
 use crate::secret::Secret;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use negotiate::{Agreement, Era};
 use protocol::{
     HEADER_MISMATCH, UNSUPPORTED_VERSION, complete, protocol, rejected, split_response,
@@ -219,6 +223,36 @@ impl McpClient {
             tools: std::sync::Mutex::new(None),
             next_id: AtomicU64::new(1),
         })
+    }
+
+    /// Authenticates with HTTP Basic, `user:password`, instead of the
+    /// bearer admin key: Langfuse's MCP server (`{host}/api/public/mcp`)
+    /// wants a project's public key as user and its secret key as password,
+    /// and refuses a bearer token. `user` must be non-empty, without `:` or
+    /// control characters; `password` non-empty.
+    pub fn with_basic_auth(
+        mut self,
+        user: &str,
+        password: &Secret,
+    ) -> Result<Self, InvestigateError> {
+        if user.is_empty() || user.contains(':') || user.chars().any(char::is_control) {
+            return Err(InvestigateError::Rejected(
+                "mcp basic auth: the user must be non-empty, without `:` or control characters"
+                    .into(),
+            ));
+        }
+        if password.expose().is_empty() {
+            return Err(InvestigateError::Rejected(
+                "mcp basic auth: the password is empty".into(),
+            ));
+        }
+        let token = STANDARD.encode(format!("{user}:{}", password.expose()));
+        let mut value = HeaderValue::from_str(&format!("Basic {token}")).map_err(|_| {
+            InvestigateError::Rejected("mcp basic auth: not a valid header value".into())
+        })?;
+        value.set_sensitive(true);
+        self.auth = value;
+        Ok(self)
     }
 
     /// Replaces the retry, size and paging limits.

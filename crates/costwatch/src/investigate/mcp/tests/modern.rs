@@ -538,3 +538,54 @@ async fn a_request_sent_again_gets_a_new_id() {
     assert_ne!(ids[1], ids[2]);
     assert_eq!(seen[1].body["params"], seen[2].body["params"]);
 }
+
+#[tokio::test]
+async fn basic_auth_replaces_the_bearer_key_on_every_message() {
+    let fake = Fake::start(script(move |s| {
+        legacy(s, "2025-11-25", &|s| {
+            Answer::error(
+                400,
+                s,
+                -32000,
+                "Bad Request: Unsupported protocol version",
+                None,
+            )
+        })
+    }))
+    .await;
+    let (c, _) = client(&fake, &["search_requests"]);
+    let c = c
+        .with_basic_auth("pk-lf-1", &Secret::new("sk-lf-2"))
+        .unwrap();
+    c.call_tool("search_requests", json!({"session_id": "s"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        fake.methods(),
+        [
+            "server/discover",
+            "initialize",
+            "notifications/initialized",
+            "tools/call"
+        ]
+    );
+    // base64("pk-lf-1:sk-lf-2")
+    for seen in fake.seen() {
+        assert_eq!(
+            seen.header("authorization"),
+            Some("Basic cGstbGYtMTpzay1sZi0y"),
+            "{}",
+            seen.method()
+        );
+    }
+    assert!(!format!("{c:?}").contains("sk-lf-2"));
+
+    for (user, password) in [("pk:lf", "sk"), ("", "sk"), ("pk\n", "sk"), ("pk", "")] {
+        let (c, _) = client(&fake, &["search_requests"]);
+        let refused = c.with_basic_auth(user, &Secret::new(password)).unwrap_err();
+        assert!(
+            matches!(refused, InvestigateError::Rejected(_)),
+            "{user:?}: {refused}"
+        );
+    }
+}
