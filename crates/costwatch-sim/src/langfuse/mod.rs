@@ -56,9 +56,13 @@
 //! The simulator answers the API of a server in v4 mode (the route is there).
 //! What it leaves out: the JSON `filter` parameter (a 400 says so), and the
 //! `io`, `prompt` and time fields carry no content (`null`).
+//!
+//! Beside it, [`mcp`] stands in for Langfuse's own MCP server,
+//! `/api/public/mcp`, whose observation tools read the same observations.
 
 mod auth;
 mod faults;
+pub mod mcp;
 mod observation;
 mod paging;
 mod query;
@@ -76,7 +80,7 @@ use axum::Router;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use std::collections::HashSet;
@@ -108,6 +112,7 @@ pub struct LangfuseSim {
     secret_key: String,
     faults: LangfuseFaults,
     shape: Arc<RwLock<Shape>>,
+    mcp: Arc<mcp::McpState>,
 }
 
 impl std::fmt::Debug for LangfuseSim {
@@ -127,6 +132,7 @@ impl LangfuseSim {
             secret_key,
             faults: LangfuseFaults::default(),
             shape: Arc::new(RwLock::new(Shape::default())),
+            mcp: Arc::new(mcp::McpState::default()),
         }
     }
 
@@ -186,11 +192,19 @@ struct RouteState {
     now: Horizon,
 }
 
-/// The routes below `/api/public`: `GET /v2/observations`, and Langfuse's
-/// 404 for anything else. `now` is the simulator's horizon.
+/// The routes below `/api/public`: `GET /v2/observations`, the MCP
+/// endpoint `/mcp` ([`mcp`]), and Langfuse's 404 for anything else. `now`
+/// is the simulator's horizon.
 pub(crate) fn router(sim: LangfuseSim, now: Horizon) -> Router {
     Router::new()
         .route("/v2/observations", get(observations))
+        .route(
+            "/mcp",
+            post(mcp::post)
+                .get(mcp::get)
+                .delete(mcp::delete)
+                .options(mcp::options),
+        )
         .fallback(not_found)
         .with_state(RouteState { sim, now })
 }

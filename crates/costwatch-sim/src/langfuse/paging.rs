@@ -138,6 +138,17 @@ impl<'a> Listing<'a> {
         Listing { entries }
     }
 
+    /// Keeps only the rows `keep` accepts (the MCP tools' advanced
+    /// filters), in order.
+    pub(super) fn retain(&mut self, keep: impl FnMut(&Entry<'a>) -> bool) {
+        self.entries.retain(keep);
+    }
+
+    /// Every row, newest first.
+    pub(super) fn entries(&self) -> &[Entry<'a>] {
+        &self.entries
+    }
+
     /// The page starting after `cursor` (at the newest row without one),
     /// of at most `limit` rows; `next` is set when rows remain.
     pub(super) fn page(&self, cursor: Option<&Cursor>, limit: usize) -> Page<'_, 'a> {
