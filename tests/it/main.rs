@@ -18,6 +18,7 @@ mod evaluation;
 mod faults;
 mod investigation;
 mod langfuse;
+mod langfuse_mcp;
 mod layers;
 mod litellm;
 mod llama;
