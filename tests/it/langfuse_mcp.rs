@@ -426,3 +426,49 @@ async fn without_the_project_keys_langfuse_mcp_refuses_the_client() {
         "{refused}"
     );
 }
+
+/// The configuration a Langfuse user writes (`log_tools: mcp` with
+/// Langfuse's MCP URL) builds an escalation whose tools reach the server
+/// with the project's key pair: listing works, where the bearer key alone
+/// is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_configured_escalation_reaches_langfuses_mcp_with_the_key_pair() {
+    let sim = start_sim(seed_dataset()).await;
+    let lf = sim.langfuse();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "source:\n  kind: langfuse\n  api_url: {}\n  public_key: {}\n\
+             investigation:\n  enabled: true\n  log_tools: mcp\n  mcp_url: {}\n\
+             \x20 tools: [listObservations, getObservation]\n  llm_url: http://127.0.0.1:9/v1\n\
+             \x20 prices: {{input_usd_per_mtok: 0.10, cached_input_usd_per_mtok: 0.01, output_usd_per_mtok: 0.40}}\n",
+            sim.langfuse_url(),
+            lf.public_key(),
+            mcp_url(&sim),
+        ),
+    )
+    .unwrap();
+    let env: BTreeMap<String, String> = [
+        ("COSTWATCH_ADMIN_KEY", lf.secret_key()),
+        ("COSTWATCH_INFERENCE_KEY", "unused"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    let cfg = costwatch::config::load_with_env(&path, &env).unwrap();
+    let escalation = costwatch::app::escalation(&cfg, None)
+        .await
+        .unwrap()
+        .unwrap();
+    let listed: Vec<String> = escalation
+        .tools
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(listed, TOOLS);
+}

@@ -409,15 +409,21 @@ pub async fn escalation(
             let Some(admin_key) = &cfg.source.common.admin_key else {
                 return Err(AppError::InvestigationKeys);
             };
-            Tools::new(
-                McpClient::new(
-                    url.clone(),
-                    admin_key,
-                    inv.tools.clone(),
-                    options.tool_timeout,
-                )
-                .map_err(|e| AppError::setup("investigation.mcp_url", e))?,
+            let client = McpClient::new(
+                url.clone(),
+                admin_key,
+                inv.tools.clone(),
+                options.tool_timeout,
             )
+            .map_err(|e| AppError::setup("investigation.mcp_url", e))?;
+            // Langfuse's own MCP takes the project's key pair as Basic.
+            let client = match &cfg.source.of_kind {
+                KindConfig::Langfuse(_, keys, _) => client
+                    .with_basic_auth(&keys.public_key, admin_key)
+                    .map_err(|e| AppError::setup("investigation.mcp_url", e))?,
+                _ => client,
+            };
+            Tools::new(client)
         }
     };
     let model = ModelClient::new(
