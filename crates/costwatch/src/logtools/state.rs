@@ -238,7 +238,7 @@ impl<St: Inspect + WindowStore> StateTools<St> {
             Ok(c) => c,
             Err(why) => return Ok(Answer::Refused(why)),
         };
-        let mut rows = self
+        let rows = self
             .store
             .list_findings(&FindingQuery {
                 kinds,
@@ -248,10 +248,7 @@ impl<St: Inspect + WindowStore> StateTools<St> {
                 limit: Some(limit + 1),
             })
             .await?;
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        let data: Vec<Value> = rows.iter().map(finding).collect();
-        Ok(Answer::Done(json!({"data": data, "more": more})))
+        Ok(listing(rows, limit, finding))
     }
 
     async fn list_incidents(&self, a: &Args<'_>) -> Result<Answer, StoreError> {
@@ -271,7 +268,7 @@ impl<St: Inspect + WindowStore> StateTools<St> {
             Ok(c) => c,
             Err(why) => return Ok(Answer::Refused(why)),
         };
-        let mut rows = self
+        let rows = self
             .store
             .list_incidents(&IncidentQuery {
                 kinds,
@@ -282,10 +279,7 @@ impl<St: Inspect + WindowStore> StateTools<St> {
                 limit: Some(limit + 1),
             })
             .await?;
-        let more = rows.len() > limit;
-        rows.truncate(limit);
-        let data: Vec<Value> = rows.iter().map(incident).collect();
-        Ok(Answer::Done(json!({"data": data, "more": more})))
+        Ok(listing(rows, limit, incident))
     }
 
     async fn get_incident(&self, a: &Args<'_>) -> Result<Answer, StoreError> {
@@ -368,6 +362,14 @@ impl<St: Inspect + WindowStore> StateTools<St> {
             "premium_since": stats.premium_since.map(time),
         })))
     }
+}
+
+/// The first `limit` of `rows` (read one more than that) as a listing,
+/// saying whether there were more.
+fn listing<T>(rows: Vec<T>, limit: usize, row: fn(&T) -> Value) -> Answer {
+    let more = rows.len() > limit;
+    let data: Vec<Value> = rows.iter().take(limit).map(row).collect();
+    Answer::Done(json!({"data": data, "more": more}))
 }
 
 /// `kind`, if given.

@@ -466,9 +466,17 @@ pub trait Source: Send + Sync {
             let sessions = match &query.session_id {
                 Some(id) => vec![(id.clone(), Labels::new())],
                 None => {
+                    // Every session has a call: more sessions than
+                    // `max_calls` are more calls than that.
                     let mut sessions = Vec::new();
-                    self.sessions(query.range, |s| sessions.push((s.session_id, s.labels)))
-                        .await?;
+                    self.sessions(query.range, |s| {
+                        if sessions.len() < query.max_calls {
+                            sessions.push((s.session_id, s.labels));
+                        } else {
+                            found.more = true;
+                        }
+                    })
+                    .await?;
                     sessions
                 }
             };
