@@ -1,6 +1,6 @@
 //! A stand-in for Langfuse's own MCP server, `{host}/api/public/mcp`, over
 //! the same observations as `GET /api/public/v2/observations` (each
-//! simulated call one generation, written by [`super::observation`]).
+//! simulated call one generation, written by `super::observation`).
 //!
 //! Followed from `langfuse/langfuse` at commit `62751446149b` (2026-08-22,
 //! the commit the observations API of [`super`] follows too):
