@@ -25,6 +25,7 @@ mod llama;
 mod mcp;
 mod mcp_server;
 mod operator;
+mod otel_genai_interop;
 mod otel_interop;
 mod otlp_receiver;
 mod pg;

@@ -10,7 +10,10 @@
 //! tells a conversation that never read the cache from one that did: the
 //! daemon must find the oversized model and the retry loop, named by their
 //! conversation ids, and no no_cache finding at all (no false one for the
-//! caching sessions either).
+//! caching sessions either). costwatch reads a missing count as 0 only
+//! where the same instrumentation reports counts on other spans, which
+//! 2.4b0 never does (`otel_genai_interop.rs` runs its successor, which
+//! does).
 //!
 //! The Python side is `tests/peers/otel_agent.py`, in the venv
 //! `.ci/otel-peer.sh` makes (found through `COSTWATCH_OTEL_PYTHON`).
@@ -47,7 +50,7 @@ fn otel_python() -> PathBuf {
 
 /// The seed window's sessions as the agent's scenario, each call with the
 /// usage the local server is to answer.
-fn scenario() -> serde_json::Value {
+pub(crate) fn scenario() -> serde_json::Value {
     let seed = seed_dataset();
     let sessions: Vec<_> = seed
         .sessions

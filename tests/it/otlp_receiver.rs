@@ -549,6 +549,7 @@ async fn retention_deletes_old_calls_but_never_those_a_window_still_reads() {
                 input_tokens: 1,
                 cached_tokens: 0,
                 cache_reported: true,
+                instrumentation: None,
                 cache_write_tokens: 0,
                 output_tokens: 1,
                 cost_usd: None,

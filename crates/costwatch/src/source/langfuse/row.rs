@@ -120,6 +120,7 @@ impl Mapper {
             input_tokens: tokens.input,
             cached_tokens: tokens.cached,
             cache_reported: true,
+            instrumentation: None,
             cache_write_tokens: tokens.write,
             output_tokens: tokens.output,
             cost_usd,

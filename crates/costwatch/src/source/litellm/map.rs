@@ -139,6 +139,7 @@ pub(super) fn map(mut row: WireRow, settings: &RowSettings) -> Result<Mapped, St
         input_tokens,
         cached_tokens: read.tokens,
         cache_reported: true,
+        instrumentation: None,
         cache_write_tokens: write.tokens,
         output_tokens,
         cost_usd: Some(cost),

@@ -9,10 +9,11 @@ use crate::source::wire::check::{MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABELS};
 use crate::source::{Labels, RequestStatus};
 use chrono::{DateTime, Utc};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use opentelemetry_proto::tonic::common::v1::{InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::trace::v1::Span;
 use opentelemetry_proto::tonic::trace::v1::status::StatusCode;
+use std::sync::Arc;
 
 /// `gen_ai.operation.name` values of model calls.
 const CALL_OPERATIONS: &[&str] = &["chat", "text_completion", "generate_content"];
@@ -83,13 +84,41 @@ pub fn map_spans(
         } else {
             Labels::new()
         };
-        let ctx = Context {
-            mapping,
-            resource,
-            resource_labels: &from_resource,
-            accept: (accept_from, accept_until),
-        };
-        for span in rs.scope_spans.iter().flat_map(|ss| &ss.spans) {
+        let service = resource.text("service.name").unwrap_or_default();
+        for ss in &rs.scope_spans {
+            let ctx = Context {
+                mapping,
+                resource,
+                resource_labels: &from_resource,
+                accept: (accept_from, accept_until),
+                instrumentation: instrumentation(&service, ss.scope.as_ref()),
+            };
+            ctx.map_scope(&ss.spans, &mut out, &mut traces_named);
+        }
+    }
+    out
+}
+
+/// The call rows' [`instrumentation`](CallRow::instrumentation) of a
+/// scope's spans: `[service.name, scope name, scope version]` as JSON, each
+/// cut to [`MAX_LABEL_CHARS`]; `None` without a scope name (nothing then
+/// tells one instrumentation from another).
+fn instrumentation(service: &str, scope: Option<&InstrumentationScope>) -> Option<Arc<str>> {
+    let scope = scope.filter(|s| !s.name.is_empty())?;
+    let parts = [service, scope.name.as_str(), scope.version.as_str()]
+        .map(|p| attrs::bounded(p, MAX_LABEL_CHARS));
+    serde_json::to_string(&parts).ok().map(Arc::from)
+}
+
+impl Context<'_> {
+    /// Maps one scope's spans into `out`.
+    fn map_scope(
+        &self,
+        spans: &[Span],
+        out: &mut Mapped,
+        traces_named: &mut std::collections::HashSet<String>,
+    ) {
+        for span in spans {
             if let Some(found) = conversation_of(span)
                 && traces_named.insert(found.0.clone())
             {
@@ -99,7 +128,7 @@ pub fn map_spans(
                 out.other_spans += 1;
                 continue;
             }
-            match ctx.call(span) {
+            match self.call(span) {
                 Ok((call, reported)) => {
                     if !reported && call.row.status == RequestStatus::Success {
                         out.without_usage += 1;
@@ -115,7 +144,6 @@ pub fn map_spans(
             }
         }
     }
-    out
 }
 
 /// The trace and conversation id of a span that carries one (and valid
@@ -146,6 +174,8 @@ struct Context<'a> {
     resource: Attrs<'a>,
     resource_labels: &'a Labels,
     accept: (DateTime<Utc>, DateTime<Utc>),
+    /// The scope's [`instrumentation`] key.
+    instrumentation: Option<Arc<str>>,
 }
 
 impl Context<'_> {
@@ -175,6 +205,7 @@ impl Context<'_> {
             input_tokens: used.input,
             cached_tokens: used.cache_read,
             cache_reported: used.cache_read_reported,
+            instrumentation: self.instrumentation.clone(),
             cache_write_tokens: used.cache_write,
             output_tokens: used.output,
             cost_usd: None,

@@ -21,14 +21,21 @@
 //!   registry (`gen_ai.usage.prompt_tokens`,
 //!   `gen_ai.usage.completion_tokens`);
 //! - what instrumentations write besides: OpenTelemetry's own OpenAI
-//!   instrumentation (opentelemetry-instrumentation-openai-v2 2.4b0 with
-//!   opentelemetry-util-genai 1.1b0, read and run in
+//!   instrumentation, opentelemetry-instrumentation-openai-v2 2.4b0 with
+//!   opentelemetry-util-genai 1.1b0 (read and run in
 //!   `tests/it/otel_interop.rs`: no cache-read count at all on chat spans,
 //!   so a missing count is unknown rather than 0; the conversation id only
 //!   on the `invoke_agent` span around the calls, which the receiver and
 //!   the files reader give to the calls of its trace; `error.type` written
 //!   as `<class 'openai.RateLimitError'>`, the HTTP status only in the
-//!   status message), OpenLLMetry
+//!   status message), and its successor
+//!   opentelemetry-instrumentation-genai-openai 1.3b0 with
+//!   opentelemetry-util-genai 1.3b0 (read and run in
+//!   `tests/it/otel_genai_interop.rs`: the cache-read count only when above
+//!   0, cache writes as `gen_ai.usage.cache_write.input_tokens`, the
+//!   conversation id on the chat spans themselves inside a
+//!   `TelemetryHandler().workflow(conversation_id=...)`, `error.type` as
+//!   the class's name, `openai.RateLimitError`); OpenLLMetry
 //!   (`llm.request.type`, `gen_ai.usage.cache_read_input_tokens`,
 //!   `gen_ai.usage.cache_creation_input_tokens`) and OpenInference and
 //!   the general session convention (`session.id`).
@@ -44,7 +51,12 @@
 //! - The prompt is made whole as `source.input_tokens` says (see
 //!   [`InputTokens`]); missing cache counts are 0, and a missing cache-read
 //!   count marks the call's cache reads as not reported
-//!   (`CallRow::cache_reported`). A span without any
+//!   (`CallRow::cache_reported`) on the span itself. Every call names its
+//!   instrumentation (`CallRow::instrumentation`: `service.name`, scope
+//!   name and version), from which the row source decides: where the same
+//!   instrumentation reported a cache-read count on another call of the
+//!   window or its lookback, a call without one read 0 (see
+//!   `crate::source::rows`). A span without any
 //!   token count is a call of 0 tokens, counted in
 //!   [`Mapped::without_usage`] unless it failed.
 //! - Status `ERROR` is a failed call: `error.type`, else the status

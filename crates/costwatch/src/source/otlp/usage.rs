@@ -44,9 +44,10 @@ pub(super) struct Usage {
     /// Whether the span carries any token count at all.
     pub reported: bool,
     /// Whether it carries a cache-read count (0 included). The official
-    /// OpenAI instrumentation's chat spans carry none (2.4b0 reads only
-    /// `prompt_tokens` and `completion_tokens` there): their cache reads
-    /// are unknown, not 0.
+    /// OpenAI instrumentation's chat spans carry none in 2.4b0 (it reads
+    /// only `prompt_tokens` and `completion_tokens` there): their cache
+    /// reads are unknown, not 0; 1.3b0 leaves it out when 0, which the row
+    /// source tells from its other spans (`CallRow::instrumentation`).
     pub cache_read_reported: bool,
 }
 

@@ -11,6 +11,7 @@ use super::CallRow;
 use crate::source::prices::PriceTable;
 use crate::source::{Labels, ModelUsage, RequestRecord, SessionRecord};
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
 
 /// The label a session built from one call without a session id carries,
 /// with the value [`PER_CALL_VALUE`]; its peer group is its own.
@@ -41,6 +42,10 @@ pub(super) struct OpenSession {
     /// Successful calls, and how many of them reported cache reads.
     pub successes: u64,
     pub cache_reports: u64,
+    /// The instrumentations of the successful calls without a cache-read
+    /// count, each once: their reads are 0 where the instrumentation
+    /// reports cache reads (see [`super::reporters`]).
+    pub unreported_by: Vec<Arc<str>>,
     pub by_model: Vec<ModelUsage>,
     pub labels: Labels,
     /// The calls, while every one of them is kept; `None` once one was
@@ -104,6 +109,7 @@ impl OpenSession {
             cost_computed: false,
             successes: 0,
             cache_reports: 0,
+            unreported_by: Vec::new(),
             by_model: Vec::new(),
             labels: Labels::new(),
             calls: Some(Vec::new()),
@@ -121,6 +127,13 @@ impl OpenSession {
         self.errors += u64::from(failed);
         self.successes += u64::from(!failed);
         self.cache_reports += u64::from(!failed && row.cache_reported);
+        if let Some(by) = &row.instrumentation
+            && !failed
+            && !row.cache_reported
+            && !self.unreported_by.contains(by)
+        {
+            self.unreported_by.push(by.clone());
+        }
         self.input = self.input.saturating_add(row.input_tokens);
         self.cached = self.cached.saturating_add(row.cached_tokens);
         self.cache_write = self.cache_write.saturating_add(row.cache_write_tokens);
@@ -148,8 +161,10 @@ impl OpenSession {
         }
     }
 
-    /// The session as the reference API would list it.
-    pub fn record(&self, session_id: &str) -> SessionRecord {
+    /// The session as the reference API would list it; `reports` says
+    /// whether an instrumentation reports cache reads (its calls without a
+    /// count then read 0).
+    pub fn record(&self, session_id: &str, reports: impl Fn(&str) -> bool) -> SessionRecord {
         let mut by_model = self.by_model.clone();
         by_model.sort_by(|a, b| a.model.cmp(&b.model));
         for m in &mut by_model {
@@ -169,7 +184,9 @@ impl OpenSession {
             by_model,
             labels: self.labels.clone(),
             cost_computed: self.cost_computed,
-            cache_unreported: self.successes > 0 && self.cache_reports == 0,
+            cache_unreported: self.successes > 0
+                && self.cache_reports == 0
+                && !self.unreported_by.iter().any(|by| reports(by)),
         }
     }
 

@@ -11,6 +11,7 @@
 //! answers drill-downs from rows it already read.
 
 mod aggregate;
+mod reporters;
 mod settings;
 mod source;
 
@@ -21,6 +22,7 @@ pub use self::source::RowSource;
 use super::{Labels, ModelPrice, ReadStats, RequestStatus, SourceError};
 use chrono::{DateTime, Utc};
 use std::future::Future;
+use std::sync::Arc;
 
 /// One model call as a row source reports it, already mapped.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,8 +49,20 @@ pub struct CallRow {
     pub cached_tokens: u64,
     /// Whether the system reported cache reads for this call (a count, 0
     /// included). An OpenTelemetry span without a cache-read attribute did
-    /// not: its `cached_tokens` is 0 for want of a figure, not a measured 0.
+    /// not: its `cached_tokens` is 0 for want of a figure, not a measured 0
+    /// (unless its `instrumentation` reports cache reads elsewhere, see
+    /// [`RowSource`]).
     pub cache_reported: bool,
+    /// What wrote the call's usage, where a row may leave a cache-read
+    /// count of 0 out: for an OpenTelemetry span, its service
+    /// (`service.name`) and instrumentation scope (name and version), as
+    /// the JSON array `["chat-api", "opentelemetry.instrumentation.genai.openai", "1.3b0"]`.
+    /// `None` for systems that always report cache reads (LiteLLM,
+    /// Langfuse) and for spans without a scope name. [`RowSource`] reads a
+    /// call without a cache-read count as 0 cached when another call of
+    /// the same instrumentation reported one. Shared by the calls of one
+    /// scope.
+    pub instrumentation: Option<Arc<str>>,
     /// Prompt tokens written to the prompt cache (a part of `input_tokens`).
     pub cache_write_tokens: u64,
     /// Completion tokens.

@@ -11,6 +11,18 @@
 //! retry after a failed read) is read with its full lookback, so the carry
 //! only saves work and never changes what is found.
 //!
+//! Cache reads a row leaves out: a call whose system may omit a cache-read
+//! count of 0 (an OpenTelemetry span, [`CallRow::instrumentation`]) read 0
+//! cached when its instrumentation reported a cache-read count on any call
+//! that started within the window or its lookback, the calls a window
+//! read whole reads; else its reads are unknown, and a session all of whose
+//! successful calls are unknown is handed on as
+//! [`cache_unreported`](SessionRecord::cache_unreported). What was learned
+//! is carried with the sessions, as the latest such call per
+//! instrumentation, and applied only once the window's calls are all read
+//! (see [`super::reporters`]), so it holds for a window read whole and for
+//! the same calls read with the carry alike.
+//!
 //! Memory: the open sessions of the lookback and window (at most
 //! `source.max_open_sessions`, else the read fails with a message that says
 //! to shorten the window), plus the calls themselves up to
@@ -18,6 +30,7 @@
 //! all kept is read again, over its own time span, when drilled into.
 
 use super::aggregate::{Cost, OpenSession, PER_CALL_LABEL, PER_CALL_VALUE, per_call_id};
+use super::reporters::Reporters;
 use super::{CallRow, RowReader, RowSettings};
 use crate::source::prices::PriceTable;
 use crate::source::{
@@ -72,6 +85,9 @@ struct Carry {
     sessions: HashMap<String, OpenSession>,
     /// Calls kept across those sessions.
     kept: usize,
+    /// The instrumentations that reported cache reads within the next
+    /// window's lookback.
+    reporters: Reporters,
 }
 
 impl<R: RowReader> RowSource<R> {
@@ -154,11 +170,13 @@ struct Fold<'a> {
     prices: &'a PriceTable,
     sessions: HashMap<String, OpenSession>,
     kept: usize,
+    reporters: Reporters,
     stats: ReadStats,
 }
 
 impl Fold<'_> {
     fn add(&mut self, mut row: CallRow) -> Result<(), SourceError> {
+        self.reporters.learn(&row);
         if !self
             .settings
             .filter
@@ -221,22 +239,20 @@ impl<R: RowReader> Source for RowSource<R> {
         // The carry is taken, not copied: a read that fails leaves none, and
         // the next one reads its full lookback.
         let carried = self.lock().carry.take().filter(|c| c.end == window.start);
-        let (sessions, kept, from) = match carried {
-            Some(c) => (c.sessions, c.kept, window.start),
-            None => (
-                HashMap::new(),
-                0,
-                window
-                    .start
-                    .checked_sub_signed(lookback)
-                    .unwrap_or(DateTime::<Utc>::MIN_UTC),
-            ),
+        let lookback_from = window
+            .start
+            .checked_sub_signed(lookback)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        let (sessions, kept, reporters, from) = match carried {
+            Some(c) => (c.sessions, c.kept, c.reporters, window.start),
+            None => (HashMap::new(), 0, Reporters::default(), lookback_from),
         };
         let mut fold = Fold {
             settings: &self.settings,
             prices: &prices,
             sessions,
             kept,
+            reporters,
             stats: ReadStats::default(),
         };
         let read = self
@@ -246,6 +262,7 @@ impl<R: RowReader> Source for RowSource<R> {
         let Fold {
             sessions,
             kept,
+            mut reporters,
             stats,
             ..
         } = fold;
@@ -261,7 +278,7 @@ impl<R: RowReader> Source for RowSource<R> {
             .collect();
         active.sort_by(|a, b| (a.1.first, a.0).cmp(&(b.1.first, b.0)));
         for (id, s) in active {
-            sink(s.record(id));
+            sink(s.record(id, |by| reporters.reports(by, lookback_from)));
         }
         // Sessions that may still grow, and those just handed on (for
         // their drill-downs), stay.
@@ -281,10 +298,24 @@ impl<R: RowReader> Source for RowSource<R> {
                 stay
             })
             .collect();
+        // The next window's lookback starts here.
+        let next_from = window
+            .end
+            .checked_sub_signed(lookback)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        if reporters.forget_before(next_from) {
+            tracing::warn!(
+                source = self.reader.name(),
+                max = super::reporters::MAX_REPORTERS,
+                "more instrumentations reported cache reads than costwatch remembers; \
+                 the calls of the others without a cache-read count stay not reported"
+            );
+        }
         self.lock().carry = Some(Carry {
             end: window.end,
             sessions,
             kept,
+            reporters,
         });
         Ok(stats)
     }

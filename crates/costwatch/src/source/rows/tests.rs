@@ -99,6 +99,7 @@ fn call(id: &str, session: Option<&str>, at: DateTime<Utc>) -> CallRow {
         input_tokens: 2000,
         cached_tokens: 1500,
         cache_reported: true,
+        instrumentation: None,
         cache_write_tokens: 0,
         output_tokens: 100,
         cost_usd: Some(0.001),
@@ -331,4 +332,160 @@ async fn sessions_come_out_by_first_call_then_id() {
     let (sessions, _) = read(&src, window(10, 0)).await;
     let ids: Vec<&str> = sessions.iter().map(|s| s.session_id.as_str()).collect();
     assert_eq!(ids, ["a", "b"]);
+}
+
+/// The instrumentation key of `service`'s spans from the 1.3b0 OpenAI
+/// instrumentation (`new`) or from 2.4b0 (`!new`).
+fn otel(service: &str, new: bool) -> String {
+    let (scope, version) = if new {
+        ("opentelemetry.instrumentation.genai.openai", "1.3b0")
+    } else {
+        ("opentelemetry.instrumentation.openai_v2", "2.4b0")
+    };
+    serde_json::to_string(&[service, scope, version]).unwrap()
+}
+
+/// A call of `instrumentation` that read `cached` tokens, written the way
+/// the OpenAI instrumentation writes it: no cache-read count when 0.
+fn span_call(
+    id: &str,
+    session: &str,
+    at: DateTime<Utc>,
+    instrumentation: &str,
+    cached: u64,
+) -> CallRow {
+    CallRow {
+        cached_tokens: cached,
+        cache_reported: cached > 0,
+        instrumentation: Some(instrumentation.into()),
+        cost_usd: None,
+        ..call(id, Some(session), at)
+    }
+}
+
+/// Whether each session handed on for `w` has its cache reads unreported.
+async fn unreported(src: &RowSource<Memory>, w: Window) -> BTreeMap<String, bool> {
+    let (sessions, _) = read(src, w).await;
+    sessions
+        .into_iter()
+        .map(|s| (s.session_id, s.cache_unreported))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_call_without_a_cache_read_count_read_zero_where_its_instrumentation_reports_them() {
+    let new = otel("chat", true);
+    let old = otel("chat", false);
+    let elsewhere = otel("search", true);
+    let calls = vec![
+        // 1.3b0 in the chat service: one conversation reads the cache...
+        span_call("a1", "caching", t(10, 1), &new, 0),
+        span_call("a2", "caching", t(10, 2), &new, 1500),
+        // ...so one that never did is known to have read 0.
+        span_call("b1", "never", t(10, 3), &new, 0),
+        span_call("b2", "never", t(10, 4), &new, 0),
+        // 2.4b0 never writes the count: unknown, whatever 1.3b0 does.
+        span_call("c1", "old", t(10, 5), &old, 0),
+        span_call("c2", "old", t(10, 6), &old, 0),
+        // The same instrumentation in another service that never read
+        // the cache says nothing about its reads.
+        span_call("d1", "search", t(10, 7), &elsewhere, 0),
+        span_call("d2", "search", t(10, 8), &elsewhere, 0),
+        // Without an instrumentation (no scope name), unknown.
+        CallRow {
+            cached_tokens: 0,
+            cache_reported: false,
+            ..call("e1", Some("unscoped"), t(10, 9))
+        },
+    ];
+    let src = source(calls, settings());
+    let got = unreported(&src, window(10, 0)).await;
+    let want = BTreeMap::from([
+        ("caching".to_owned(), false),
+        ("never".to_owned(), false),
+        ("old".to_owned(), true),
+        ("search".to_owned(), true),
+        ("unscoped".to_owned(), true),
+    ]);
+    assert_eq!(got, want);
+}
+
+#[tokio::test]
+async fn a_failed_call_does_not_make_a_session_reported_nor_an_instrumentation_a_reporter() {
+    let new = otel("chat", true);
+    let mut failed = span_call("a2", "never", t(10, 2), &new, 0);
+    failed.status = RequestStatus::Error;
+    let calls = vec![span_call("a1", "never", t(10, 1), &new, 0), failed];
+    let src = source(calls, settings());
+    let got = unreported(&src, window(10, 0)).await;
+    assert_eq!(got, BTreeMap::from([("never".to_owned(), true)]));
+}
+
+/// Windows of 15 minutes from 10:00 to 13:00, and calls of one
+/// instrumentation: a never-caching conversation at 10:05-10:10, another at
+/// 12:20-12:25, a third at 12:50; cache reads reported at 10:40 (after the
+/// first, in a later window) and 11:20 (within the hour before the second
+/// conversation's window, 12:15, but not before the third's, 12:45).
+fn learning_calls() -> Vec<CallRow> {
+    let new = otel("chat", true);
+    vec![
+        span_call("n1", "early", t(10, 5), &new, 0),
+        span_call("n2", "early", t(10, 10), &new, 0),
+        span_call("r1", "teacher-1", t(10, 40), &new, 900),
+        span_call("r2", "teacher-2", t(11, 20), &new, 900),
+        span_call("m1", "late", t(12, 20), &new, 0),
+        span_call("m2", "late", t(12, 25), &new, 0),
+        span_call("z1", "last", t(12, 50), &new, 0),
+        span_call("z2", "last", t(12, 55), &new, 0),
+    ]
+}
+
+#[tokio::test]
+async fn an_instrumentation_reports_cache_reads_within_the_window_and_its_lookback() {
+    let src = source(learning_calls(), settings());
+    // Read whole, the 10:00 window has no report yet: its conversation's
+    // reads are unknown, not 0, though a later window will teach otherwise.
+    let early = unreported(&src, window(10, 0)).await;
+    assert_eq!(early, BTreeMap::from([("early".to_owned(), true)]));
+    // The 12:15 window's lookback reaches back to 11:15: the 11:20 report.
+    let src = source(learning_calls(), settings());
+    let late = unreported(&src, window(12, 15)).await;
+    assert_eq!(late.get("late"), Some(&false), "{late:?}");
+    // The 12:45 window's lookback starts at 11:45: nothing reported since.
+    let src = source(learning_calls(), settings());
+    let last = unreported(&src, window(12, 45)).await;
+    assert_eq!(last.get("last"), Some(&true), "{last:?}");
+}
+
+#[tokio::test]
+async fn what_the_carry_learns_is_what_each_window_read_whole_learns() {
+    let carried = source(learning_calls(), settings());
+    let mut w = window(10, 0);
+    while w.start < t(13, 0) {
+        let with_carry = unreported(&carried, w).await;
+        let whole = unreported(&source(learning_calls(), settings()), w).await;
+        assert_eq!(with_carry, whole, "window from {}", w.start);
+        w = Window {
+            start: w.end,
+            end: w.end + TimeDelta::minutes(15),
+        };
+    }
+    // The carry was used: after the first window, only the windows
+    // themselves were read.
+    let asked = carried.reader().asked.lock().unwrap().clone();
+    assert_eq!(asked[0], (t(9, 0), t(10, 15)));
+    assert_eq!(asked[1], (t(10, 15), t(10, 30)));
+}
+
+#[tokio::test]
+async fn a_report_read_later_in_the_same_window_counts_for_the_calls_read_before_it() {
+    let new = otel("chat", true);
+    let calls = vec![
+        span_call("b1", "never", t(10, 1), &new, 0),
+        span_call("b2", "never", t(10, 2), &new, 0),
+        span_call("a1", "caching", t(10, 14), &new, 700),
+    ];
+    let src = source(calls, settings());
+    let got = unreported(&src, window(10, 0)).await;
+    assert_eq!(got.get("never"), Some(&false), "{got:?}");
 }

@@ -12,17 +12,18 @@ use crate::store::calls::{CallCursor, CallStore};
 const SELECT: &str = "SELECT c.span_id, \
      COALESCE(c.conversation_id, t.conversation_id, c.fallback_session) AS session_id, \
      c.created_ms, c.model, c.failed, c.http_status, c.error_type, c.input_tokens, \
-     c.cached_tokens, c.cache_reported, c.cache_write_tokens, c.output_tokens, c.labels, c.provider \
+     c.cached_tokens, c.cache_reported, c.cache_write_tokens, c.output_tokens, c.labels, c.provider, \
+     c.instrumentation \
      FROM otlp_calls c \
      LEFT JOIN otlp_conversations t ON t.trace_id = c.trace_id AND t.applies = 1";
 
 /// The columns an insert writes, in bind order.
 const INSERT_COLUMNS: &str = "span_id, trace_id, conversation_id, fallback_session, created_ms, \
      model, failed, http_status, error_type, input_tokens, cached_tokens, cache_reported, \
-     cache_write_tokens, output_tokens, labels, received_ms, provider";
-const INSERT_ARITY: usize = 17;
+     cache_write_tokens, output_tokens, labels, received_ms, provider, instrumentation";
+const INSERT_ARITY: usize = 18;
 
-/// Rows per INSERT: 17 bound values each stays well under SQLite's and
+/// Rows per INSERT: 18 bound values each stays well under SQLite's and
 /// PostgreSQL's limits on bound parameters.
 const INSERT_CHUNK: usize = 400;
 
@@ -60,6 +61,10 @@ fn call_from_row(r: &AnyRow) -> Result<CallRow, StoreError> {
         labels: serde_json::from_str(&labels)
             .map_err(|e| StoreError::Corrupt(format!("otlp_calls.labels: {e}")))?,
         provider: r.try_get("provider").map_err(corrupt)?,
+        instrumentation: r
+            .try_get::<Option<String>, _>("instrumentation")
+            .map_err(corrupt)?
+            .map(std::sync::Arc::from),
     })
 }
 
@@ -136,7 +141,8 @@ impl CallStore for SqlStore {
                     .bind(tokens(c.output_tokens))
                     .bind(json(&c.labels)?)
                     .bind(ms(now))
-                    .bind(c.provider.as_deref());
+                    .bind(c.provider.as_deref())
+                    .bind(c.instrumentation.as_deref());
             }
             added += q
                 .execute(&mut *tx)

@@ -701,3 +701,63 @@ fn the_openai_sdk_error_gives_its_class_and_http_status() {
     assert_eq!(row.error_type.as_deref(), Some("openai.RateLimitError"));
     assert_eq!(row.http_status, Some(429));
 }
+
+#[test]
+fn every_call_names_its_service_and_instrumentation_scope() {
+    use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
+    let scoped = |name: &str, version: &str, spans: Vec<Span>| ScopeSpans {
+        scope: Some(InstrumentationScope {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            ..InstrumentationScope::default()
+        }),
+        spans,
+        ..ScopeSpans::default()
+    };
+    let mut req = request(
+        vec![text("service.name", "support-agent")],
+        vec![chat(1, 1, 0, "m", 100, 5)],
+    );
+    req.resource_spans[0].scope_spans = vec![
+        scoped(
+            "opentelemetry.instrumentation.genai.openai",
+            "1.3b0",
+            vec![
+                with(
+                    chat(1, 1, 0, "m", 4000, 5),
+                    vec![int("gen_ai.usage.cache_read.input_tokens", 3000)],
+                ),
+                chat(1, 2, 1, "m", 4000, 5),
+            ],
+        ),
+        scoped("", "", vec![chat(1, 3, 2, "m", 100, 5)]),
+    ];
+    req.resource_spans[0].scope_spans.push(ScopeSpans {
+        spans: vec![chat(1, 4, 3, "m", 100, 5)],
+        ..ScopeSpans::default()
+    });
+    let m = map_spans(
+        &req,
+        &SpanMapping::default(),
+        DateTime::<Utc>::MIN_UTC,
+        DateTime::<Utc>::MAX_UTC,
+    );
+    let got: Vec<_> = m
+        .calls
+        .iter()
+        .map(|c| (c.row.cache_reported, c.row.instrumentation.as_deref()))
+        .collect();
+    let key = r#"["support-agent","opentelemetry.instrumentation.genai.openai","1.3b0"]"#;
+    assert_eq!(
+        got,
+        vec![
+            (true, Some(key)),
+            // The count left out: not reported on the span itself; the
+            // row source decides from the instrumentation's other spans.
+            (false, Some(key)),
+            // Without a scope name nothing tells instrumentations apart.
+            (false, None),
+            (false, None),
+        ]
+    );
+}

@@ -1,0 +1,182 @@
+//! Today's official OpenAI instrumentation as a real client:
+//! `opentelemetry-instrumentation-genai-openai` 1.3b0 with
+//! `opentelemetry-util-genai` 1.3b0 drives the real `openai` client (3.x)
+//! against the small local OpenAI-compatible server of
+//! `tests/peers/otel_agent.py` and exports the spans over OTLP/HTTP to
+//! `costwatch run` (`source.kind: otlp`). The sessions are the seed
+//! window's, call for call, each inside a
+//! `TelemetryHandler().workflow(conversation_id=...)`.
+//!
+//! This instrumentation writes `gen_ai.usage.cache_read.input_tokens` only
+//! when the answer's `prompt_tokens_details.cached_tokens` is above 0. The
+//! seed's never-caching conversation (`replay-mismatch-…`, prompts of
+//! 4,092 tokens, 0 cached) has no cache-read count on any of its spans,
+//! while the other conversations of its service (`support-agent`) read the
+//! cache: costwatch must read its calls as 0 cached and find it as no_cache,
+//! beside the oversized model and the retry loop, with no false no_cache
+//! for the caching conversations nor for the services whose spans never
+//! carry a count (`triage`, `search`).
+//!
+//! The Python side is `tests/peers/otel_genai_agent.py`, in the venv
+//! `.ci/otel-peer-genai.sh` makes (found through
+//! `COSTWATCH_OTEL_GENAI_PYTHON`).
+
+use crate::support::{Running, eventually, manifest_dir, seed_dataset, seed_models_file};
+use chrono::{DurationRound, TimeDelta, Timelike};
+use costwatch::clock::{Clock, SystemClock};
+use costwatch::store::{SqlStore, Store, WindowStore};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+use tempfile::TempDir;
+
+fn genai_python() -> PathBuf {
+    let python = match std::env::var_os("COSTWATCH_OTEL_GENAI_PYTHON") {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os("COSTWATCH_OTEL_GENAI_VENV")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+                    .join(".cache/costwatch-otel-genai")
+            })
+            .join("bin/python"),
+    };
+    assert!(
+        python.exists(),
+        "no Python with opentelemetry-instrumentation-genai-openai at {}: run \
+         .ci/otel-peer-genai.sh first (or set COSTWATCH_OTEL_GENAI_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn todays_openai_instrumentation_feeds_costwatch_run_and_a_never_caching_conversation_is_found()
+ {
+    let python = genai_python();
+    let dir = TempDir::new().unwrap();
+    let scenario = super::otel_interop::scenario();
+    std::fs::write(dir.path().join("scenario.json"), scenario.to_string()).unwrap();
+    std::fs::write(
+        dir.path().join("models.json"),
+        seed_models_file().to_string(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("otlp_token"), "otlp-test-token\n").unwrap();
+
+    // One-minute windows: the agent starts early in a minute, so the whole
+    // seed window lands in one of them, read 10 seconds after it ends.
+    let mut now = SystemClock.now();
+    if now.second() > 20 {
+        tokio::time::sleep(Duration::from_secs(u64::from(61 - now.second()))).await;
+        now = SystemClock.now();
+    }
+    let window_start = now.duration_trunc(TimeDelta::minutes(1)).unwrap();
+    let config = dir.path().join("costwatch.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "source:\n  kind: otlp\n  listen: 127.0.0.1:0\n  token_file: otlp_token\n  \
+             models_file: models.json\n\
+             windows:\n  size: 1m\n  settle_lag: 10s\n  start: {}\n\
+             schedule:\n  cron: \"*/2 * * * * *\"\n\
+             group_by: [service.name]\n\
+             state:\n  url: sqlite://state.db\n\
+             server:\n  listen: null\n\
+             rules: [{}]\n",
+            window_start.to_rfc3339(),
+            manifest_dir().join("rules").display()
+        ),
+    )
+    .unwrap();
+    let daemon = Running::start(&config, &[]);
+    let addr = eventually("the OTLP receiver", || async {
+        daemon
+            .log()
+            .lines()
+            .filter(|l| l.contains("OTLP receiver listening"))
+            .find_map(|l| {
+                let at = l.find("addr=")? + "addr=".len();
+                l[at..].split_whitespace().next().map(str::to_owned)
+            })
+    })
+    .await;
+
+    let out = std::process::Command::new(&python)
+        .arg(manifest_dir().join("tests/peers/otel_genai_agent.py"))
+        .args([
+            "--scenario",
+            dir.path().join("scenario.json").to_str().unwrap(),
+        ])
+        .args(["--endpoint", &format!("http://{addr}/v1/traces")])
+        .args([
+            "--token-file",
+            dir.path().join("otlp_token").to_str().unwrap(),
+        ])
+        .arg("--gzip")
+        .output()
+        .expect("the agent runs");
+    assert!(
+        out.status.success(),
+        "agent failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(out.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(summary["calls"], 84, "{summary}");
+    assert_eq!(summary["errors"], 8, "{summary}");
+    assert!(
+        SystemClock.now() < window_start + TimeDelta::minutes(1),
+        "the agent ran past its window; the test assumes one window"
+    );
+
+    // The no_cache finding of a conversation whose last call is less than a
+    // cache lifetime before its window's end is held for the next window
+    // (judge_once_ended), which does not list it: it stands there.
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let store = SqlStore::open(&state).await.unwrap();
+    for (what, windows) in [("the agent's window", 1), ("the window after it", 2)] {
+        eventually(&format!("{what} to be read"), || async {
+            let w = store.watermark("main").await.ok()??;
+            (w >= window_start + TimeDelta::minutes(windows)).then_some(())
+        })
+        .await;
+    }
+    let findings = store
+        .findings(window_start - TimeDelta::hours(1), SystemClock.now())
+        .await
+        .unwrap();
+    let mut found: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in &findings {
+        found
+            .entry(f.kind.as_str().to_owned())
+            .or_default()
+            .insert(f.session_id.clone());
+    }
+    let seed = seed_dataset();
+    let mut want = seed.truth.by_kind.clone();
+    assert_eq!(
+        want.get("no_cache").map(|s| s.len()),
+        Some(1),
+        "the seed has one no-cache conversation"
+    );
+    want.retain(|_, v| !v.is_empty());
+    assert_eq!(found, want, "{}", daemon.log());
+    for f in &findings {
+        assert_eq!(
+            f.evidence["cost_computed"], true,
+            "priced by costwatch: {f:?}"
+        );
+        let session = seed
+            .sessions
+            .iter()
+            .find(|s| s.session_id == f.session_id)
+            .unwrap();
+        assert_eq!(
+            f.labels.get("service.name"),
+            session.labels.get("feature"),
+            "the resource's service.name is the group"
+        );
+    }
+}
