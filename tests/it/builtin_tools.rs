@@ -329,4 +329,17 @@ fn check_says_what_the_investigation_needs_per_source() {
     );
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("with log_tools: mcp"), "{err}");
+    // MCP on an address others reach needs a token.
+    let open =
+        "source:\n  kind: otlp_files\n  path: .\nserver:\n  listen: 0.0.0.0:9464\n  mcp: true\n";
+    let (code, err) = check(open);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("server.mcp") && err.contains("COSTWATCH_MCP_TOKEN"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("token"), "s3cret\n").unwrap();
+    let (code, err) = check(&format!("{open}  mcp_token_file: token\n"));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
 }
