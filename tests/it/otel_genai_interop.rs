@@ -21,14 +21,12 @@
 //! `.ci/otel-peer-genai.sh` makes (found through
 //! `COSTWATCH_OTEL_GENAI_PYTHON`).
 
-use crate::support::{Running, eventually, manifest_dir, seed_dataset, seed_models_file};
-use chrono::{DurationRound, TimeDelta, Timelike};
+use crate::support::{eventually, seed_dataset};
+use chrono::TimeDelta;
 use costwatch::clock::{Clock, SystemClock};
 use costwatch::store::{SqlStore, Store, WindowStore};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::time::Duration;
-use tempfile::TempDir;
 
 fn genai_python() -> PathBuf {
     let python = match std::env::var_os("COSTWATCH_OTEL_GENAI_PYTHON") {
@@ -54,82 +52,12 @@ fn genai_python() -> PathBuf {
 async fn todays_openai_instrumentation_feeds_costwatch_run_and_a_never_caching_conversation_is_found()
  {
     let python = genai_python();
-    let dir = TempDir::new().unwrap();
-    let scenario = super::otel_interop::scenario();
-    std::fs::write(dir.path().join("scenario.json"), scenario.to_string()).unwrap();
-    std::fs::write(
-        dir.path().join("models.json"),
-        seed_models_file().to_string(),
-    )
-    .unwrap();
-    std::fs::write(dir.path().join("otlp_token"), "otlp-test-token\n").unwrap();
-
-    // One-minute windows: the agent starts early in a minute, so the whole
-    // seed window lands in one of them, read 10 seconds after it ends.
-    let mut now = SystemClock.now();
-    if now.second() > 20 {
-        tokio::time::sleep(Duration::from_secs(u64::from(61 - now.second()))).await;
-        now = SystemClock.now();
-    }
-    let window_start = now.duration_trunc(TimeDelta::minutes(1)).unwrap();
-    let config = dir.path().join("costwatch.yaml");
-    std::fs::write(
-        &config,
-        format!(
-            "source:\n  kind: otlp\n  listen: 127.0.0.1:0\n  token_file: otlp_token\n  \
-             models_file: models.json\n\
-             windows:\n  size: 1m\n  settle_lag: 10s\n  start: {}\n\
-             schedule:\n  cron: \"*/2 * * * * *\"\n\
-             group_by: [service.name]\n\
-             state:\n  url: sqlite://state.db\n\
-             server:\n  listen: null\n\
-             rules: [{}]\n",
-            window_start.to_rfc3339(),
-            manifest_dir().join("rules").display()
-        ),
-    )
-    .unwrap();
-    let daemon = Running::start(&config, &[]);
-    let addr = eventually("the OTLP receiver", || async {
-        daemon
-            .log()
-            .lines()
-            .filter(|l| l.contains("OTLP receiver listening"))
-            .find_map(|l| {
-                let at = l.find("addr=")? + "addr=".len();
-                l[at..].split_whitespace().next().map(str::to_owned)
-            })
-    })
-    .await;
-
-    let out = std::process::Command::new(&python)
-        .arg(manifest_dir().join("tests/peers/otel_genai_agent.py"))
-        .args([
-            "--scenario",
-            dir.path().join("scenario.json").to_str().unwrap(),
-        ])
-        .args(["--endpoint", &format!("http://{addr}/v1/traces")])
-        .args([
-            "--token-file",
-            dir.path().join("otlp_token").to_str().unwrap(),
-        ])
-        .arg("--gzip")
-        .output()
-        .expect("the agent runs");
-    assert!(
-        out.status.success(),
-        "agent failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let summary: serde_json::Value =
-        serde_json::from_slice(out.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
-    assert_eq!(summary["calls"], 84, "{summary}");
-    assert_eq!(summary["errors"], 8, "{summary}");
-    assert!(
-        SystemClock.now() < window_start + TimeDelta::minutes(1),
-        "the agent ran past its window; the test assumes one window"
-    );
+    let super::otel_interop::Fed {
+        dir,
+        window_start,
+        daemon,
+        ..
+    } = super::otel_interop::feed_the_seed(&python, "otel_genai_agent.py").await;
 
     // The no_cache finding of a conversation whose last call is less than a
     // cache lifetime before its window's end is held for the next window

@@ -75,9 +75,18 @@ pub(crate) fn scenario() -> serde_json::Value {
     json!({ "sessions": sessions })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_official_openai_instrumentation_feeds_costwatch_run() {
-    let python = otel_python();
+/// What [`feed_the_seed`] leaves: the running daemon, its folder and the
+/// one-minute window the agent ran in.
+pub(crate) struct Fed {
+    pub dir: TempDir,
+    pub window_start: chrono::DateTime<chrono::Utc>,
+    pub daemon: Running,
+}
+
+/// Starts `costwatch run` with an OTLP receiver over one-minute windows and
+/// runs the seed scenario through `agent` (a script in `tests/peers`, with
+/// `python`), exporting to it; the agent's calls all fall in one window.
+pub(crate) async fn feed_the_seed(python: &std::path::Path, agent: &str) -> Fed {
     let dir = TempDir::new().unwrap();
     std::fs::write(dir.path().join("scenario.json"), scenario().to_string()).unwrap();
     std::fs::write(
@@ -127,8 +136,8 @@ async fn the_official_openai_instrumentation_feeds_costwatch_run() {
     })
     .await;
 
-    let out = std::process::Command::new(&python)
-        .arg(manifest_dir().join("tests/peers/otel_agent.py"))
+    let out = std::process::Command::new(python)
+        .arg(manifest_dir().join("tests/peers").join(agent))
         .args([
             "--scenario",
             dir.path().join("scenario.json").to_str().unwrap(),
@@ -155,6 +164,23 @@ async fn the_official_openai_instrumentation_feeds_costwatch_run() {
         SystemClock.now() < window_start + TimeDelta::minutes(1),
         "the agent ran past its window; the test assumes one window"
     );
+
+    Fed {
+        dir,
+        window_start,
+        daemon,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_official_openai_instrumentation_feeds_costwatch_run() {
+    let python = otel_python();
+    let Fed {
+        dir,
+        window_start,
+        daemon,
+        ..
+    } = feed_the_seed(&python, "otel_agent.py").await;
 
     // The window is read once its settle lag has passed.
     let state = format!("sqlite://{}", dir.path().join("state.db").display());
