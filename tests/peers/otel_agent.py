@@ -275,13 +275,27 @@ def otlp_json_line(spans):
 # --- one service's process ----------------------------------------------------
 
 
-def run_service(args):
+def open_agent(genai, service, conversation_id):
+    """The span a session with a conversation runs in: 2.4b0's
+    ``invoke_local_agent``, carrying the conversation id."""
+    parent = genai.invoke_local_agent(agent_name=service)
+    parent.conversation_id = conversation_id
+    return parent
+
+
+def run_service(args, instrumentor=None, open_conversation=open_agent,
+                system=lambda service: f"You are {service}.", tracer_name="costwatch.otel_agent"):
     """Runs the sessions of one service (``--service``) against ``--base-url``;
-    prints {"service", "spans", "calls", "errors", "unexpected", "export_ok"}."""
+    prints {"service", "spans", "calls", "errors", "unexpected", "export_ok"}.
+    ``instrumentor`` (the instrumentation's ``OpenAIInstrumentor`` class),
+    ``open_conversation(handler, service, conversation_id)`` (the span a
+    conversation runs in) and ``system(service)`` (the system prompt) are
+    what an agent of another instrumentation changes."""
     import openai
     from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    if instrumentor is None:
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor as instrumentor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
@@ -336,8 +350,8 @@ def run_service(args):
     exporter = RecordingExporter(otlp, args.json_out)
     provider = TracerProvider(resource=Resource.create({"service.name": service}))
     provider.add_span_processor(BatchSpanProcessor(exporter))
-    OpenAIInstrumentor().instrument(tracer_provider=provider)
-    tracer = provider.get_tracer("costwatch.otel_agent")
+    instrumentor().instrument(tracer_provider=provider)
+    tracer = provider.get_tracer(tracer_name)
     genai = TelemetryHandler(tracer_provider=provider)
 
     client = openai.OpenAI(base_url=args.base_url, api_key=API_KEY, max_retries=0, timeout=30)
@@ -346,8 +360,7 @@ def run_service(args):
         if session["service"] != service:
             continue
         if session.get("conversation", True):
-            parent = genai.invoke_local_agent(agent_name=service)
-            parent.conversation_id = str(session["session_id"])
+            parent = open_conversation(genai, service, str(session["session_id"]))
         else:
             parent = tracer.start_as_current_span("agent_session")
         with parent:
@@ -358,7 +371,7 @@ def run_service(args):
                     client.chat.completions.create(
                         model=call["model"],
                         messages=[
-                            {"role": "system", "content": f"You are {service}."},
+                            {"role": "system", "content": system(service)},
                             {"role": "user", "content": f"Step {ci + 1} of session {session['session_id']}."},
                         ],
                         temperature=0.2,
@@ -399,8 +412,10 @@ def run_service(args):
 # --- the driver ---------------------------------------------------------------
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(run=run_service, doc=__doc__, script=__file__):
+    """The driver: one process per service (``script --service S``, which
+    calls ``run``), side by side, and the summary of them all."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("--scenario", required=True)
     parser.add_argument("--endpoint", help="OTLP/HTTP traces URL, e.g. http://127.0.0.1:4318/v1/traces")
     parser.add_argument("--token-file", help="file holding the bearer token for the endpoint")
@@ -413,7 +428,7 @@ def main():
         parser.error("give --endpoint, --json-out or both")
 
     if args.service is not None:
-        return run_service(args)
+        return run(args)
 
     scenario = load_scenario(args.scenario)
     if args.json_out:
@@ -423,7 +438,7 @@ def main():
     with ModelServer(scenario) as server:
         commands = []
         for service in services_in_order(scenario):
-            cmd = [sys.executable, os.path.abspath(__file__), "--scenario", args.scenario,
+            cmd = [sys.executable, os.path.abspath(script), "--scenario", args.scenario,
                    "--service", service, "--base-url", server.base_url]
             for flag in ("endpoint", "token_file", "json_out"):
                 if getattr(args, flag):
