@@ -34,26 +34,8 @@ OPENAI_VERSION="3.63.0"
 VENV="${COSTWATCH_OTEL_GENAI_VENV:-$HOME/.cache/costwatch-otel-genai}"
 PY="$VENV/bin/python"
 
-log() { printf '%s\n' "$*" >&2; }
-
-if ! command -v python3 >/dev/null 2>&1; then
-  log "python3 missing: installing it"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >&2
-fi
-
-if [ ! -x "$PY" ]; then
-  # Debian splits venv (and ensurepip) into python3-venv; a half-made venv
-  # from a failed attempt is removed first.
-  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    log "python3 venv module missing: installing python3-venv"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
-  fi
-  rm -rf "$VENV"
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV" >&2
-fi
+# shellcheck source=.ci/pinned-venv.sh
+. "$(dirname "$0")/pinned-venv.sh"
 
 PINS=(
   "opentelemetry-sdk==$OTEL_SDK_VERSION"
@@ -65,22 +47,7 @@ PINS=(
 
 # One pip run for all of them when any pin is off, so the resolver sees them
 # together.
-pins_ok() {
-  "$PY" - "${PINS[@]}" <<'PYEOF' >/dev/null 2>&1
-import importlib.metadata as m, sys
-for pin in sys.argv[1:]:
-    name, version = pin.split("==")
-    if m.version(name) != version:
-        sys.exit(1)
-PYEOF
-}
-
-if ! pins_ok; then
-  log "installing ${PINS[*]} into $VENV"
-  "$PY" -m pip install --quiet --disable-pip-version-check "${PINS[@]}" >&2
-fi
-
-pins_ok || { log "the pins are still not met in $VENV"; exit 1; }
+pinned_venv "$VENV" "${PINS[@]}"
 "$PY" -c 'from opentelemetry.instrumentation.genai.openai import OpenAIInstrumentor' >/dev/null
 "$PY" -c 'from opentelemetry.util.genai.handler import TelemetryHandler' >/dev/null
 "$PY" -c 'from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter' >/dev/null

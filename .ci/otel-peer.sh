@@ -29,26 +29,8 @@ OPENAI_VERSION="2.54.0"
 VENV="${COSTWATCH_OTEL_VENV:-$HOME/.cache/costwatch-otel}"
 PY="$VENV/bin/python"
 
-log() { printf '%s\n' "$*" >&2; }
-
-if ! command -v python3 >/dev/null 2>&1; then
-  log "python3 missing: installing it"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv >&2
-fi
-
-if [ ! -x "$PY" ]; then
-  # Debian splits venv (and ensurepip) into python3-venv; a half-made venv
-  # from a failed attempt is removed first.
-  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
-    log "python3 venv module missing: installing python3-venv"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >&2
-  fi
-  rm -rf "$VENV"
-  mkdir -p "$(dirname "$VENV")"
-  python3 -m venv "$VENV" >&2
-fi
+# shellcheck source=.ci/pinned-venv.sh
+. "$(dirname "$0")/pinned-venv.sh"
 
 PINS=(
   "opentelemetry-sdk==$OTEL_SDK_VERSION"
@@ -59,23 +41,8 @@ PINS=(
 )
 
 # One pip run for all of them when any pin is off, so the resolver sees them
-# together (about 25 s into an empty venv).
-pins_ok() {
-  "$PY" - "${PINS[@]}" <<'EOF' >/dev/null 2>&1
-import importlib.metadata as m, sys
-for pin in sys.argv[1:]:
-    name, version = pin.split("==")
-    if m.version(name) != version:
-        sys.exit(1)
-EOF
-}
-
-if ! pins_ok; then
-  log "installing ${PINS[*]} into $VENV"
-  "$PY" -m pip install --quiet --disable-pip-version-check "${PINS[@]}" >&2
-fi
-
-pins_ok || { log "the pins are still not met in $VENV"; exit 1; }
+# together.
+pinned_venv "$VENV" "${PINS[@]}"
 "$PY" -c 'from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor' >/dev/null
 "$PY" -c 'from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter' >/dev/null
 "$PY" -c 'from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest' >/dev/null
