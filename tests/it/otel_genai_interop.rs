@@ -91,20 +91,5 @@ async fn todays_openai_instrumentation_feeds_costwatch_run_and_a_never_caching_c
     );
     want.retain(|_, v| !v.is_empty());
     assert_eq!(found, want, "{}", daemon.log());
-    for f in &findings {
-        assert_eq!(
-            f.evidence["cost_computed"], true,
-            "priced by costwatch: {f:?}"
-        );
-        let session = seed
-            .sessions
-            .iter()
-            .find(|s| s.session_id == f.session_id)
-            .unwrap();
-        assert_eq!(
-            f.labels.get("service.name"),
-            session.labels.get("feature"),
-            "the resource's service.name is the group"
-        );
-    }
+    super::otel_interop::priced_and_grouped_by_service(&findings);
 }

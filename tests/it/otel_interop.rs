@@ -209,8 +209,14 @@ async fn the_official_openai_instrumentation_feeds_costwatch_run() {
     );
     want.retain(|_, v| !v.is_empty());
     assert_eq!(found, want, "{}", daemon.log());
+    priced_and_grouped_by_service(&findings);
+}
+
+/// Every finding over spans was priced by costwatch (spans carry no cost)
+/// and grouped by the resource's `service.name`, the seed's feature.
+pub(crate) fn priced_and_grouped_by_service(findings: &[costwatch::detect::Finding]) {
     let seed = seed_dataset();
-    for f in &findings {
+    for f in findings {
         assert_eq!(
             f.evidence["cost_computed"], true,
             "priced by costwatch: {f:?}"
