@@ -535,7 +535,8 @@ pub fn judge(
             "cold_start": cold_start,
         }),
         explanation: format!(
-            "{requests} calls to {} ({:.0}x the cheapest model in use) averaged {:.0} prompt tokens and made {:.0}% of the session's cost; on {usual} they would have cost ${:.5} instead of ${:.5}",
+            "{requests} {} to {} ({:.0}x the cheapest model in use) averaged {:.0} prompt tokens and made {:.0}% of the session's cost; on {usual} they would have cost ${:.5} instead of ${:.5}",
+            if requests == 1 { "call" } else { "calls" },
             first.model,
             first.price_ratio,
             input as f64 / requests.max(1) as f64,
