@@ -140,7 +140,7 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
     if p.kind.is_row_source() && rows > 0 && p.calls_without_session == rows {
         out.push(
             "warning: no call carries a session id, so every call is judged alone: send one \
-             from your clients (see the README's section on your gateway) or set \
+             from your clients (see the manual's chapter on your source) or set \
              source.session_key"
                 .to_owned(),
         );
@@ -152,7 +152,11 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
     }
     if !p.models_without_caching_facts.is_empty() {
         out.push(format!(
-            "warning: no caching facts (minimum cacheable prefix, cache lifetime) for {} in              use: no_cache judges them with its rule's defaults (min_cacheable_tokens,              cache_lifetime_seconds); give them in the rule's model_min_cacheable_tokens and              model_cache_lifetime_seconds, or in source.models_file (caching facts shipped:              collected {})",
+            "warning: no caching facts (minimum cacheable prefix, cache lifetime) for {} in \
+             use: no_cache judges them with its rule's defaults (min_cacheable_tokens, \
+             cache_lifetime_seconds); give them in the rule's model_min_cacheable_tokens and \
+             model_cache_lifetime_seconds, or in source.models_file (caching facts shipped: \
+             collected {})",
             p.models_without_caching_facts.join(", "),
             costwatch::source::caching::collected()
         ));
