@@ -16,6 +16,7 @@ mod sim_spans;
 pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source};
 pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
+    traffic_demo_until,
 };
 pub use mcp::{mcp_access, mcp_server};
 pub use oneshot::{Probe, check_state, once, probe_source, test_alert};

@@ -111,9 +111,22 @@ pub struct TrafficDemo {
 
 /// Generates `days` of traffic from `seed`.
 pub fn traffic_demo(seed: u64, days: u32) -> TrafficDemo {
+    traffic_demo_from(seed, days, ScenarioParams::default().start)
+}
+
+/// Generates `days` of traffic from `seed` that ends at the start of the
+/// hour of `now`: traffic a daemon started now reads as recent history.
+pub fn traffic_demo_until(seed: u64, days: u32, now: DateTime<Utc>) -> TrafficDemo {
+    let hour = now.timestamp().div_euclid(3600) * 3600;
+    let end = DateTime::from_timestamp(hour, 0).unwrap_or(now);
+    traffic_demo_from(seed, days, end - ChronoDuration::days(i64::from(days)))
+}
+
+fn traffic_demo_from(seed: u64, days: u32, start: DateTime<Utc>) -> TrafficDemo {
     let params = ScenarioParams {
         seed,
         days,
+        start,
         ..ScenarioParams::default()
     };
     let dataset = Arc::new(scenario::generate(&params));

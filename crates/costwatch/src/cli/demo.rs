@@ -151,9 +151,17 @@ async fn serve(
              or `costwatch backtest --simulate --source {kind}`"
         )));
     }
-    let traffic = app::traffic_demo(seed, days);
+    let now = costwatch::clock::Clock::now(&costwatch::clock::SystemClock);
+    let traffic = app::traffic_demo_until(seed, days, now);
     let sim = traffic.serve(bind).await?;
     let start = traffic.params.start;
+    // Windows older than `windows.max_backfill` (7 days by default) are
+    // skipped: longer traffic needs it longer.
+    let backfill = if days >= 7 {
+        format!("COSTWATCH_WINDOWS__MAX_BACKFILL={}d\n", days + 1)
+    } else {
+        String::new()
+    };
     let (api_url, extra) = match kind {
         SourceKind::Otlp | SourceKind::OtlpFiles => (sim.base_url(), String::new()),
         SourceKind::Reference => (sim.base_url(), String::new()),
@@ -170,12 +178,15 @@ async fn serve(
         ),
     };
     println!(
-        "costwatch demo: serving {} days of simulated traffic (seed {seed}, {} sessions) until stopped\n\n\
+        "costwatch demo: serving {} days of simulated traffic (seed {seed}, {} sessions, \
+         the days before {}) until stopped\n\n\
          {extra}COSTWATCH_SOURCE__API_URL={api_url}\n\
          COSTWATCH_ADMIN_KEY={}\n\
-         COSTWATCH_WINDOWS__START={}\n",
+         COSTWATCH_WINDOWS__START={}\n{backfill}",
         days,
         traffic.dataset.sessions.len(),
+        (start + chrono::Duration::days(i64::from(days)))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         sim.admin_key(),
         start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     );

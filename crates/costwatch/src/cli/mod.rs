@@ -267,7 +267,8 @@ pub struct DemoArgs {
     #[arg(long)]
     pub rules: Option<PathBuf>,
     /// Only serve the simulated traffic's gateway (REST and MCP) on this
-    /// address until stopped, for `costwatch run` to read.
+    /// address until stopped, for `costwatch run` to read: the `--days`
+    /// before the current hour.
     #[arg(long, value_name = "ADDR", conflicts_with = "rules")]
     pub serve: Option<std::net::SocketAddr>,
     /// Read the simulated traffic in this gateway's form (with `--serve`:
