@@ -719,7 +719,8 @@ fn the_generated_files_are_what_the_commands_print_and_a_closed_pipe_is_no_error
             &["reference", "--example"][..],
             "config/costwatch.example.yaml",
         ),
-        (&["reference"][..], "docs/configuration.md"),
+        (&["reference"][..], "docs/src/reference/configuration.md"),
+        (&["reference", "--rules"][..], "docs/src/reference/rules.md"),
         (&["schema", "--config"][..], "config/costwatch.schema.json"),
         (&["schema"][..], "rules/rules.schema.json"),
     ] {

@@ -34,13 +34,15 @@ pub fn schema(a: SchemaArgs) -> Result<(), Exit> {
     print(format!("{text}\n").as_bytes(), "the schema")
 }
 
-/// `costwatch reference`: the configuration reference, or the example file.
+/// `costwatch reference`: the configuration reference, the example file,
+/// or the rules reference.
 pub fn reference(a: ReferenceArgs) -> Result<(), Exit> {
-    let schema = config::config_schema();
-    let text = if a.example {
-        generated::example(&schema)
+    let text = if a.rules {
+        generated::rules_reference(&config::rules_schema())
+    } else if a.example {
+        generated::example(&config::config_schema())
     } else {
-        generated::reference(&schema)
+        generated::reference(&config::config_schema())
     };
     print(text.as_bytes(), "the reference")
 }

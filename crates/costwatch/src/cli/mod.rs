@@ -69,7 +69,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Print the JSON Schema of rule files, or of configuration files.
     Schema(SchemaArgs),
-    /// Print the configuration reference (markdown), or the example file.
+    /// Print the configuration reference (markdown), the example file, or
+    /// the rules reference.
     Reference(ReferenceArgs),
     /// Show the rules built into the binary.
     Rules(RulesArgs),
@@ -128,8 +129,11 @@ pub struct SchemaArgs {
 #[derive(Debug, Args)]
 pub struct ReferenceArgs {
     /// The example configuration file, every key at its default, instead.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "rules")]
     pub example: bool,
+    /// The rules reference (every parameter of every kind of rule) instead.
+    #[arg(long)]
+    pub rules: bool,
 }
 
 /// `costwatch rules`.

@@ -604,8 +604,12 @@ fn the_generated_configuration_files_are_current() -> TestResult {
             crate::settings::reference::example(&schema),
         ),
         (
-            "docs/configuration.md",
+            "docs/src/reference/configuration.md",
             crate::settings::reference::reference(&schema),
+        ),
+        (
+            "docs/src/reference/rules.md",
+            crate::settings::reference::rules_reference(&crate::config::rules_schema()),
         ),
     ];
     for (name, want) in files {
