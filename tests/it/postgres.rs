@@ -438,6 +438,121 @@ async fn the_store_contract_holds_on_sqlite_and_postgres() {
     store_contract(&SqlStore::open(&pg.url()).await.unwrap()).await;
 }
 
+/// The status page's overview: impact summed per UTC day and kind (a
+/// window starting at 23:00 and one at midnight fall on two days), and
+/// the groups with the most impact, most first, cut at the limit.
+async fn overview_contract(store: &SqlStore) {
+    use costwatch::domain::{Kind, Severity};
+    let t = |h: i64| Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap() + ChronoDuration::hours(h);
+    let finding = |id: &str, kind: Kind, group: &str, w: Window, usd: f64| Finding {
+        kind,
+        session_id: id.into(),
+        window: w,
+        severity: Severity::Warning,
+        rule: kind.as_str().into(),
+        group: group.into(),
+        labels: Default::default(),
+        cost_usd: 2.0 * usd,
+        impact_usd: usd,
+        evidence: serde_json::Value::Null,
+        explanation: String::new(),
+    };
+    let (empty, models) = (
+        std::collections::HashMap::new(),
+        std::collections::BTreeSet::new(),
+    );
+    store
+        .init_watermark("overview", t(22), t(22))
+        .await
+        .unwrap();
+    let late = Window {
+        start: t(22),
+        end: t(23),
+    };
+    let eve = Window {
+        start: t(23),
+        end: t(24),
+    };
+    let midnight = Window {
+        start: t(24),
+        end: t(25),
+    };
+    for (w, found) in [
+        (
+            late,
+            vec![finding("out", Kind::NoCache, "feature=x", late, 100.0)],
+        ),
+        (
+            eve,
+            vec![
+                finding("e-1", Kind::NoCache, "feature=a", eve, 0.5),
+                finding("e-2", Kind::NoCache, "feature=b", eve, 0.25),
+                finding("e-3", Kind::RetryLoop, "feature=b", eve, 3.0),
+            ],
+        ),
+        (
+            midnight,
+            vec![
+                finding("m-1", Kind::NoCache, "feature=a", midnight, 1.0),
+                finding("m-2", Kind::OversizedModel, "feature=c", midnight, 2.0),
+            ],
+        ),
+    ] {
+        let commit = costwatch::store::WindowCommit {
+            findings: &found,
+            baselines: &empty,
+            models_seen: &models,
+            held: None,
+            sessions: 3,
+            pages: 1,
+            now: w.end,
+        };
+        store.commit_window("overview", w, commit).await.unwrap();
+    }
+    let days: Vec<(NaiveDate, Kind, u64, f64)> = store
+        .daily_impact(t(23), t(25))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|d| (d.day, d.kind, d.sessions, d.impact_usd))
+        .collect();
+    let (nov1, nov2) = (t(0).date_naive(), t(24).date_naive());
+    assert_eq!(
+        days,
+        [
+            (nov1, Kind::NoCache, 2, 0.75),
+            (nov1, Kind::RetryLoop, 1, 3.0),
+            (nov2, Kind::NoCache, 1, 1.0),
+            (nov2, Kind::OversizedModel, 1, 2.0),
+        ],
+        "the window before the range is left out"
+    );
+    let groups: Vec<(String, Kind, u64, f64)> = store
+        .top_groups(t(23), t(25), 3)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| (g.group, g.kind, g.sessions, g.impact_usd))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("feature=b".to_owned(), Kind::RetryLoop, 1, 3.0),
+            ("feature=c".to_owned(), Kind::OversizedModel, 1, 2.0),
+            ("feature=a".to_owned(), Kind::NoCache, 2, 1.5),
+        ]
+    );
+    assert!(store.daily_impact(t(0), t(22)).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_overview_reads_the_same_on_sqlite_and_postgres() {
+    let dir = tempfile::tempdir().unwrap();
+    overview_contract(&SqlStore::open(&sqlite_url(&dir)).await.unwrap()).await;
+    let pg = PgCluster::start();
+    overview_contract(&SqlStore::open(&pg.url()).await.unwrap()).await;
+}
+
 fn keyed(findings: &[Finding]) -> Vec<(String, String, i64)> {
     let mut v: Vec<(String, String, i64)> = findings
         .iter()

@@ -222,6 +222,12 @@ pub(crate) fn headless(browser: &Path, profile: &Path, args: &[&str], url: &str)
     std::fs::read_to_string(stdout).unwrap()
 }
 
+/// The RGB of a `#rrggbb` colour.
+pub(crate) fn rgb(hex: &str) -> [u8; 3] {
+    let v = u32::from_str_radix(hex.trim_start_matches('#'), 16).unwrap();
+    [(v >> 16) as u8, (v >> 8) as u8, v as u8]
+}
+
 /// Width, height and RGB pixels of a PNG.
 pub(crate) fn decode(path: &Path) -> (u32, u32, Vec<[u8; 3]>) {
     let file = std::io::BufReader::new(std::fs::File::open(path).unwrap());
@@ -304,6 +310,30 @@ async fn the_status_page_renders_in_a_headless_browser_at_a_phones_width() {
     // red background (#fdecea), which an unstyled page has nowhere.
     let alarm = pixels.iter().filter(|p| **p == [0xfd, 0xec, 0xea]).count();
     assert!(alarm > 500, "{alarm} pixels of the alarm background");
+    // The impact chart is drawn: the seed's findings of each kind show in
+    // their kind's colour, in the bar of the seed's day and the legend.
+    use costwatch::{domain::Kind, ops::status::impact_svg::colour};
+    for kind in Kind::ALL {
+        let want = rgb(colour(kind));
+        let n = pixels.iter().filter(|p| **p == want).count();
+        assert!(n > 40, "{n} pixels of {kind}'s colour");
+    }
+    // A bar, not only the legend's swatches: no_cache (the seed's largest
+    // waste) is a column of its colour taller than any swatch.
+    let blue = rgb(colour(Kind::NoCache));
+    let tallest = (0..width as usize)
+        .map(|x| {
+            let column = (0..height as usize).map(|y| pixels[y * width as usize + x] == blue);
+            column
+                .fold((0, 0), |(run, best), on| {
+                    let run = if on { run + 1 } else { 0 };
+                    (run, best.max(run))
+                })
+                .1
+        })
+        .max()
+        .unwrap_or(0);
+    assert!(tallest > 20, "no_cache's bar is {tallest} px tall");
     // Nothing sticks out to the right: the last column is background.
     let right_edge = (0..height as usize)
         .map(|y| pixels[y * width as usize + width as usize - 1])

@@ -5,9 +5,10 @@
 
 use super::inspect::IncidentRow;
 use super::{StoreError, WindowRow};
+use crate::domain::Kind;
 use crate::notify::Alert;
 use crate::silence::Silence;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use std::future::Future;
 
 /// A job's progress.
@@ -38,6 +39,32 @@ pub struct LeaseRow {
     pub holder: String,
     /// When it runs out unless renewed.
     pub expires_at: DateTime<Utc>,
+}
+
+/// The findings of one kind first seen on one UTC day.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DayImpact {
+    /// The UTC day of the window the findings were first seen in.
+    pub day: NaiveDate,
+    /// Their kind.
+    pub kind: Kind,
+    /// How many there are (one per session).
+    pub sessions: u64,
+    /// Their impact, in dollars.
+    pub impact_usd: f64,
+}
+
+/// The findings of one kind in one peer group over a span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupImpact {
+    /// The peer group.
+    pub group: String,
+    /// The kind.
+    pub kind: Kind,
+    /// How many findings (one per session).
+    pub sessions: u64,
+    /// Their impact, in dollars.
+    pub impact_usd: f64,
 }
 
 /// The status page's queries.
@@ -84,4 +111,23 @@ pub trait StatusStore: Send + Sync {
         &self,
         name: &str,
     ) -> impl Future<Output = Result<Option<LeaseRow>, StoreError>> + Send;
+
+    /// The impact of the findings first seen in windows starting in
+    /// `[from, to)`, summed per UTC day and kind, by day then kind. At most
+    /// one row per day and kind: the range (on the `findings_window`
+    /// index) bounds it.
+    fn daily_impact(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<DayImpact>, StoreError>> + Send;
+
+    /// The `limit` peer groups and kinds with the most impact among the
+    /// findings first seen in windows starting in `[from, to)`, most first.
+    fn top_groups(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<GroupImpact>, StoreError>> + Send;
 }

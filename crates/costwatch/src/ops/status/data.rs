@@ -6,16 +6,25 @@
 //! that fails costs that section only. Every list is capped: one more row
 //! than shown is asked for, to say that there are more.
 
+use crate::domain::Kind;
 use crate::incidents::{SOURCE_UNHEALTHY, fingerprint};
 use crate::investigate::{BudgetLedger, LedgerError};
 use crate::pipeline::Schedule;
 use crate::silence::Silence;
 use crate::store::inspect::{FindingQuery, IncidentQuery, IncidentRow};
-use crate::store::status::{JobRow, WindowState};
+use crate::store::status::{DayImpact, GroupImpact, JobRow, WindowState};
 use crate::store::{Inspect, SqlStore, StatusStore, Store, StoreError};
 use chrono::{DateTime, Duration as ChronoDuration, NaiveDate, Utc};
 use serde::Serialize;
 
+/// Days of impact shown, the main job's watermark's day the last.
+pub const IMPACT_DAYS: u32 = 30;
+/// Days in a week, of those compared to say whether it is getting worse.
+pub const WEEK_DAYS: usize = 7;
+/// Groups shown with the most impact over those days.
+pub const TOP_GROUPS_SHOWN: usize = 10;
+/// Incidents shown, open or resolved, most recently active first.
+pub const LAST_INCIDENTS_SHOWN: usize = 10;
 /// Open incidents shown, most recently active first.
 pub const INCIDENTS_SHOWN: usize = 50;
 /// Findings shown, newest first.
@@ -36,6 +45,12 @@ pub struct Status {
     pub generated_at: DateTime<Utc>,
     /// The replica that served it, and what only it knows.
     pub replica: ReplicaView,
+    /// The impact per day and kind over the last [`IMPACT_DAYS`] days of data.
+    pub impact: Section<ImpactView>,
+    /// The groups with the most impact over those days.
+    pub top_groups: Section<Capped<GroupView>>,
+    /// The incidents last active, open or resolved.
+    pub last_incidents: Section<Capped<IncidentView>>,
     /// Open (firing) incidents.
     pub incidents: Section<Capped<IncidentView>>,
     /// Findings first seen in the last day of data.
@@ -118,7 +133,126 @@ pub struct ReplicaView {
     pub unhealthy: Option<String>,
 }
 
-/// An open incident.
+/// The impact of the findings first seen on each day of a span of data
+/// time (UTC days).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImpactView {
+    /// Every day of the span, oldest first; a day without findings has no
+    /// kinds.
+    pub days: Vec<DayView>,
+    /// Where the span ends: the main job's watermark, or now when it has
+    /// none. The last day is the one before it.
+    pub until: DateTime<Utc>,
+    /// The impact over all the days.
+    pub total_usd: f64,
+    /// The impact over the last [`WEEK_DAYS`] days.
+    pub last_week_usd: f64,
+    /// The impact over the [`WEEK_DAYS`] days before those.
+    pub week_before_usd: f64,
+}
+
+impl ImpactView {
+    /// The impact of `kind` over all the days.
+    pub fn kind_usd(&self, kind: Kind) -> f64 {
+        self.days
+            .iter()
+            .flat_map(|d| &d.kinds)
+            .filter(|k| k.kind == kind)
+            .map(|k| k.impact_usd)
+            .sum()
+    }
+}
+
+/// One day's impact.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DayView {
+    /// The UTC day.
+    pub day: NaiveDate,
+    /// Each kind with findings that day, in [`Kind::ALL`]'s order.
+    pub kinds: Vec<KindDay>,
+}
+
+impl DayView {
+    /// The day's impact, every kind.
+    pub fn impact_usd(&self) -> f64 {
+        self.kinds.iter().map(|k| k.impact_usd).sum()
+    }
+}
+
+/// One kind's findings on one day.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct KindDay {
+    /// The kind.
+    pub kind: Kind,
+    /// Its findings (one per session).
+    pub sessions: u64,
+    /// Their impact, in dollars.
+    pub impact_usd: f64,
+}
+
+/// The days from `first` to `last` (UTC), each with what `rows` say of it.
+pub fn impact_view(
+    first: NaiveDate,
+    last: NaiveDate,
+    until: DateTime<Utc>,
+    rows: &[DayImpact],
+) -> ImpactView {
+    let days: Vec<DayView> = first
+        .iter_days()
+        .take_while(|d| *d <= last)
+        .map(|day| DayView {
+            day,
+            kinds: Kind::ALL
+                .iter()
+                .filter_map(|kind| {
+                    let r = rows.iter().find(|r| r.day == day && r.kind == *kind)?;
+                    Some(KindDay {
+                        kind: *kind,
+                        sessions: r.sessions,
+                        impact_usd: r.impact_usd,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    let sum = |days: &[DayView]| days.iter().map(DayView::impact_usd).sum::<f64>();
+    let n = days.len();
+    let last_week = &days[n.saturating_sub(WEEK_DAYS)..];
+    let week_before = &days[n.saturating_sub(2 * WEEK_DAYS)..n.saturating_sub(WEEK_DAYS)];
+    ImpactView {
+        total_usd: sum(&days),
+        last_week_usd: sum(last_week),
+        week_before_usd: sum(week_before),
+        until,
+        days,
+    }
+}
+
+/// A peer group's findings of one kind over the days of [`ImpactView`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupView {
+    /// The peer group.
+    pub group: String,
+    /// The kind.
+    pub kind: Kind,
+    /// Its findings (one per session).
+    pub sessions: u64,
+    /// Their impact, in dollars.
+    pub impact_usd: f64,
+}
+
+impl From<GroupImpact> for GroupView {
+    fn from(g: GroupImpact) -> GroupView {
+        GroupView {
+            group: g.group,
+            kind: g.kind,
+            sessions: g.sessions,
+            impact_usd: g.impact_usd,
+        }
+    }
+}
+
+/// An incident.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IncidentView {
     /// Its fingerprint (`costwatch incident show` takes it).
@@ -129,6 +263,8 @@ pub struct IncidentView {
     pub severity: String,
     /// The peer group.
     pub group: String,
+    /// Whether it is open (firing) rather than resolved.
+    pub open: bool,
     /// Sessions in this episode.
     pub sessions: u64,
     /// Their impact, in dollars.
@@ -346,6 +482,19 @@ pub async fn read(parts: &Parts, now: DateTime<Utc>, replica: ReplicaView) -> St
         let views = rows.iter().map(|r| incident_view(r, held(r))).collect();
         Capped::of(views, INCIDENTS_SHOWN)
     });
+    let last_incidents = store
+        .list_incidents(&IncidentQuery {
+            limit: Some(LAST_INCIDENTS_SHOWN + 1),
+            ..IncidentQuery::default()
+        })
+        .await
+        .map(|rows| {
+            let views = rows.iter().map(|r| incident_view(r, held(r))).collect();
+            Capped::of(views, LAST_INCIDENTS_SHOWN)
+        });
+    let until = main_watermark.unwrap_or(now);
+    let (first, last) = impact_days(until);
+    let from = first.and_time(chrono::NaiveTime::MIN).and_utc();
     let silence_views = silences.as_ref().map(|list| {
         let views = list
             .iter()
@@ -356,8 +505,24 @@ pub async fn read(parts: &Parts, now: DateTime<Utc>, replica: ReplicaView) -> St
     Status {
         generated_at: now,
         replica,
+        impact: Section::from_result(
+            store
+                .daily_impact(from, until)
+                .await
+                .map(|rows| impact_view(first, last, until, &rows)),
+        ),
+        top_groups: Section::from_result(
+            store
+                .top_groups(from, until, TOP_GROUPS_SHOWN + 1)
+                .await
+                .map(|rows| {
+                    let views = rows.into_iter().map(GroupView::from).collect();
+                    Capped::of(views, TOP_GROUPS_SHOWN)
+                }),
+        ),
+        last_incidents: Section::from_result(last_incidents),
         incidents: section(incident_views),
-        findings: Section::from_result(findings(store, main_watermark.unwrap_or(now)).await),
+        findings: Section::from_result(findings(store, until).await),
         silences: section(silence_views),
         jobs: Section::from_result(match jobs {
             Ok(rows) => job_views(parts, rows, now).await,
@@ -366,6 +531,16 @@ pub async fn read(parts: &Parts, now: DateTime<Utc>, replica: ReplicaView) -> St
         source: Section::from_result(source(store, job).await),
         budget: Section::from_result(budget(parts, now).await),
     }
+}
+
+/// The first and last of the [`IMPACT_DAYS`] days of data before `until`
+/// (UTC): the last is the day of the moment before it.
+pub fn impact_days(until: DateTime<Utc>) -> (NaiveDate, NaiveDate) {
+    let last = (until - ChronoDuration::milliseconds(1)).date_naive();
+    let first = last
+        .checked_sub_days(chrono::Days::new(u64::from(IMPACT_DAYS) - 1))
+        .unwrap_or(last);
+    (first, last)
 }
 
 /// A section from a result whose error is borrowed.
@@ -385,6 +560,7 @@ fn incident_view(r: &IncidentRow, silenced_by: Option<i64>) -> IncidentView {
         kind: i.kind.clone(),
         severity: i.severity.as_str().to_owned(),
         group: i.group.clone(),
+        open: i.firing,
         sessions: i.session_count,
         impact_usd: i.impact_usd,
         since: i.started,

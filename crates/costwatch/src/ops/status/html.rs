@@ -11,6 +11,7 @@ use super::data::{
     Status,
 };
 use super::escape::text;
+use super::overview;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::fmt::{self, Write as _};
 
@@ -38,10 +39,15 @@ fn page(out: &mut String, s: &Status) -> fmt::Result {
     )?;
     summary(out, s)?;
     out.push_str(
-        "<nav><a href=\"#incidents\">Incidents</a> <a href=\"#findings\">Findings</a> \
+        "<nav><a href=\"#impact\">Impact</a> <a href=\"#groups\">Groups</a> \
+         <a href=\"#last-incidents\">Last incidents</a> \
+         <a href=\"#incidents\">Open incidents</a> <a href=\"#findings\">Findings</a> \
          <a href=\"#silences\">Silences</a> <a href=\"#windows\">Windows</a> \
          <a href=\"#source\">Source</a> <a href=\"#budget\">Budget</a></nav>\n</header>\n<main>\n",
     );
+    overview::impact(out, &s.impact)?;
+    overview::top_groups(out, &s.top_groups)?;
+    overview::last_incidents(out, &s.last_incidents)?;
     incidents(out, &s.incidents)?;
     findings(out, &s.findings)?;
     silences(out, &s.silences, now)?;
@@ -126,7 +132,7 @@ fn summary(out: &mut String, s: &Status) -> fmt::Result {
 }
 
 /// The section's heading, then its error if it could not be read.
-fn heading<'a, T>(
+pub(super) fn heading<'a, T>(
     out: &mut String,
     id: &str,
     title: &str,
@@ -151,11 +157,11 @@ fn heading<'a, T>(
     }
 }
 
-fn none(out: &mut String, what: &str) -> fmt::Result {
+pub(super) fn none(out: &mut String, what: &str) -> fmt::Result {
     writeln!(out, "<p class=\"none\">{}</p>\n</section>", text(what))
 }
 
-fn more_note<T>(out: &mut String, list: &Capped<T>, command: &str) -> fmt::Result {
+pub(super) fn more_note<T>(out: &mut String, list: &Capped<T>, command: &str) -> fmt::Result {
     if list.more {
         writeln!(
             out,
@@ -168,7 +174,7 @@ fn more_note<T>(out: &mut String, list: &Capped<T>, command: &str) -> fmt::Resul
 }
 
 /// `<td data-label="label" class="class">value</td>`, escaped.
-fn cell(out: &mut String, label: &str, class: &str, value: &str) -> fmt::Result {
+pub(super) fn cell(out: &mut String, label: &str, class: &str, value: &str) -> fmt::Result {
     write!(
         out,
         "<td data-label=\"{}\" class=\"{}\">{}</td>",
@@ -178,7 +184,7 @@ fn cell(out: &mut String, label: &str, class: &str, value: &str) -> fmt::Result 
     )
 }
 
-fn table_head(out: &mut String, columns: &[&str]) {
+pub(super) fn table_head(out: &mut String, columns: &[&str]) {
     out.push_str("<div class=\"table\"><table>\n<thead><tr>");
     for c in columns {
         let _ = write!(out, "<th>{}</th>", text(c));
@@ -186,7 +192,7 @@ fn table_head(out: &mut String, columns: &[&str]) {
     out.push_str("</tr></thead>\n<tbody>\n");
 }
 
-fn table_end(out: &mut String) {
+pub(super) fn table_end(out: &mut String) {
     out.push_str("</tbody>\n</table></div>\n");
 }
 
@@ -565,7 +571,7 @@ fn percent(part: f64, whole: f64) -> String {
 }
 
 /// The first 12 characters of a fingerprint, as the CLI's tables show it.
-fn short(fingerprint: &str) -> &str {
+pub(super) fn short(fingerprint: &str) -> &str {
     fingerprint.get(..12).unwrap_or(fingerprint)
 }
 

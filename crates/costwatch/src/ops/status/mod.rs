@@ -1,5 +1,8 @@
-//! The status page, `GET /` on the operations port: open incidents, recent
-//! findings, active silences, each job's last windows and watermark, the
+//! The status page, `GET /` on the operations port: first the impact per
+//! day by kind over the last 30 days of data (an inline SVG chart drawn
+//! by `impact_svg.rs`), the groups with the most impact and the incidents
+//! last active, open or resolved (`overview.rs`); then open incidents,
+//! recent findings, active silences, each job's last windows and watermark, the
 //! gateway's health and the day's investigation budget, on one
 //! server-rendered HTML page (`html.rs`) or as JSON (`/?format=json`).
 //!
@@ -13,9 +16,13 @@
 pub mod data;
 pub mod escape;
 pub mod html;
+pub mod impact_svg;
+mod overview;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_overview;
 
 pub use data::{Parts, ReplicaView, Status};
 

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn at(h: u32, m: u32) -> DateTime<Utc> {
+pub(super) fn at(h: u32, m: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 2, h, m, 0).unwrap()
 }
 
@@ -32,7 +32,9 @@ const TAGS: [&str; 32] = [
     "code", "ul", "li", "nav", "a", "main", "section", "div", "table", "thead", "tbody", "tr",
     "th", "td", "span", "br", "small", "dl", "dt", "dd",
 ];
-const MORE_TAGS: [&str; 2] = ["footer", "meter"];
+const MORE_TAGS: [&str; 8] = [
+    "footer", "meter", "svg", "g", "rect", "line", "text", "desc",
+];
 
 fn tags(page: &str) -> BTreeSet<String> {
     page.match_indices('<')
@@ -46,7 +48,7 @@ fn tags(page: &str) -> BTreeSet<String> {
         .collect()
 }
 
-fn finding(id: &str, kind: Kind, group: &str, window: Window) -> Finding {
+pub(super) fn finding(id: &str, kind: Kind, group: &str, window: Window) -> Finding {
     Finding {
         kind,
         session_id: id.into(),
@@ -71,6 +73,7 @@ fn hostile_status(now: DateTime<Utc>) -> Status {
         kind: HOSTILE.into(),
         severity: HOSTILE.into(),
         group: HOSTILE.into(),
+        open: true,
         sessions: 3,
         impact_usd: 0.5,
         since: at(9, 0),
@@ -109,8 +112,27 @@ fn hostile_status(now: DateTime<Utc>) -> Status {
         last_error: Some(HOSTILE.into()),
         updated_at: at(10, 5),
     };
+    let resolved = IncidentView {
+        open: false,
+        last_error: None,
+        ..incident.clone()
+    };
+    let group = GroupView {
+        group: HOSTILE.into(),
+        kind: Kind::RetryLoop,
+        sessions: 2,
+        impact_usd: 1.5,
+    };
     Status {
         generated_at: now,
+        impact: Section::Read(impact_view(
+            at(0, 0).date_naive() - ChronoDuration::days(29),
+            at(0, 0).date_naive(),
+            at(10, 0),
+            &[],
+        )),
+        top_groups: Section::Read(Capped::of(vec![group], 5)),
+        last_incidents: Section::Read(Capped::of(vec![resolved], 5)),
         replica: ReplicaView {
             name: HOSTILE.into(),
             last_tick: Some(at(10, 5)),
@@ -183,11 +205,12 @@ fn every_value_from_the_state_is_escaped_and_no_markup_gets_through() {
     );
     let escaped = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;&lt;img src=x \
                    onerror=&#39;y&#39;&gt;&amp;amp;\\x1b[2J\\r\\n\\u{202e}";
-    // The incident's kind, severity, group and error, the finding's five
+    // The top group, the last incident's kind, severity and group, the
+    // open incident's kind, severity, group and error, the finding's five
     // strings, the silence's three, the window's two, the job, the
     // source's error and lease holder, the replica's name and reason, and
     // the budget's error.
-    assert_eq!(page.matches(escaped).count(), 20, "{page}");
+    assert_eq!(page.matches(escaped).count(), 24, "{page}");
 }
 
 #[test]
@@ -199,6 +222,14 @@ fn each_section_says_none_when_there_is_nothing() {
             name: "host-1".into(),
             ..ReplicaView::default()
         },
+        impact: Section::Read(impact_view(
+            at(0, 0).date_naive() - ChronoDuration::days(29),
+            at(0, 0).date_naive(),
+            at(10, 0),
+            &[],
+        )),
+        top_groups: Section::Read(Capped::of(Vec::new(), 5)),
+        last_incidents: Section::Read(Capped::of(Vec::new(), 5)),
         incidents: Section::Read(Capped::of(Vec::new(), 5)),
         findings: Section::Read(FindingsView {
             since: at(0, 0),
@@ -227,6 +258,9 @@ fn each_section_says_none_when_there_is_nothing() {
     let page = render(&status);
     for line in [
         "<li class=\"ok\">0 open incidents</li>",
+        "No waste found in the 30 days to Nov 2 (UTC).",
+        "No findings in these days.",
+        "No incidents yet.",
         "<li class=\"ok\">gateway healthy</li>",
         "<li>0 silences active</li>",
         "No open incidents.",
@@ -263,7 +297,7 @@ fn a_section_that_cannot_be_read_says_why_and_the_others_still_show() {
         page.matches("<section").count(),
         page.matches("</section>").count()
     );
-    assert_eq!(page.matches("<section").count(), 6);
+    assert_eq!(page.matches("<section").count(), 9);
 }
 
 #[test]
@@ -394,7 +428,7 @@ async fn state(dir: &tempfile::TempDir, now: DateTime<Utc>) -> SqlStore {
     store
 }
 
-fn parts(store: SqlStore) -> Parts {
+pub(super) fn parts(store: SqlStore) -> Parts {
     Parts {
         store,
         schedule: Schedule {

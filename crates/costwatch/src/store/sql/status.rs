@@ -6,7 +6,9 @@ use super::*;
 use crate::notify::Alert;
 use crate::silence::Silence;
 use crate::store::inspect::IncidentRow;
-use crate::store::status::{JobRow, LeaseRow, StatusStore, WindowState};
+use crate::store::status::{DayImpact, GroupImpact, JobRow, LeaseRow, StatusStore, WindowState};
+
+const DAY_MS: i64 = 86_400_000;
 
 const WINDOW_COLUMNS: &str =
     "start_ms, end_ms, status, sessions, findings, attempts, last_error, updated_ms";
@@ -17,6 +19,11 @@ fn limit(n: usize) -> i64 {
 
 fn count(r: &AnyRow, column: &str) -> Result<u64, StoreError> {
     Ok(u64::try_from(r.try_get::<i64, _>(column).map_err(corrupt)?).unwrap_or(0))
+}
+
+fn kind(r: &AnyRow) -> Result<Kind, StoreError> {
+    let name: String = r.try_get("kind").map_err(corrupt)?;
+    Kind::parse(&name).ok_or_else(|| StoreError::Corrupt(format!("unknown kind {name}")))
 }
 
 fn window_state(r: &AnyRow) -> Result<WindowState, StoreError> {
@@ -142,5 +149,65 @@ impl StatusStore for SqlStore {
                 })
             })
             .transpose()
+    }
+
+    async fn daily_impact(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<DayImpact>, StoreError> {
+        // An integer divided by an integer: the UTC day since the epoch
+        // (86,400,000 ms a day, `DAY_MS`), on both backends.
+        let rows = sqlx::query(
+            "SELECT window_start_ms / 86400000 AS day, kind, COUNT(*) AS sessions, \
+             SUM(impact_usd) AS impact FROM findings \
+             WHERE window_start_ms >= $1 AND window_start_ms < $2 \
+             GROUP BY window_start_ms / 86400000, kind ORDER BY day, kind",
+        )
+        .bind(ms(from))
+        .bind(ms(to))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.iter()
+            .map(|r| {
+                let day: i64 = r.try_get("day").map_err(corrupt)?;
+                Ok(DayImpact {
+                    day: from_ms(day.saturating_mul(DAY_MS))?.date_naive(),
+                    kind: kind(r)?,
+                    sessions: count(r, "sessions")?,
+                    impact_usd: r.try_get("impact").map_err(corrupt)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn top_groups(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        n: usize,
+    ) -> Result<Vec<GroupImpact>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT group_key, kind, COUNT(*) AS sessions, SUM(impact_usd) AS impact \
+             FROM findings WHERE window_start_ms >= $1 AND window_start_ms < $2 \
+             GROUP BY group_key, kind ORDER BY impact DESC, group_key, kind LIMIT $3",
+        )
+        .bind(ms(from))
+        .bind(ms(to))
+        .bind(limit(n))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.iter()
+            .map(|r| {
+                Ok(GroupImpact {
+                    group: r.try_get("group_key").map_err(corrupt)?,
+                    kind: kind(r)?,
+                    sessions: count(r, "sessions")?,
+                    impact_usd: r.try_get("impact").map_err(corrupt)?,
+                })
+            })
+            .collect()
     }
 }
