@@ -29,6 +29,7 @@ mod otel_genai_interop;
 mod otel_interop;
 mod otlp_receiver;
 mod pg;
+mod pictures;
 mod pipeline;
 mod postgres;
 mod replicas;

@@ -10,7 +10,7 @@ type Rgb = [u8; 3];
 
 /// Encodes `rgb` (3 bytes a pixel, rows top to bottom) as an 8-bit
 /// indexed PNG.
-pub(super) fn indexed_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, ChartError> {
+pub fn indexed_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, ChartError> {
     let mut counts: BTreeMap<Rgb, u32> = BTreeMap::new();
     for px in rgb.chunks_exact(3) {
         *counts.entry([px[0], px[1], px[2]]).or_insert(0) += 1;

@@ -21,7 +21,7 @@
 //! `ln(calls)`).
 
 pub mod draw;
-mod encode;
+pub mod encode;
 mod font;
 #[cfg(test)]
 mod tests;
