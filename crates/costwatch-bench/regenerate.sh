@@ -260,7 +260,7 @@ columns as in the table above); the second says where the adversarial
 family's sessions were found or missed: per situation, the truly wasteful
 sessions of each kind, how many of them costwatch found, and how many
 sessions it flagged for a kind they do not carry. The third sums why the
-no_cache findings' calls missed the cache (\`cache_miss_causes\`, README
+no_cache findings' calls missed the cache (\`cache_miss_causes\`, the manual's
 "What each detector sees"): the calls of each cause and what a working
 cache would have saved on them (for \`written_never_read\`, the write
 premium paid); only the causes marked count in a finding's impact. The

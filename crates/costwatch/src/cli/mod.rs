@@ -16,6 +16,8 @@ mod once;
 mod output;
 mod silence;
 mod table;
+#[cfg(test)]
+mod tests_manual;
 mod when;
 
 use chrono::{DateTime, Utc};

@@ -1,5 +1,5 @@
 //! The limits every value from the gateway is held to, checked as its page
-//! is parsed (README, "Limits on gateway data").
+//! is parsed (the manual, "Limits on gateway data").
 //!
 //! A value no real gateway can send (tokens at `u64::MAX`, a cost of
 //! 1.7e308, more cached than prompt tokens, a 7 MB label) fails its page
