@@ -50,27 +50,71 @@ fn images() -> PathBuf {
     crate::support::manifest_dir().join("docs/src/images")
 }
 
+/// The shipped rule of `kind` (`rules/`).
+fn rule_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::NoCache => "no-cache-conversation",
+        Kind::OversizedModel => "premium-model-on-tiny-calls",
+        Kind::RetryLoop => "retry-loop",
+    }
+}
+
 /// A finding of the picture's state.
 fn finding(n: usize, kind: Kind, group: &str, window: Window, usd: f64) -> Finding {
     let feature = group.trim_start_matches("feature=");
-    let (evidence, explanation) = match kind {
-        Kind::NoCache => (
-            serde_json::json!({"requests": 9 + n % 7, "cached_share": 0.02 * (n % 3) as f64}),
-            format!(
-                "{} calls resent a 14k-token prompt, none read from the cache",
-                9 + n % 7
-            ),
-        ),
-        Kind::RetryLoop => (
-            serde_json::json!({"requests": 60 + 37 * (n % 5)}),
-            format!(
-                "{} calls with the same prompt within minutes, all failed",
-                60 + 37 * (n % 5)
-            ),
-        ),
+    // Evidence and explanations in the detectors' own words.
+    let (evidence, explanation, rule) = match kind {
+        Kind::NoCache => {
+            let calls = 9 + n % 7;
+            let prompt = calls * 14_200;
+            let avoidable = (usd * 0.78 * 1e4).round() / 1e4;
+            (
+                serde_json::json!({
+                    "requests": calls,
+                    "cached_share": 0.0,
+                    "dominant_cause": "prefix_changed",
+                    "cache_miss_causes": {
+                        "cold_start": {"calls": 1, "usd": 0.0},
+                        "prefix_changed": {"calls": calls - 1, "usd": avoidable},
+                        "written_never_read": {"calls": calls, "usd": ((usd - avoidable) * 1e4).round() / 1e4},
+                    },
+                }),
+                format!(
+                    "{calls} calls read 0 of {prompt} prompt tokens from the prompt cache (0.0%) \
+                     while 212 peers in {group} cached a median 70%; {m} of the {m} calls that \
+                     could have read it read nothing; most of what could have been saved is \
+                     prefix_changed, {m} calls and ${avoidable:.4} of ${usd:.4} (78%): the \
+                     prompt's start changed between calls, as a timestamp or a reordered tool \
+                     list does",
+                    m = calls - 1,
+                ),
+                rule_name(kind),
+            )
+        }
+        Kind::RetryLoop => {
+            let calls = 60 + 37 * (n % 5);
+            (
+                serde_json::json!({"requests": calls}),
+                format!(
+                    "{calls} calls where peers in {group} make a median 6: {} consecutive \
+                     near-identical calls to gpt-4.1-mini (9120 tokens each, {} failed); the \
+                     extra calls cost about ${usd:.5}",
+                    calls - 2,
+                    calls - 3,
+                ),
+                rule_name(kind),
+            )
+        }
         Kind::OversizedModel => (
             serde_json::json!({"tiny_call_price": 15.0 + (n % 4) as f64 * 2.5}),
-            "12 tiny calls to gpt-4.1 where the group uses gpt-4.1-mini".to_owned(),
+            format!(
+                "12 calls to gpt-4.1 (5x the cheapest model in use) averaged 310 prompt tokens \
+                 and made 97% of the session's cost; on gpt-4.1-mini they would have cost \
+                 ${:.5} instead of ${:.5}",
+                usd * 0.25,
+                usd * 1.25
+            ),
+            rule_name(kind),
         ),
     };
     Finding {
@@ -82,7 +126,7 @@ fn finding(n: usize, kind: Kind, group: &str, window: Window, usd: f64) -> Findi
         } else {
             Severity::Warning
         },
-        rule: kind.as_str().into(),
+        rule: rule.into(),
         group: group.into(),
         labels: BTreeMap::from([("feature".to_owned(), feature.to_owned())]),
         cost_usd: usd * 1.6,
@@ -195,7 +239,7 @@ async fn state(dir: &TempDir) -> SqlStore {
             let updates: Vec<IncidentUpdate> = resolved_after(d)
                 .into_iter()
                 .map(|(kind, group)| IncidentUpdate {
-                    fingerprint: fingerprint(kind.as_str(), kind.as_str(), group),
+                    fingerprint: fingerprint(kind.as_str(), rule_name(kind), group),
                     firing: false,
                     notified: None,
                     notified_sessions: 0,
@@ -218,7 +262,7 @@ async fn state(dir: &TempDir) -> SqlStore {
         (Kind::NoCache, "feature=support-agent"),
         (Kind::OversizedModel, "feature=triage"),
     ] {
-        let fp = fingerprint(kind.as_str(), kind.as_str(), group);
+        let fp = fingerprint(kind.as_str(), rule_name(kind), group);
         let open = store.incident(&fp).await.unwrap().unwrap().incident;
         told.push(IncidentUpdate {
             fingerprint: fp,
@@ -312,7 +356,7 @@ fn baseline(kind: Kind) -> GroupBaseline {
 /// The firing alert of the incident of `kind` in `group`, as the daemon
 /// builds it, its chart captured against [`baseline`].
 async fn alert_of(store: &SqlStore, kind: Kind, group: &str) -> costwatch::notify::Alert {
-    let fp = fingerprint(kind.as_str(), kind.as_str(), group);
+    let fp = fingerprint(kind.as_str(), rule_name(kind), group);
     let incident = store.incident(&fp).await.unwrap().unwrap().incident;
     let (findings, _) = store.findings_of(&incident, 5).await.unwrap();
     let sessions = findings
@@ -347,7 +391,7 @@ async fn pictures(dir: &TempDir) -> (Vec<Picture>, data::Status) {
         input: page.into_bytes(),
         make: Make::Browser {
             width: 1280,
-            height: 3500,
+            height: 4400,
         },
     }];
     let email = alert_of(&store, Kind::NoCache, "feature=support-agent").await;
@@ -364,7 +408,7 @@ async fn pictures(dir: &TempDir) -> (Vec<Picture>, data::Status) {
         input: email_html.into_bytes(),
         make: Make::Browser {
             width: 800,
-            height: 1200,
+            height: 2000,
         },
     });
     for (kind, group) in [
