@@ -53,6 +53,9 @@
 //! `gpt-*` models, LangChain's for `claude-*`, OpenTelemetry's for the
 //! rest.
 //!
+//! Beside the observations, `GET /api/public/models` lists the project's
+//! model definitions with their prices ([`models`]).
+//!
 //! The simulator answers the API of a server in v4 mode (the route is there).
 //! What it leaves out: the JSON `filter` parameter (a 400 says so), and the
 //! `io`, `prompt` and time fields carry no content (`null`).
@@ -63,6 +66,7 @@
 mod auth;
 mod faults;
 pub mod mcp;
+pub mod models;
 mod observation;
 mod paging;
 mod query;
@@ -101,6 +105,7 @@ struct Shape {
     spelling: UsageSpelling,
     without_session: HashSet<String>,
     without_cost: HashSet<String>,
+    without_definition: HashSet<String>,
 }
 
 /// The Langfuse side of a running simulator: its keys, its faults and how
@@ -131,7 +136,13 @@ impl LangfuseSim {
             public_key,
             secret_key,
             faults: LangfuseFaults::default(),
-            shape: Arc::new(RwLock::new(Shape::default())),
+            shape: Arc::new(RwLock::new(Shape {
+                without_definition: models::UNDEFINED_BY_DEFAULT
+                    .iter()
+                    .map(|m| (*m).to_owned())
+                    .collect(),
+                ..Shape::default()
+            })),
             mcp: Arc::new(mcp::McpState::default()),
         }
     }
@@ -174,6 +185,13 @@ impl LangfuseSim {
         self.with_shape(|s| s.without_cost.extend(session_ids));
     }
 
+    /// Lists no model definition for these models (by default `nova-lite`
+    /// has none): their calls keep the costs they were traced with, and
+    /// nothing else prices them.
+    pub fn serve_without_definition(&self, models: impl IntoIterator<Item = String>) {
+        self.with_shape(|s| s.without_definition.extend(models));
+    }
+
     fn with_shape<R>(&self, f: impl FnOnce(&mut Shape) -> R) -> R {
         f(&mut self.shape.write().unwrap_or_else(PoisonError::into_inner))
     }
@@ -192,12 +210,13 @@ struct RouteState {
     now: Horizon,
 }
 
-/// The routes below `/api/public`: `GET /v2/observations`, the MCP
-/// endpoint `/mcp` ([`mcp`]), and Langfuse's 404 for anything else. `now`
-/// is the simulator's horizon.
+/// The routes below `/api/public`: `GET /v2/observations`, `GET /models`
+/// ([`models`]), the MCP endpoint `/mcp` ([`mcp`]), and Langfuse's 404 for
+/// anything else. `now` is the simulator's horizon.
 pub(crate) fn router(sim: LangfuseSim, now: Horizon) -> Router {
     Router::new()
         .route("/v2/observations", get(observations))
+        .route("/models", get(model_definitions))
         .route(
             "/mcp",
             post(mcp::post)
@@ -221,6 +240,20 @@ async fn observations(
         answer(&st, raw.as_deref(), fault)
     })
     .await
+}
+
+async fn model_definitions(
+    State(st): State<RouteState>,
+    headers: HeaderMap,
+    RawQuery(raw): RawQuery,
+) -> Response {
+    if let Err(refused) = auth::check(&headers, &st.sim) {
+        return refused.into_response();
+    }
+    match models::answer(&st.sim, raw.as_deref()) {
+        Ok(page) => axum::Json(page).into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 /// The page the query asks for, as JSON, with the cursor a paging fault
