@@ -514,19 +514,27 @@ where
     ) -> Result<Read, PipelineError> {
         let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
         let in_use = self.models_in_use(since, carried.as_deref_mut()).await?;
-        let catalogue = Catalogue::new(models.to_vec(), in_use.iter().map(String::as_str));
-        let mut analysis = self.detector.begin(window, catalogue);
+        // The catalogue is made once the window's calls are read, with the
+        // prices they taught laid on the source's (`Source::window_models`).
+        let begin = || {
+            let learned = crate::source::caching::with_caching_facts(self.source.window_models());
+            let models = crate::source::prices::overlay(models, learned);
+            let catalogue = Catalogue::new(models, in_use.iter().map(String::as_str));
+            self.detector.begin(window, catalogue)
+        };
+        let mut begun = None;
         let stats = self
             .source
             .sessions(window, |s: SessionRecord| {
                 held.saw(&s.session_id);
-                analysis.observe(s)
+                begun.get_or_insert_with(begin).observe(s)
             })
             .await
             .map_err(|source| PipelineError::Source {
                 window,
                 error: source,
             })?;
+        let analysis = begun.unwrap_or_else(begin);
         let history = self
             .history(
                 analysis.groups(),

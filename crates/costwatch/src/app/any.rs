@@ -38,6 +38,16 @@ impl Source for AnySource {
         }
     }
 
+    fn window_models(&self) -> Vec<ModelPrice> {
+        match self {
+            AnySource::Reference(s) => s.window_models(),
+            AnySource::Litellm(s) => s.window_models(),
+            AnySource::Langfuse(s) => s.window_models(),
+            AnySource::Otlp(s) => s.window_models(),
+            AnySource::OtlpFiles(s) => s.window_models(),
+        }
+    }
+
     async fn sessions<F>(&self, window: Window, sink: F) -> Result<ReadStats, SourceError>
     where
         F: FnMut(SessionRecord) + Send,

@@ -7,6 +7,7 @@ pub mod caching;
 pub mod fetch;
 pub mod gateway;
 pub mod langfuse;
+pub mod learned;
 pub mod litellm;
 pub mod otlp;
 pub mod prices;
@@ -432,6 +433,19 @@ impl FoundCalls {
 pub trait Source: Send + Sync {
     /// The model catalogue with prices.
     fn models(&self) -> impl Future<Output = Result<Vec<ModelPrice>, SourceError>> + Send;
+
+    /// The prices of the models the calls of the window last read by
+    /// [`Source::sessions`] name, where they differ from or add to
+    /// [`Source::models`]: a model the source's catalogue matches by a
+    /// pattern, a date or a tier rather than by its name, or one no
+    /// catalogue prices whose prices were learned from the costs the source
+    /// reported (`learned`). Known once the window's calls are read, before
+    /// its first session is handed on; laid on the catalogue of that window
+    /// (`prices::overlay`). Empty for a source whose catalogue names every
+    /// model it serves.
+    fn window_models(&self) -> Vec<ModelPrice> {
+        Vec::new()
+    }
 
     /// Streams every session active in `window`, page by page, into `sink`.
     /// Returns only after the last page was read; any error means the window

@@ -1,23 +1,74 @@
 //! Prices for calls a source does not price: the source's own catalogue,
 //! then `source.models_file`, then the table shipped inside the binary
 //! (`prices/default.json`, generated from LiteLLM's bundled cost map by
-//! `prices/regenerate.py`; its `source` field names the version).
+//! `prices/regenerate.py`; its `source` field names the version), then
+//! what the source's reported costs teach (`super::learned`).
 //!
 //! Every table has the shape of the reference API's `GET /models` answer,
-//! so one parser and one set of checks serve them all.
+//! so one parser and one set of checks serve them all. A source's own
+//! catalogue may match calls by more than a model's name (Langfuse's model
+//! definitions: a pattern, a start date, tiers by usage): it is then a
+//! [`PriceRules`], asked before any table.
 
 use super::{ModelPrice, wire};
+use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// The table shipped inside the binary.
 const DEFAULT_TABLE: &str = include_str!("prices/default.json");
 
-/// Model prices by id; the first table listing a model wins.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// A call's tokens by how they are billed: uncached prompt, cache reads,
+/// cache writes, completion.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Billed {
+    /// Prompt tokens neither read from nor written to the cache.
+    pub uncached: u64,
+    /// Prompt tokens read from the cache.
+    pub cached: u64,
+    /// Prompt tokens written to the cache.
+    pub write: u64,
+    /// Completion tokens.
+    pub output: u64,
+}
+
+impl Billed {
+    /// The parts of a call whose whole prompt is `input` tokens, `cached`
+    /// of them read from and `write` written to the cache.
+    pub fn of(input: u64, cached: u64, write: u64, output: u64) -> Billed {
+        Billed {
+            uncached: input.saturating_sub(cached).saturating_sub(write),
+            cached,
+            write,
+            output,
+        }
+    }
+}
+
+/// A source's catalogue whose entries match calls by more than a model's
+/// exact name (a pattern on the name, the date a price starts, tiers by
+/// usage), such as Langfuse's model definitions.
+pub trait PriceRules: Send + Sync + std::fmt::Debug {
+    /// The prices, under the id `model`, of a call to `model` that started
+    /// at `at`; `billed`, where given, picks the tier its usage falls in
+    /// (the default tier without it). `None` when no entry matches.
+    fn price(&self, model: &str, at: DateTime<Utc>, billed: Option<&Billed>) -> Option<ModelPrice>;
+
+    /// One entry per model the catalogue names, as its newest entry
+    /// prices it (default tier), for listings.
+    fn listed(&self) -> Vec<ModelPrice>;
+}
+
+/// Model prices by id; the first table listing a model wins, and a
+/// source's [`PriceRules`], where it has some, come before every table.
+#[derive(Debug, Clone, Default)]
 pub struct PriceTable {
     models: Vec<ModelPrice>,
     by_id: HashMap<String, usize>,
+    rules: Option<Arc<dyn PriceRules>>,
+    /// How many of `models`, at the front, the rules listed.
+    ruled: usize,
 }
 
 impl PriceTable {
@@ -26,6 +77,39 @@ impl PriceTable {
         let mut table = PriceTable::default();
         table.extend(models);
         table
+    }
+
+    /// A table of what `rules` lists, asked first for every call.
+    pub fn with_rules(rules: Arc<dyn PriceRules>) -> PriceTable {
+        let mut table = PriceTable::new(rules.listed());
+        table.rules = Some(rules);
+        table.ruled = table.models.len();
+        table
+    }
+
+    /// What one call cost at the prices that held for it: the rules' entry
+    /// for its model, date and usage, else the tables' price of its model.
+    pub fn call_cost(&self, model: &str, at: DateTime<Utc>, billed: &Billed) -> Option<f64> {
+        let cost = |p: &ModelPrice| p.cost_of(billed);
+        match self
+            .rules
+            .as_ref()
+            .and_then(|r| r.price(model, at, Some(billed)))
+        {
+            Some(p) => Some(cost(&p)),
+            None => self.get(model).map(cost),
+        }
+    }
+
+    /// The prices of `model`, under that id, as they stood at `at`: the
+    /// rules' entry (default tier), else the tables'.
+    pub fn price_at(&self, model: &str, at: DateTime<Utc>) -> Option<ModelPrice> {
+        if let Some(p) = self.rules.as_ref().and_then(|r| r.price(model, at, None)) {
+            return Some(p);
+        }
+        let mut p = self.get(model)?.clone();
+        model.clone_into(&mut p.id);
+        Some(p)
     }
 
     /// Adds the models not listed yet.
@@ -48,6 +132,11 @@ impl PriceTable {
                 .and_then(|(_, bare)| self.by_id.get(bare))
         };
         exact.or_else(bare).and_then(|&i| self.models.get(i))
+    }
+
+    /// The models the rules list (their prices depend on the date).
+    pub fn ruled(&self) -> &[ModelPrice] {
+        self.models.get(..self.ruled).unwrap_or_default()
     }
 
     /// Every model, in the order tables were added.
@@ -98,22 +187,43 @@ pub fn load_file(path: &Path) -> Result<Vec<ModelPrice>, String> {
     parse(&body).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// `base` with `over` laid on it: an entry of `over` replaces the entry of
+/// `base` with its id. What a window's calls taught about prices
+/// ([`super::Source::window_models`]) is laid on a source's catalogue so.
+pub fn overlay(base: &[ModelPrice], over: Vec<ModelPrice>) -> Vec<ModelPrice> {
+    if over.is_empty() {
+        return base.to_vec();
+    }
+    let named: std::collections::HashSet<&str> = over.iter().map(|m| m.id.as_str()).collect();
+    let mut out: Vec<ModelPrice> = base
+        .iter()
+        .filter(|m| !named.contains(m.id.as_str()))
+        .cloned()
+        .collect();
+    out.extend(over);
+    out
+}
+
 impl ModelPrice {
     /// What one call costs at these prices: uncached input, cache reads,
     /// cache writes (at the input price where no write price is set) and
     /// output.
     pub fn cost(&self, input: u64, cached: u64, cache_write: u64, output: u64) -> f64 {
+        self.cost_of(&Billed::of(input, cached, cache_write, output))
+    }
+
+    /// [`ModelPrice::cost`] of a call's billed parts.
+    pub fn cost_of(&self, b: &Billed) -> f64 {
         let read_price = self
             .cached_input_usd_per_mtok
             .unwrap_or(self.input_usd_per_mtok);
         let write_price = self
             .cache_write_usd_per_mtok
             .unwrap_or(self.input_usd_per_mtok);
-        let uncached = input.saturating_sub(cached).saturating_sub(cache_write);
-        (uncached as f64 * self.input_usd_per_mtok
-            + cached as f64 * read_price
-            + cache_write as f64 * write_price
-            + output as f64 * self.output_usd_per_mtok)
+        (b.uncached as f64 * self.input_usd_per_mtok
+            + b.cached as f64 * read_price
+            + b.write as f64 * write_price
+            + b.output as f64 * self.output_usd_per_mtok)
             / 1e6
     }
 }

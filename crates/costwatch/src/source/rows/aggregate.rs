@@ -8,7 +8,7 @@
 //! swamp the baseline of the sessions they sit beside.
 
 use super::CallRow;
-use crate::source::prices::PriceTable;
+use crate::source::prices::{Billed, PriceTable};
 use crate::source::{Labels, ModelUsage, RequestRecord, SessionRecord};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -65,18 +65,14 @@ pub(super) enum Cost {
 }
 
 impl Cost {
-    /// The cost of `row`: reported, else priced from `prices`.
+    /// The cost of `row`: reported, else priced from `prices` at the
+    /// prices that held for the call.
     pub fn of(row: &CallRow, prices: &PriceTable) -> Cost {
         if let Some(c) = row.cost_usd {
             return Cost::Reported(c);
         }
-        match prices.get(&row.model) {
-            Some(p) => Cost::Computed(p.cost(
-                row.input_tokens,
-                row.cached_tokens,
-                row.cache_write_tokens,
-                row.output_tokens,
-            )),
+        match prices.call_cost(&row.model, row.created_at, &billed(row)) {
+            Some(c) => Cost::Computed(c),
             None => Cost::Unknown,
         }
     }
@@ -194,6 +190,16 @@ impl OpenSession {
     pub fn kept(&self) -> usize {
         self.calls.as_ref().map_or(0, Vec::len)
     }
+}
+
+/// A call's tokens by how they are billed.
+pub(super) fn billed(row: &CallRow) -> Billed {
+    Billed::of(
+        row.input_tokens,
+        row.cached_tokens,
+        row.cache_write_tokens,
+        row.output_tokens,
+    )
 }
 
 /// The request row of a call, as a drill-down returns it.

@@ -19,6 +19,7 @@ pub use self::aggregate::{PER_CALL_LABEL, PER_CALL_VALUE, per_call_id};
 pub use self::settings::{LabelField, RowKeys, RowSettings, Rows, SessionKey};
 pub use self::source::RowSource;
 
+use super::prices::PriceRules;
 use super::{Labels, ModelPrice, ReadStats, RequestStatus, SourceError};
 use chrono::{DateTime, Utc};
 use std::future::Future;
@@ -77,6 +78,16 @@ pub struct CallRow {
     pub provider: Option<String>,
 }
 
+/// What a system publishes about prices.
+#[derive(Debug, Clone)]
+pub enum Published {
+    /// Prices by model name (LiteLLM's `/model/info`).
+    Listed(Vec<ModelPrice>),
+    /// A catalogue that matches calls by more than a model's name
+    /// (Langfuse's model definitions).
+    Rules(Arc<dyn PriceRules>),
+}
+
 /// One system's API, read as call rows.
 pub trait RowReader: Send + Sync {
     /// What the system calls itself in messages (`LiteLLM proxy`).
@@ -85,6 +96,13 @@ pub trait RowReader: Send + Sync {
     /// Prices the system publishes (may be empty or partial; the price
     /// table fills the rest).
     fn models(&self) -> impl Future<Output = Result<Vec<ModelPrice>, SourceError>> + Send;
+
+    /// What the system publishes about prices: by default its list,
+    /// [`RowReader::models`]; a system whose catalogue matches calls by a
+    /// pattern, a date or their usage gives its [`PriceRules`] instead.
+    fn published(&self) -> impl Future<Output = Result<Published, SourceError>> + Send {
+        async move { self.models().await.map(Published::Listed) }
+    }
 
     /// Streams every call that started in `[start, end)`, page by page,
     /// into `sink`, each call once. Any error means the range was not read

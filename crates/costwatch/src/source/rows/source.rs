@@ -23,23 +23,36 @@
 //! (see [`super::reporters`]), so it holds for a window read whole and for
 //! the same calls read with the carry alike.
 //!
+//! Prices: a call the system did not price is priced from the system's
+//! own catalogue (its rules, where it matches calls by pattern, date or
+//! usage, at the call's time and usage), then from the tables. Once a
+//! window's calls are read, every model its sessions name is priced as of
+//! the window's end, the same way, and a model neither prices gets the
+//! prices its reported costs teach (`crate::source::learned`, from the
+//! calls read for the window; kept for later windows, at most
+//! [`MAX_LEARNED`] models): [`Source::window_models`].
+//!
 //! Memory: the open sessions of the lookback and window (at most
 //! `source.max_open_sessions`, else the read fails with a message that says
 //! to shorten the window), plus the calls themselves up to
 //! `source.max_kept_rows` for drill-downs; a session whose calls were not
 //! all kept is read again, over its own time span, when drilled into.
 
-use super::aggregate::{Cost, OpenSession, PER_CALL_LABEL, PER_CALL_VALUE, per_call_id};
+use super::aggregate::{Cost, OpenSession, PER_CALL_LABEL, PER_CALL_VALUE, billed, per_call_id};
 use super::reporters::Reporters;
-use super::{CallRow, RowReader, RowSettings};
+use super::{CallRow, Published, RowReader, RowSettings};
+use crate::source::learned::Learner;
 use crate::source::prices::PriceTable;
 use crate::source::{
     FoundCalls, LabelledCall, ModelPrice, ReadStats, RequestQuery, RequestRecord, SessionRecord,
     Source, SourceError, Window,
 };
 use chrono::{DateTime, TimeDelta, Utc};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// Most models whose learned prices are kept from window to window.
+pub const MAX_LEARNED: usize = 1024;
 
 /// Sessions built from a row reader's calls. Clones share the reader and
 /// what was carried over from the last window.
@@ -77,6 +90,11 @@ struct State {
     carry: Option<Carry>,
     /// The prices the reader publishes, once read.
     published: Option<Arc<PriceTable>>,
+    /// The prices of the models the last window read names
+    /// ([`Source::window_models`]).
+    window_models: Vec<ModelPrice>,
+    /// Prices learned from reported costs, by model, the latest of each.
+    learned: HashMap<String, ModelPrice>,
 }
 
 struct Carry {
@@ -117,9 +135,12 @@ impl<R: RowReader> RowSource<R> {
         if let Some(p) = self.lock().published.clone() {
             return p;
         }
-        match self.reader.models().await {
-            Ok(models) => {
-                let mut table = PriceTable::new(models);
+        match self.reader.published().await {
+            Ok(published) => {
+                let mut table = match published {
+                    Published::Listed(models) => PriceTable::new(models),
+                    Published::Rules(rules) => PriceTable::with_rules(rules),
+                };
                 table.extend(self.tables.models().iter().cloned());
                 let table = Arc::new(table);
                 self.lock().published = Some(table.clone());
@@ -162,6 +183,33 @@ impl<R: RowReader> RowSource<R> {
     fn lookback(&self) -> TimeDelta {
         TimeDelta::from_std(self.settings.session_lookback).unwrap_or(TimeDelta::MAX)
     }
+
+    /// Prices every model in `names` as of `at`, from `prices`, else from
+    /// what `learner` (this read) or earlier windows learned; keeps what
+    /// this read learned, and offers every learned price.
+    fn price_window<'n>(
+        &self,
+        prices: &PriceTable,
+        names: impl IntoIterator<Item = &'n str>,
+        at: DateTime<Utc>,
+        learner: &Learner,
+    ) {
+        let mut state = self.lock();
+        let mut out = Vec::new();
+        for name in names {
+            if let Some(p) = prices.price_at(name, at) {
+                out.push(p);
+            } else if let Some(p) = learner.price(name)
+                && (state.learned.len() < MAX_LEARNED || state.learned.contains_key(name))
+            {
+                state.learned.insert(name.to_owned(), p);
+            }
+        }
+        let mut learned: Vec<&ModelPrice> = state.learned.values().collect();
+        learned.sort_by(|a, b| a.id.cmp(&b.id));
+        out.extend(learned.into_iter().cloned());
+        state.window_models = out;
+    }
 }
 
 /// Folds calls into open sessions under the memory limits.
@@ -171,12 +219,16 @@ struct Fold<'a> {
     sessions: HashMap<String, OpenSession>,
     kept: usize,
     reporters: Reporters,
+    learner: Learner,
     stats: ReadStats,
 }
 
 impl Fold<'_> {
     fn add(&mut self, mut row: CallRow) -> Result<(), SourceError> {
         self.reporters.learn(&row);
+        if let Some(cost) = row.cost_usd {
+            self.learner.observe(&row.model, &billed(&row), cost);
+        }
         if !self
             .settings
             .filter
@@ -230,6 +282,10 @@ impl<R: RowReader> Source for RowSource<R> {
         Ok(self.prices().await.models().to_vec())
     }
 
+    fn window_models(&self) -> Vec<ModelPrice> {
+        self.lock().window_models.clone()
+    }
+
     async fn sessions<F>(&self, window: Window, mut sink: F) -> Result<ReadStats, SourceError>
     where
         F: FnMut(SessionRecord) + Send,
@@ -253,6 +309,7 @@ impl<R: RowReader> Source for RowSource<R> {
             sessions,
             kept,
             reporters,
+            learner: Learner::default(),
             stats: ReadStats::default(),
         };
         let read = self
@@ -263,6 +320,7 @@ impl<R: RowReader> Source for RowSource<R> {
             sessions,
             kept,
             mut reporters,
+            learner,
             stats,
             ..
         } = fold;
@@ -277,6 +335,18 @@ impl<R: RowReader> Source for RowSource<R> {
             .filter(|(_, s)| s.last >= window.start)
             .collect();
         active.sort_by(|a, b| (a.1.first, a.0).cmp(&(b.1.first, b.0)));
+        // The models the window names, and those the source's rules list,
+        // whose prices depend on the date.
+        let names: BTreeSet<&str> = active
+            .iter()
+            .flat_map(|(_, s)| s.by_model.iter().map(|m| m.model.as_str()))
+            .chain(prices.ruled().iter().map(|m| m.id.as_str()))
+            .collect();
+        let last_instant = window
+            .end
+            .checked_sub_signed(TimeDelta::nanoseconds(1))
+            .unwrap_or(window.end);
+        self.price_window(&prices, names, last_instant, &learner);
         for (id, s) in active {
             sink(s.record(id, |by| reporters.reports(by, lookback_from)));
         }

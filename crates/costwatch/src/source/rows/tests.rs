@@ -489,3 +489,54 @@ async fn a_report_read_later_in_the_same_window_counts_for_the_calls_read_before
     let got = unreported(&src, window(10, 0)).await;
     assert_eq!(got.get("never"), Some(&false), "{got:?}");
 }
+
+#[tokio::test]
+async fn a_window_prices_every_model_it_names_and_learns_what_no_table_prices() {
+    // `house-model` is in no table; its calls report what they cost at
+    // 1.0 (input), 0.1 (cache read) and 4.0 (output) per million tokens.
+    let house = |id: &str, at, input: u64, cached: u64, output: u64| {
+        let uncached = input - cached;
+        CallRow {
+            model: "house-model".to_owned(),
+            input_tokens: input,
+            cached_tokens: cached,
+            output_tokens: output,
+            cost_usd: Some(
+                (uncached as f64 * 1.0 + cached as f64 * 0.1 + output as f64 * 4.0) / 1e6,
+            ),
+            ..call(id, Some("s1"), at)
+        }
+    };
+    let mut calls = vec![
+        house("h1", t(10, 1), 3_000, 0, 200),
+        house("h2", t(10, 2), 5_000, 2_000, 350),
+        house("h3", t(10, 3), 8_000, 4_096, 120),
+        house("h4", t(10, 4), 9_500, 6_000, 800),
+        // Refused: its prompt counted, nothing billed.
+        CallRow {
+            status: RequestStatus::Error,
+            cost_usd: Some(0.0),
+            ..house("h5", t(10, 5), 70_000, 0, 0)
+        },
+    ];
+    calls.push(CallRow {
+        model: "openai/gpt-4o-mini".to_owned(),
+        ..call("p1", Some("s2"), t(10, 6))
+    });
+    let src = source(calls, settings());
+    assert!(src.window_models().is_empty(), "nothing read yet");
+    read(&src, window(10, 0)).await;
+    let priced = src.window_models();
+    let ids: Vec<&str> = priced.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["openai/gpt-4o-mini", "house-model"]);
+    // Under the name its calls use, at the table's price without the prefix.
+    assert_eq!(priced[0].input_usd_per_mtok, 0.15);
+    let learned = &priced[1];
+    assert_eq!(learned.input_usd_per_mtok, 1.0);
+    assert_eq!(learned.cached_input_usd_per_mtok, Some(0.1));
+    assert_eq!(learned.output_usd_per_mtok, 4.0);
+    assert!(learned.supports_prompt_cache);
+    // A later window without its calls still offers what was learned.
+    read(&src, window(11, 0)).await;
+    assert_eq!(src.window_models(), vec![learned.clone()]);
+}
