@@ -1,13 +1,15 @@
 //! `LangfuseReader` against the simulator's Langfuse observations API over
 //! loopback: paging edges, keys, damaged and impossible pages, every usage
-//! spelling, session keys, costs, and the drill-down.
+//! spelling, session keys, costs, and the drill-down; and its model
+//! definitions (`/api/public/models`) as prices.
 
 use crate::support::{limits, ts};
 use chrono::{DateTime, Duration, Utc};
 use costwatch::clock::RecordingSleeper;
 use costwatch::secret::Secret;
 use costwatch::source::langfuse::LangfuseReader;
-use costwatch::source::rows::{CallRow, RowReader, RowSettings, SessionKey};
+use costwatch::source::prices::Billed;
+use costwatch::source::rows::{CallRow, Published, RowReader, RowSettings, SessionKey};
 use costwatch::source::{ReadStats, RequestStatus, SourceError};
 use costwatch_sim::langfuse::{UsageSpelling, trace_id_of, user_id_of};
 use costwatch_sim::{
@@ -608,4 +610,71 @@ async fn a_drill_down_asks_the_server_for_the_session_where_it_can() {
         .count();
     assert_eq!(rows.len(), n);
     assert_eq!(hits(&sim) - 1, (all.len() as u64).div_ceil(20));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_definitions_price_calls_by_name_date_and_tier() {
+    use costwatch_sim::scenario::{LUNA, NOVA, SOL, SONNET};
+    let sim = sim().await;
+    let (r, _) = reader(&sim, &settings(SessionKey::Session, 200));
+    let Published::Rules(rules) = r.published().await.unwrap() else {
+        panic!("Langfuse's definitions are rules")
+    };
+    let now = start();
+    for m in &sim.dataset().models {
+        let got = rules.price(&m.id, now, None);
+        if m.id == NOVA {
+            assert_eq!(got, None, "served without a definition");
+            continue;
+        }
+        let got = got.unwrap_or_else(|| panic!("{}", m.id));
+        assert_eq!(got.id, m.id);
+        assert_eq!(
+            (
+                got.input_usd_per_mtok,
+                got.cached_input_usd_per_mtok,
+                got.cache_write_usd_per_mtok,
+                got.output_usd_per_mtok,
+                got.supports_prompt_cache
+            ),
+            (
+                m.input_usd_per_mtok,
+                m.cached_input_usd_per_mtok,
+                m.cache_write_usd_per_mtok,
+                m.output_usd_per_mtok,
+                m.supports_prompt_cache
+            ),
+            "{}",
+            m.id
+        );
+    }
+    // The pattern's provider prefix and case; the definition it replaced
+    // before its start; the announced cut from its own.
+    let sol =
+        |name: &str, at: DateTime<Utc>| rules.price(name, at, None).map(|p| p.input_usd_per_mtok);
+    assert_eq!(sol("OpenAI/GPT-6.1-SOL", now), Some(2.5));
+    assert_eq!(sol("azure/gpt-6.1-sol", now), None);
+    assert_eq!(sol(SOL, ts("2025-06-01T00:00:00Z")), Some(5.0));
+    assert_eq!(sol(SOL, ts("2030-01-01T00:00:00Z")), Some(1.25));
+    // Anthropic's large context tier, on the whole prompt.
+    let big = Billed::of(250_000, 50_000, 0, 1_000);
+    let tiered = rules.price(SONNET, now, Some(&big)).unwrap();
+    assert_eq!(tiered.input_usd_per_mtok, 6.0);
+    let listed: Vec<String> = r
+        .models()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.id)
+        .collect();
+    assert_eq!(listed, [SONNET, LUNA, SOL], "by name");
+
+    let (refused, _) = reader_with(
+        &sim,
+        &settings(SessionKey::Session, 200),
+        "pk-lf-other",
+        "sk",
+    );
+    let err = refused.published().await.unwrap_err();
+    assert!(matches!(err, SourceError::Rejected(_)), "{err}");
 }

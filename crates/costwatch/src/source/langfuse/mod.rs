@@ -62,14 +62,19 @@
 //!   one it filters on (`sessionId` since Langfuse v4.2, `userId`,
 //!   `traceId`) and still keeps only that session's rows here: an older
 //!   server ignores a parameter it does not know.
-//! - [`models`](RowReader::models) is empty: Langfuse's model definitions
-//!   match calls by regular expression, with start dates, project overrides
-//!   and pricing tiers, and Langfuse already prices every call one of them
-//!   matches (`costDetails`). A call none matches has no price there
-//!   either; costwatch's own price table prices it.
+//! - Prices: the project's model definitions (`GET /api/public/models`,
+//!   every page; `models.rs`), matched to a call by pattern, start date and
+//!   tier as Langfuse matches them (`pricing.rs`), come before
+//!   costwatch's tables. Langfuse prices the calls a definition matches
+//!   (`costDetails`); the definitions price the others, and give the
+//!   detectors every model's prices. A model no definition and no table
+//!   prices gets the prices its calls' reported costs teach (the row
+//!   source's rule for every source, `crate::source::learned`).
 
 mod limits;
+mod models;
 mod order;
+mod pricing;
 mod row;
 mod status;
 mod usage;
@@ -79,13 +84,15 @@ mod wire;
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
+pub use self::pricing::Definitions;
 pub use self::row::FIELDS;
 
 use self::order::Order;
 use self::row::Mapper;
 use self::wire::Page;
 use super::fetch::{CursorsSeen, PageFetcher};
-use super::rows::{CallRow, RowReader, RowSettings, SessionKey};
+use super::prices::PriceRules;
+use super::rows::{CallRow, Published, RowReader, RowSettings, SessionKey};
 use super::{HttpLimits, ModelPrice, ReadStats, SourceError};
 use crate::clock::Sleeper;
 use crate::secret::Secret;
@@ -102,6 +109,9 @@ pub const MAX_PAGE_LIMIT: u32 = 1000;
 /// The observations API, below the host's base URL.
 const PATH: &str = "api/public/v2/observations";
 
+/// The model definitions, below the host's base URL.
+const MODELS_PATH: &str = "api/public/models";
+
 /// The field groups asked for.
 const FIELD_GROUPS: &str = "core,basic,metadata,model,usage,trace_context";
 
@@ -115,6 +125,7 @@ const KEYS_HINT: &str = "check the public key in source.public_key (or \
 pub struct LangfuseReader {
     fetch: PageFetcher,
     endpoint: Url,
+    models_endpoint: Url,
     mapper: Mapper,
     page_limit: u32,
     max_pages: u64,
@@ -142,12 +153,15 @@ impl LangfuseReader {
         limits: HttpLimits,
     ) -> Result<Self, SourceError> {
         let auth = basic_auth(public_key, secret_key)?;
-        let endpoint = crate::http::as_directory(api_url)
-            .join(PATH)
-            .map_err(|e| SourceError::Rejected(format!("source.api_url: {e}")))?;
+        let base = crate::http::as_directory(api_url);
+        let join = |path: &str| {
+            base.join(path)
+                .map_err(|e| SourceError::Rejected(format!("source.api_url: {e}")))
+        };
         Ok(LangfuseReader {
             fetch: PageFetcher::new(auth, &limits)?.with_refusal(refusal),
-            endpoint,
+            endpoint: join(PATH)?,
+            models_endpoint: join(MODELS_PATH)?,
             mapper: Mapper::new(settings),
             page_limit: settings.page_limit.clamp(1, MAX_PAGE_LIMIT),
             max_pages: settings.max_pages.max(1),
@@ -233,6 +247,50 @@ impl LangfuseReader {
         }
     }
 
+    /// Every page of the project's model definitions. A definition
+    /// costwatch cannot use is left out with a warning.
+    pub async fn definitions(&self) -> Result<Definitions, SourceError> {
+        let mut stats = ReadStats::default();
+        let mut read = models::Read::default();
+        let mut page = 1u64;
+        loop {
+            let mut url = self.models_endpoint.clone();
+            url.query_pairs_mut()
+                .append_pair("page", &page.to_string())
+                .append_pair("limit", &models::PAGE_LIMIT.to_string());
+            let what = format!("models page {page}");
+            let answer: models::Page = self.fetch.get_json(url, &what, &mut stats).await?;
+            let invalid = |e: String| SourceError::Invalid(format!("{what}: {e}"));
+            const SHAPE: &str = "not a page of Langfuse's model definitions (has the API changed?)";
+            let data = answer
+                .data
+                .ok_or_else(|| invalid(format!("data: missing; {SHAPE}")))?;
+            let meta = answer
+                .meta
+                .ok_or_else(|| invalid(format!("meta: missing; {SHAPE}")))?;
+            let full = data.len() >= models::PAGE_LIMIT as usize;
+            models::map_page(data, &mut read).map_err(invalid)?;
+            let last = meta.total_pages.map_or(!full, |n| page >= n);
+            if last {
+                break;
+            }
+            if page >= self.max_pages {
+                return Err(SourceError::Invalid(format!(
+                    "models: the listing goes on past {} pages (source.max_pages)",
+                    self.max_pages
+                )));
+            }
+            page += 1;
+        }
+        for warning in &read.left_out {
+            tracing::warn!(
+                definition = %warning,
+                "a Langfuse model definition is left out of costwatch's prices"
+            );
+        }
+        Ok(models::definitions(read))
+    }
+
     /// Checks a whole page and maps its rows in `[start, end)`; the next
     /// cursor, if any. A row that fails fails the page before any of it is
     /// handed on.
@@ -274,8 +332,15 @@ impl RowReader for LangfuseReader {
         "Langfuse"
     }
 
+    /// Each model the definitions name, at its newest definition's
+    /// default tier.
     async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
-        Ok(Vec::new())
+        Ok(self.definitions().await?.listed())
+    }
+
+    /// The definitions, which price a call by pattern, start date and tier.
+    async fn published(&self) -> Result<Published, SourceError> {
+        Ok(Published::Rules(Arc::new(self.definitions().await?)))
     }
 
     async fn calls<F>(

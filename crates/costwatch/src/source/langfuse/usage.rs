@@ -126,14 +126,14 @@ pub(super) fn tokens(details: &BTreeMap<String, Number>) -> Result<Tokens, Strin
     })
 }
 
-fn is_cache_read(key: &str) -> bool {
+pub(super) fn is_cache_read(key: &str) -> bool {
     key.contains("cache_read")
         || key.contains("cached")
         || key.contains("cache_hit")
         || key.starts_with("cached_modality_")
 }
 
-fn is_cache_write(key: &str) -> bool {
+pub(super) fn is_cache_write(key: &str) -> bool {
     key.contains("cache_creation") || key.contains("cache_write")
 }
 
