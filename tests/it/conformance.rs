@@ -9,14 +9,25 @@
 //! (calls after it do not exist yet), where the reference API's "whole
 //! life so far" and a row source's "every call up to the window's end"
 //! are the same thing.
+//!
+//! Pricing: Langfuse read with only the price table shipped in the binary
+//! (which knows neither `claude-sonnet-5.5` nor the simulator's prices of
+//! the others) finds the same, whether a premium model is known only to
+//! Langfuse's model definitions or, without a definition and unknown to
+//! the table, only through the costs its calls report.
 
 use crate::support::{detector, seed_dataset, start_sim};
 use chrono::{DateTime, Duration as ChronoDuration, TimeDelta, Utc};
 use costwatch::app;
+use costwatch::app::any::AnySource;
 use costwatch::backtest::{self, WindowRetries};
 use costwatch::clock::SystemClock;
 use costwatch::detect::Finding;
+use costwatch::secret::Secret;
 use costwatch::source::SourceKind;
+use costwatch::source::langfuse::LangfuseReader;
+use costwatch::source::prices::{PriceTable, default_table};
+use costwatch::source::rows::{RowSettings, RowSource};
 use costwatch_sim::scenario::{self, ScenarioParams};
 use costwatch_sim::server::SimServer;
 use std::collections::BTreeMap;
@@ -33,11 +44,24 @@ async fn findings(
     from: DateTime<Utc>,
     to: DateTime<Utc>,
 ) -> Vec<Finding> {
+    let source = app::simulator_source(sim, kind).await.unwrap();
+    findings_through(sim, source, kind, from, to).await
+}
+
+/// Findings of `[from, to)` read through `source`, each window served as
+/// of its end.
+async fn findings_through(
+    sim: &SimServer,
+    source: AnySource,
+    kind: SourceKind,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Vec<Finding> {
     let step = ChronoDuration::from_std(WINDOW).unwrap();
     let until = |end: DateTime<Utc>| sim.set_now(Some(end - TimeDelta::nanoseconds(1)));
     until(from + step);
     let replay = backtest::replay(
-        app::simulator_source(sim, kind).await.unwrap(),
+        source,
         detector(),
         "sqlite::memory:",
         from,
@@ -70,31 +94,40 @@ fn figures(findings: &[Finding]) -> BTreeMap<(String, String), (f64, f64, f64)> 
         .collect()
 }
 
+type Figures = BTreeMap<(String, String), (f64, f64, f64)>;
+
+/// `got` has the findings of `reference`, with the same figures.
+fn assert_same_figures(kind: SourceKind, what: &str, reference: &Figures, got: &Figures) {
+    let want_keys: Vec<_> = reference.keys().collect();
+    let got_keys: Vec<_> = got.keys().collect();
+    assert_eq!(got_keys, want_keys, "{kind}{what}: the same findings");
+    for (key, (cost, impact, unread)) in reference {
+        let (c, i, u) = got[key];
+        // Langfuse's OpenAI integration keeps written tokens in `input`
+        // (costwatch-sim's `UsageSpelling::OpenAi`), and what a write costs
+        // above the input is unknown where prices are learned from costs
+        // (the simulated bill charges writes at the input price): only
+        // that part of the impact may differ.
+        let hidden = if kind == SourceKind::Langfuse {
+            unread - u
+        } else {
+            0.0
+        };
+        assert!(
+            (c - cost).abs() <= 1e-6 && (i + hidden - impact).abs() <= 1e-6,
+            "{kind}{what} {key:?}: cost {c} impact {i} (unread writes {u}), reference {cost} {impact} ({unread})"
+        );
+        assert!(u <= unread + 1e-9, "{kind}{what} {key:?}: {u} > {unread}");
+    }
+}
+
 async fn assert_same_findings(sim: &SimServer, from: DateTime<Utc>, to: DateTime<Utc>) -> usize {
     let reference = figures(&findings(sim, SourceKind::Reference, from, to).await);
     assert!(!reference.is_empty(), "the traffic has waste to find");
     let want_keys: Vec<_> = reference.keys().collect();
     for kind in [SourceKind::Litellm, SourceKind::Langfuse] {
         let got = figures(&findings(sim, kind, from, to).await);
-        let got_keys: Vec<_> = got.keys().collect();
-        assert_eq!(got_keys, want_keys, "{kind}: the same findings");
-        for (key, (cost, impact, unread)) in &reference {
-            let (c, i, u) = got[key];
-            // Langfuse's OpenAI integration keeps written tokens in
-            // `input` (costwatch-sim's `UsageSpelling::OpenAi`): what those
-            // writes cost is unknown there, and only that part of the
-            // impact may differ.
-            let hidden = if kind == SourceKind::Langfuse {
-                unread - u
-            } else {
-                0.0
-            };
-            assert!(
-                (c - cost).abs() <= 1e-6 && (i + hidden - impact).abs() <= 1e-6,
-                "{kind} {key:?}: cost {c} impact {i} (unread writes {u}), reference {cost} {impact} ({unread})"
-            );
-            assert!(u <= unread + 1e-9, "{kind} {key:?}: {u} > {unread}");
-        }
+        assert_same_figures(kind, "", &reference, &got);
     }
     // Spans carry no cost, and a failed call no usage: costwatch prices
     // them from the table, so the figures are the table's, not the
@@ -143,4 +176,87 @@ async fn a_held_out_day_of_the_adversarial_family_reads_the_same_through_every_s
     let sim = start_sim(scenario::adversarial::generate(&params)).await;
     let n = assert_same_findings(&sim, from, to).await;
     assert!(n >= 5, "{n} findings");
+}
+
+/// Langfuse priced as a deployment is: by its own model definitions, the
+/// shipped table and what its calls' costs teach; not the simulator's
+/// catalogue.
+async fn langfuse_on_its_own(sim: &SimServer) -> AnySource {
+    let settings = RowSettings::defaults(SourceKind::Langfuse);
+    let reader = LangfuseReader::new(
+        url::Url::parse(&sim.langfuse_url()).unwrap(),
+        sim.langfuse().public_key(),
+        &Secret::new(sim.admin_key()),
+        &settings,
+        app::simulator_limits(),
+    )
+    .unwrap();
+    AnySource::Langfuse(RowSource::new(
+        reader,
+        settings,
+        PriceTable::new(default_table()),
+    ))
+}
+
+/// The reference's findings, and Langfuse's on its own prices: with every
+/// definition the simulator serves, then, with `learned`, with `premium`
+/// (which the shipped table must not know) served without one. Returns
+/// how many findings involve `premium`.
+async fn assert_priced_by_langfuse(
+    sim: &SimServer,
+    premium: &str,
+    learned: bool,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> usize {
+    let reference_findings = findings(sim, SourceKind::Reference, from, to).await;
+    let on_premium = reference_findings
+        .iter()
+        .filter(|f| f.evidence.to_string().contains(premium))
+        .count();
+    let reference = figures(&reference_findings);
+    assert!(!reference.is_empty(), "the traffic has waste to find");
+    let kind = SourceKind::Langfuse;
+    let source = langfuse_on_its_own(sim).await;
+    let got = figures(&findings_through(sim, source, kind, from, to).await);
+    assert_same_figures(kind, " (its own definitions)", &reference, &got);
+    if !learned {
+        return on_premium;
+    }
+    assert!(
+        default_table().iter().all(|m| m.id != premium),
+        "{premium} is not in the shipped table"
+    );
+    sim.langfuse()
+        .serve_without_definition([premium.to_owned()]);
+    let source = langfuse_on_its_own(sim).await;
+    let got = figures(&findings_through(sim, source, kind, from, to).await);
+    assert_same_figures(kind, " (prices learned from costs)", &reference, &got);
+    on_premium
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langfuse_finds_the_same_on_its_own_prices_in_the_seed_window() {
+    let sim = start_sim(seed_dataset()).await;
+    let from = crate::support::ts("2026-10-11T11:00:00Z");
+    let to = crate::support::ts("2026-10-11T12:00:00Z");
+    // The shipped table prices it, at other prices than the gateway's.
+    let premium = costwatch_sim::scenario::SOL;
+    let n = assert_priced_by_langfuse(&sim, premium, false, from, to).await;
+    assert!(n >= 1, "a finding on {premium}: {n}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langfuse_finds_the_same_on_its_own_prices_over_a_day() {
+    let params = ScenarioParams {
+        seed: 7,
+        days: 1,
+        ..ScenarioParams::default()
+    };
+    let from = params.start;
+    let to = from + ChronoDuration::days(1);
+    let sim = start_sim(scenario::generate(&params)).await;
+    let premium = costwatch_sim::scenario::SONNET;
+    let n = assert_priced_by_langfuse(&sim, premium, true, from, to).await;
+    assert!(n >= 1, "a finding on {premium}: {n}");
 }
