@@ -97,7 +97,7 @@ impl PriceTable {
             .and_then(|r| r.price(model, at, Some(billed)))
         {
             Some(p) => Some(cost(&p)),
-            None => self.get(model).map(cost),
+            None => self.tabled(model).map(cost),
         }
     }
 
@@ -107,9 +107,23 @@ impl PriceTable {
         if let Some(p) = self.rules.as_ref().and_then(|r| r.price(model, at, None)) {
             return Some(p);
         }
-        let mut p = self.get(model)?.clone();
+        let mut p = self.tabled(model)?.clone();
         model.clone_into(&mut p.id);
         Some(p)
+    }
+
+    /// [`PriceTable::get`] from the tables only: what the rules list is
+    /// theirs to price, as of a call's date.
+    fn tabled(&self, model: &str) -> Option<&ModelPrice> {
+        let tabled = |i: &&usize| **i >= self.ruled;
+        let exact = self.by_id.get(model).filter(tabled);
+        let bare = || {
+            model
+                .rsplit_once('/')
+                .and_then(|(_, bare)| self.by_id.get(bare))
+                .filter(tabled)
+        };
+        exact.or_else(bare).and_then(|&i| self.models.get(i))
     }
 
     /// Adds the models not listed yet.
@@ -267,6 +281,43 @@ mod tests {
         // 1M prompt: 500k read, 100k written, 400k plain; 200k out.
         let usd = m.cost(1_000_000, 500_000, 100_000, 200_000);
         assert!((usd - (0.4 + 0.05 + 0.125 + 1.0)).abs() < 1e-12, "{usd}");
+    }
+
+    /// Prices `m` at 1.0 from 2026 on.
+    #[derive(Debug)]
+    struct From2026;
+
+    impl PriceRules for From2026 {
+        fn price(&self, model: &str, at: DateTime<Utc>, _: Option<&Billed>) -> Option<ModelPrice> {
+            let start = "2026-01-01T00:00:00Z".parse::<DateTime<Utc>>().unwrap();
+            (model.ends_with('m') && at >= start).then(|| price(model, 1.0))
+        }
+
+        fn listed(&self) -> Vec<ModelPrice> {
+            vec![price("m", 1.0)]
+        }
+    }
+
+    #[test]
+    fn rules_come_first_and_alone_price_what_they_list() {
+        let mut table = PriceTable::with_rules(Arc::new(From2026));
+        table.extend(vec![price("m", 9.0), price("t", 2.0)]);
+        let ids: Vec<&str> = table.ruled().iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["m"]);
+        let (before, after) = (
+            "2025-06-01T00:00:00Z".parse().unwrap(),
+            "2026-06-01T00:00:00Z".parse().unwrap(),
+        );
+        let p = table.price_at("openai/m", after).unwrap();
+        assert_eq!((p.id.as_str(), p.input_usd_per_mtok), ("openai/m", 1.0));
+        // Before its date, not at the price the rules list for later.
+        assert_eq!(table.price_at("m", before), None);
+        let t = table.price_at("vendor/t", before).unwrap();
+        assert_eq!((t.id.as_str(), t.input_usd_per_mtok), ("vendor/t", 2.0));
+        let b = Billed::of(1_000_000, 0, 0, 0);
+        assert_eq!(table.call_cost("m", after, &b), Some(1.0));
+        assert_eq!(table.call_cost("t", after, &b), Some(2.0));
+        assert_eq!(table.call_cost("m", before, &b), None);
     }
 
     #[test]
