@@ -58,6 +58,11 @@ pub trait PriceRules: Send + Sync + std::fmt::Debug {
     /// One entry per model the catalogue names, as its newest entry
     /// prices it (default tier), for listings.
     fn listed(&self) -> Vec<ModelPrice>;
+
+    /// [`PriceRules::listed`] as of `at`: each model the catalogue names
+    /// at its newest entry not after `at`; a model none of whose entries
+    /// has started yet is left out.
+    fn listed_at(&self, at: DateTime<Utc>) -> Vec<ModelPrice>;
 }
 
 /// Model prices by id; the first table listing a model wins, and a
@@ -151,6 +156,13 @@ impl PriceTable {
     /// The models the rules list (their prices depend on the date).
     pub fn ruled(&self) -> &[ModelPrice] {
         self.models.get(..self.ruled).unwrap_or_default()
+    }
+
+    /// The models the rules list, as of `at` ([`PriceRules::listed_at`]).
+    pub fn ruled_at(&self, at: DateTime<Utc>) -> Vec<ModelPrice> {
+        self.rules
+            .as_ref()
+            .map_or_else(Vec::new, |r| r.listed_at(at))
     }
 
     /// Every model, in the order tables were added.
@@ -295,6 +307,10 @@ mod tests {
 
         fn listed(&self) -> Vec<ModelPrice> {
             vec![price("m", 1.0)]
+        }
+
+        fn listed_at(&self, at: DateTime<Utc>) -> Vec<ModelPrice> {
+            self.price("m", at, None).into_iter().collect()
         }
     }
 

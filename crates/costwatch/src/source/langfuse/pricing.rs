@@ -213,8 +213,23 @@ impl PriceRules for Definitions {
     }
 
     fn listed(&self) -> Vec<ModelPrice> {
+        self.newest(None)
+    }
+
+    fn listed_at(&self, at: DateTime<Utc>) -> Vec<ModelPrice> {
+        self.newest(Some(at))
+    }
+}
+
+impl Definitions {
+    /// Each model name at its own newest definition (not after `at`, where
+    /// given), default tier.
+    fn newest(&self, at: Option<DateTime<Utc>>) -> Vec<ModelPrice> {
         let mut newest: BTreeMap<&str, &Definition> = BTreeMap::new();
         for d in &self.defs {
+            if at.is_some_and(|at| d.start.is_some_and(|s| s > at)) {
+                continue;
+            }
             let keep = newest.get(d.name.as_str()).is_none_or(|b| d.before(b));
             if keep {
                 newest.insert(&d.name, d);

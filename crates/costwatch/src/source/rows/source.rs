@@ -186,17 +186,23 @@ impl<R: RowReader> RowSource<R> {
 
     /// Prices every model in `names` as of `at`, from `prices`, else from
     /// what `learner` (this read) or earlier windows learned; keeps what
-    /// this read learned, and offers every learned price.
-    fn price_window<'n>(
+    /// this read learned. Offers those, every model the source's rules
+    /// list (as of `at`: their prices depend on the date), and every
+    /// learned price.
+    fn price_window(
         &self,
         prices: &PriceTable,
-        names: impl IntoIterator<Item = &'n str>,
+        names: &BTreeSet<&str>,
         at: DateTime<Utc>,
         learner: &Learner,
     ) {
         let mut state = self.lock();
-        let mut out = Vec::new();
-        for name in names {
+        let mut out: Vec<ModelPrice> = prices
+            .ruled_at(at)
+            .into_iter()
+            .filter(|m| !names.contains(m.id.as_str()))
+            .collect();
+        for &name in names {
             if let Some(p) = prices.price_at(name, at) {
                 out.push(p);
             } else if let Some(p) = learner.price(name)
@@ -335,18 +341,15 @@ impl<R: RowReader> Source for RowSource<R> {
             .filter(|(_, s)| s.last >= window.start)
             .collect();
         active.sort_by(|a, b| (a.1.first, a.0).cmp(&(b.1.first, b.0)));
-        // The models the window names, and those the source's rules list,
-        // whose prices depend on the date.
         let names: BTreeSet<&str> = active
             .iter()
             .flat_map(|(_, s)| s.by_model.iter().map(|m| m.model.as_str()))
-            .chain(prices.ruled().iter().map(|m| m.id.as_str()))
             .collect();
         let last_instant = window
             .end
             .checked_sub_signed(TimeDelta::nanoseconds(1))
             .unwrap_or(window.end);
-        self.price_window(&prices, names, last_instant, &learner);
+        self.price_window(&prices, &names, last_instant, &learner);
         for (id, s) in active {
             sink(s.record(id, |by| reporters.reports(by, lookback_from)));
         }
