@@ -103,8 +103,8 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
     )];
     if p.kind.is_row_source() {
         out.push(format!(
-            "prices: the source's own where it reports them, then source.models_file, then \
-             the shipped table ({})",
+            "prices: the source's own where it reports them, then its catalogue, \
+             source.models_file and the shipped table ({}), then what the reported costs teach",
             costwatch::source::prices::default_table_source()
         ));
     }
