@@ -261,13 +261,13 @@ where
         url.query_pairs_mut()
             .extend_pairs(page_query(seconds, page, page_size, self.session_id));
         let reader = self.reader;
-        let body: serde_json::Value = reader
+        let text = reader
             .fetch
-            .get_json(url, what, &mut self.stats)
+            .get_parsed(url, what, &mut self.stats, wire::whole_json)
             .await
             .map_err(|e| explain(e, &reader.key))?;
         let invalid = |m: String| SourceError::Invalid(format!("{what}: {m}"));
-        let envelope: Envelope = wire::parse(body).map_err(invalid)?;
+        let envelope = wire::parse_page(&text).map_err(invalid)?;
         echo(&envelope, page, page_size).map_err(invalid)?;
         let rows = envelope
             .data
@@ -344,7 +344,7 @@ where
 }
 
 /// Checks that the answer is the page asked for, when it says which.
-fn echo(envelope: &Envelope, page: u64, page_size: u32) -> Result<(), String> {
+fn echo(envelope: &Envelope<'_>, page: u64, page_size: u32) -> Result<(), String> {
     if let Some(answered) = envelope.page
         && answered != page
     {

@@ -6,13 +6,15 @@
 
 use super::check::{self, MAX_COST_USD, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES};
 use super::check::{MAX_LABEL_VALUE_BYTES, MAX_LABELS};
+use super::json::{Scalar, Text};
+use super::metadata::{self, Metadata, MetadataColumn, TagsColumn};
 use super::usage;
 use super::wire::{SCHEMA_HINT, WireRow};
 use crate::printable::printable;
 use crate::source::RequestStatus;
 use crate::source::rows::{CallRow, LabelField, RowSettings, SessionKey};
 use chrono::{DateTime, Utc};
-use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// The model LiteLLM writes when it never learnt which model was meant
 /// (`UNKNOWN_MODEL_SPEND_LOG_MODEL`); used when a row names none.
@@ -69,24 +71,24 @@ impl Mapped {
 
 /// The parts of a row that keys and labels are read from.
 struct Fields<'a> {
-    row: &'a WireRow,
-    metadata: &'a Map<String, Value>,
-    tags: &'a [String],
+    row: &'a WireRow<'a>,
+    metadata: &'a Metadata<'a>,
+    tags: &'a [Text<'a>],
 }
 
 /// Maps and checks one row.
-pub(super) fn map(mut row: WireRow, settings: &RowSettings) -> Result<Mapped, String> {
+pub(super) fn map(row: WireRow<'_>, settings: &RowSettings) -> Result<Mapped, String> {
     check::id("request_id", &row.request_id)?;
     if let Some(kind) = &row.call_type
-        && NOT_MODEL_CALLS.contains(&kind.as_str())
+        && NOT_MODEL_CALLS.contains(&&**kind)
     {
         return Ok(Mapped::Other {
-            request_id: row.request_id,
+            request_id: row.request_id.to_string(),
             at: row.start_time,
         });
     }
-    let metadata = metadata(row.metadata.take())?;
-    let tags = tags(row.request_tags.take().as_ref())?;
+    let metadata = metadata(row.metadata.as_ref())?;
+    let tags = tags(row.request_tags.as_ref())?;
     let input_tokens = check::count("prompt_tokens", row.prompt_tokens)?;
     let output_tokens = check::count("completion_tokens", row.completion_tokens)?;
     let cost = check::usd("spend", row.spend, MAX_COST_USD)?;
@@ -129,7 +131,7 @@ pub(super) fn map(mut row: WireRow, settings: &RowSettings) -> Result<Mapped, St
     let labels = labels(settings, &fields)?;
     let provider = deployment(&row);
     Ok(Mapped::Call(CallRow {
-        request_id: row.request_id,
+        request_id: row.request_id.to_string(),
         session_id,
         created_at: row.start_time,
         model,
@@ -151,20 +153,16 @@ pub(super) fn map(mut row: WireRow, settings: &RowSettings) -> Result<Mapped, St
 /// `metadata` as an object: LiteLLM re-reads the JSONB column into one,
 /// and takes text it cannot read as `{}` (`_hydrate_spend_log_metadata`);
 /// so does this.
-fn metadata(v: Option<Value>) -> Result<Map<String, Value>, String> {
-    match v {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m),
-        Some(Value::String(text)) => Ok(serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| match v {
-                Value::Object(m) => Some(m),
-                _ => None,
-            })
-            .unwrap_or_default()),
-        Some(other) => Err(format!(
+fn metadata<'r>(column: Option<&'r MetadataColumn<'_>>) -> Result<Cow<'r, Metadata<'r>>, String> {
+    match column {
+        None => Ok(Cow::Owned(Metadata::default())),
+        Some(MetadataColumn::Object(m)) => Ok(Cow::Borrowed(m)),
+        Some(MetadataColumn::Text(text)) => Ok(Cow::Owned(
+            metadata::metadata_text(text).unwrap_or_default(),
+        )),
+        Some(MetadataColumn::Other(kind)) => Err(format!(
             "metadata: expected an object, got {} ({SCHEMA_HINT})",
-            check::kind(&other)
+            kind.name()
         )),
     }
 }
@@ -172,26 +170,20 @@ fn metadata(v: Option<Value>) -> Result<Map<String, Value>, String> {
 /// `request_tags` as strings: a list, or the JSON text of one (the raw
 /// query hands the JSONB column out as text). Entries that are not
 /// strings are skipped, as LiteLLM's own readers do.
-fn tags(v: Option<&Value>) -> Result<Vec<String>, String> {
-    let strings = |list: &[Value]| -> Vec<String> {
-        list.iter()
-            .filter_map(|t| t.as_str().map(str::to_owned))
-            .collect()
-    };
-    match v {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(list)) => Ok(strings(list)),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(Value::Array(list)) => Ok(strings(&list)),
-            Ok(Value::Null) => Ok(Vec::new()),
-            _ => Err(format!(
+fn tags<'r>(column: Option<&'r TagsColumn<'_>>) -> Result<Cow<'r, [Text<'r>]>, String> {
+    match column {
+        None => Ok(Cow::Borrowed(&[])),
+        Some(TagsColumn::List(list)) => Ok(Cow::Borrowed(list)),
+        Some(TagsColumn::Text(text)) => match metadata::tags_text(text) {
+            Some(list) => Ok(Cow::Owned(list)),
+            None => Err(format!(
                 "request_tags: `{}` is not a JSON list ({SCHEMA_HINT})",
                 printable(&shorten(text))
             )),
         },
-        Some(other) => Err(format!(
+        Some(TagsColumn::Other(kind)) => Err(format!(
             "request_tags: expected a list, got {} ({SCHEMA_HINT})",
-            check::kind(other)
+            kind.name()
         )),
     }
 }
@@ -209,22 +201,20 @@ fn shorten(text: &str) -> String {
 /// `error_type` from `metadata.error_information.error_class`, and the
 /// HTTP status from its `error_code` when that is one (LiteLLM writes the
 /// exception's status code as text; other codes are not statuses).
-fn error_information(
-    metadata: &Map<String, Value>,
-) -> Result<(Option<String>, Option<u16>), String> {
-    let Some(info) = metadata.get("error_information").and_then(Value::as_object) else {
+fn error_information(metadata: &Metadata<'_>) -> Result<(Option<String>, Option<u16>), String> {
+    let Some(info) = &metadata.error_information else {
         return Ok((None, None));
     };
-    let class = match info.get("error_class") {
-        Some(Value::String(s)) if !s.is_empty() => {
+    let class = match &info.error_class {
+        Some(Scalar::Text(s)) if !s.is_empty() => {
             check::at_most("metadata.error_information.error_class", s, MAX_ID_BYTES)?;
-            Some(s.clone())
+            Some(s.to_string())
         }
         _ => None,
     };
-    let code = match info.get("error_code") {
-        Some(Value::String(s)) => s.trim().parse::<u16>().ok(),
-        Some(Value::Number(n)) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
+    let code = match &info.error_code {
+        Some(Scalar::Text(s)) => s.trim().parse::<u16>().ok(),
+        Some(Scalar::Number(n)) => n.as_u64().and_then(|n| u16::try_from(n).ok()),
         _ => None,
     }
     .filter(|c| (100..=599).contains(c));
@@ -234,8 +224,8 @@ fn error_information(
 /// The model: the public name the caller asked for (`model_group`, what
 /// `/model/info` lists and prices), else the model the provider was
 /// called with, else LiteLLM's own placeholder.
-fn model(row: &WireRow) -> Result<String, String> {
-    let (field, name) = match (row.model_group.as_deref(), row.model.as_str()) {
+fn model(row: &WireRow<'_>) -> Result<String, String> {
+    let (field, name) = match (row.model_group.as_deref(), &*row.model) {
         (Some(group), _) if !group.is_empty() => ("model_group", group),
         (_, model) if !model.is_empty() => ("model", model),
         _ => return Ok(UNKNOWN_MODEL.to_owned()),
@@ -247,7 +237,7 @@ fn model(row: &WireRow) -> Result<String, String> {
 /// The deployment that served the call: LiteLLM's `model_id` (one entry
 /// of its model list: a provider, a region, a key), else the provider it
 /// called. A prompt cache lives with one deployment.
-fn deployment(row: &WireRow) -> Option<String> {
+fn deployment(row: &WireRow<'_>) -> Option<String> {
     [row.model_id.as_deref(), row.custom_llm_provider.as_deref()]
         .into_iter()
         .flatten()
@@ -284,10 +274,10 @@ fn session(key: &SessionKey, f: &Fields<'_>) -> Result<Option<String>, String> {
 /// itself (null or empty under `missing_session_id: omit`; the request or
 /// call id, as LiteLLM's own session grouping falls back to
 /// `request_id`).
-fn session_column(row: &WireRow) -> Option<String> {
+fn session_column(row: &WireRow<'_>) -> Option<String> {
     let id = nonempty(row.session_id.as_deref())?;
     let names_the_call =
-        id == row.request_id || row.litellm_call_id.as_deref() == Some(id.as_str());
+        *id == *row.request_id || row.litellm_call_id.as_deref() == Some(id.as_str());
     (!names_the_call).then_some(id)
 }
 
@@ -300,36 +290,25 @@ fn nonempty(v: Option<&str>) -> Option<String> {
 /// `metadata` itself (`user_api_key_alias`, ...). Strings are taken as
 /// they are, numbers and booleans as their JSON text; the field it came
 /// from is returned with it.
-fn metadata_value(metadata: &Map<String, Value>, k: &str) -> Option<(String, String)> {
+fn metadata_value(metadata: &Metadata<'_>, k: &str) -> Option<(String, String)> {
     let caller = metadata
-        .get("spend_logs_metadata")
-        .and_then(Value::as_object)
+        .spend_logs_metadata
+        .as_ref()
         .and_then(|m| m.get(k))
-        .and_then(scalar)
+        .and_then(Scalar::text)
         .map(|v| (format!("metadata.spend_logs_metadata.{}", printable(k)), v));
     caller.or_else(|| {
         metadata
             .get(k)
-            .and_then(scalar)
+            .and_then(Scalar::text)
             .map(|v| (format!("metadata.{}", printable(k)), v))
     })
-}
-
-/// A string, number or boolean as text; `None` for anything else and for
-/// the empty string.
-fn scalar(v: &Value) -> Option<String> {
-    match v {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
 }
 
 /// The value of the first `<prefix>:<value>` tag, without the spaces
 /// LiteLLM puts after the colon of its own header tags
 /// (`User-Agent: curl/8.5`).
-fn tag_value(tags: &[String], prefix: &str) -> Option<String> {
+fn tag_value(tags: &[Text<'_>], prefix: &str) -> Option<String> {
     tags.iter().find_map(|t| {
         let value = t.strip_prefix(prefix)?.strip_prefix(':')?.trim_start();
         (!value.is_empty()).then(|| value.to_owned())
@@ -340,7 +319,7 @@ fn tag_value(tags: &[String], prefix: &str) -> Option<String> {
 /// [`super::FIELDS`].
 fn field_value(f: &Fields<'_>, name: &str) -> Option<(String, String)> {
     let row = f.row;
-    let column = |v: &Option<String>| nonempty(v.as_deref());
+    let column = |v: &Option<Text<'_>>| nonempty(v.as_deref());
     let (field, value) = match name {
         "team_id" => ("team_id", column(&row.team_id)),
         "user" => ("end_user", column(&row.end_user)),
@@ -362,7 +341,7 @@ fn field_value(f: &Fields<'_>, name: &str) -> Option<(String, String)> {
 }
 
 fn meta(f: &Fields<'_>, key: &str) -> Option<String> {
-    f.metadata.get(key).and_then(scalar)
+    f.metadata.get(key).and_then(Scalar::text)
 }
 
 /// The call's labels: those `source.labels` names, then by default each
@@ -384,11 +363,10 @@ fn labels(settings: &RowSettings, f: &Fields<'_>) -> Result<crate::source::Label
     }
     let caller = f
         .metadata
-        .get("spend_logs_metadata")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .filter_map(|(k, v)| Some((k.as_str(), scalar(v)?)));
+        .spend_logs_metadata
+        .iter()
+        .flat_map(|m| m.0.iter())
+        .filter_map(|(k, v)| Some((&**k, v.as_ref()?.text()?)));
     let tagged = f.tags.iter().filter_map(|t| {
         let (k, v) = t.split_once(':')?;
         let label = !k.is_empty()

@@ -95,8 +95,10 @@
 
 mod check;
 mod errors;
+mod json;
 mod listing;
 mod map;
+mod metadata;
 mod models;
 mod query;
 mod usage;

@@ -26,44 +26,69 @@
 //! cache, and is never read as cached tokens.
 
 use super::check;
-use serde_json::{Map, Value};
+use super::metadata::{Details, Metadata, Usage};
+use serde_json::Value;
+
+/// A count at one spelling: its path below `metadata`, and how it is
+/// found there.
+type Spelling = (
+    &'static str,
+    for<'m> fn(&'m Metadata<'_>) -> Option<&'m Value>,
+);
+
+fn additional<'m>(m: &'m Metadata<'_>) -> Option<&'m Usage> {
+    m.additional_usage_values.as_ref()
+}
+
+fn usage_object<'m>(m: &'m Metadata<'_>) -> Option<&'m Usage> {
+    m.usage_object.as_ref()
+}
+
+fn details(u: Option<&Usage>) -> Option<&Details> {
+    u?.prompt_tokens_details.as_ref()
+}
 
 /// Where prompt tokens read from the cache are found, first match wins.
-pub(super) const READ: &[&[&str]] = &[
-    &["additional_usage_values", "cache_read_input_tokens"],
-    &[
-        "additional_usage_values",
-        "prompt_tokens_details",
-        "cached_tokens",
-    ],
-    &["usage_object", "cache_read_input_tokens"],
-    &["usage_object", "prompt_tokens_details", "cached_tokens"],
+pub(super) const READ: &[Spelling] = &[
+    ("additional_usage_values.cache_read_input_tokens", |m| {
+        additional(m)?.cache_read_input_tokens.as_ref()
+    }),
+    (
+        "additional_usage_values.prompt_tokens_details.cached_tokens",
+        |m| details(additional(m))?.cached_tokens.as_ref(),
+    ),
+    ("usage_object.cache_read_input_tokens", |m| {
+        usage_object(m)?.cache_read_input_tokens.as_ref()
+    }),
+    ("usage_object.prompt_tokens_details.cached_tokens", |m| {
+        details(usage_object(m))?.cached_tokens.as_ref()
+    }),
 ];
 
 /// Where prompt tokens written to the cache are found, first match wins.
-pub(super) const WRITE: &[&[&str]] = &[
-    &["additional_usage_values", "cache_creation_input_tokens"],
-    &[
-        "additional_usage_values",
-        "prompt_tokens_details",
-        "cache_creation_tokens",
-    ],
-    &[
-        "additional_usage_values",
-        "prompt_tokens_details",
-        "cache_write_tokens",
-    ],
-    &["usage_object", "cache_creation_input_tokens"],
-    &[
-        "usage_object",
-        "prompt_tokens_details",
-        "cache_creation_tokens",
-    ],
-    &[
-        "usage_object",
-        "prompt_tokens_details",
-        "cache_write_tokens",
-    ],
+pub(super) const WRITE: &[Spelling] = &[
+    ("additional_usage_values.cache_creation_input_tokens", |m| {
+        additional(m)?.cache_creation_input_tokens.as_ref()
+    }),
+    (
+        "additional_usage_values.prompt_tokens_details.cache_creation_tokens",
+        |m| details(additional(m))?.cache_creation_tokens.as_ref(),
+    ),
+    (
+        "additional_usage_values.prompt_tokens_details.cache_write_tokens",
+        |m| details(additional(m))?.cache_write_tokens.as_ref(),
+    ),
+    ("usage_object.cache_creation_input_tokens", |m| {
+        usage_object(m)?.cache_creation_input_tokens.as_ref()
+    }),
+    (
+        "usage_object.prompt_tokens_details.cache_creation_tokens",
+        |m| details(usage_object(m))?.cache_creation_tokens.as_ref(),
+    ),
+    (
+        "usage_object.prompt_tokens_details.cache_write_tokens",
+        |m| details(usage_object(m))?.cache_write_tokens.as_ref(),
+    ),
 ];
 
 /// A part of the prompt and where it was read (`metadata.usage_object.
@@ -78,14 +103,15 @@ pub(super) struct Part {
 
 /// The cache reads and writes of one row's `metadata` (zero when absent),
 /// each checked to be a count.
-pub(super) fn cache_tokens(metadata: &Map<String, Value>) -> Result<(Part, Part), String> {
+pub(super) fn cache_tokens(metadata: &Metadata<'_>) -> Result<(Part, Part), String> {
     Ok((first(metadata, READ)?, first(metadata, WRITE)?))
 }
 
-fn first(metadata: &Map<String, Value>, paths: &[&[&str]]) -> Result<Part, String> {
-    for path in paths {
-        if let Some(v) = lookup(metadata, path).filter(|v| !v.is_null()) {
-            let field = format!("metadata.{}", path.join("."));
+fn first(metadata: &Metadata<'_>, spellings: &[Spelling]) -> Result<Part, String> {
+    for (path, find) in spellings {
+        // A null count is read as absent: `Usage` holds none.
+        if let Some(v) = find(metadata) {
+            let field = format!("metadata.{path}");
             let tokens = check::json_count(&field, v)?;
             return Ok(Part { tokens, field });
         }
@@ -96,24 +122,14 @@ fn first(metadata: &Map<String, Value>, paths: &[&[&str]]) -> Result<Part, Strin
     })
 }
 
-/// The value at `path` below `metadata`; `None` when a step is missing or
-/// is not an object.
-fn lookup<'a>(metadata: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
-    let (last, parents) = path.split_last()?;
-    let mut at = metadata;
-    for step in parents {
-        at = at.get(*step)?.as_object()?;
-    }
-    at.get(*last)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn tokens(metadata: Value) -> Result<(u64, u64), String> {
-        let map = metadata.as_object().cloned().unwrap_or_default();
+        let text = metadata.to_string();
+        let map = super::super::metadata::metadata_text(&text).unwrap_or_default();
         cache_tokens(&map).map(|(r, w)| (r.tokens, w.tokens))
     }
 

@@ -1,22 +1,25 @@
 //! The JSON of `GET /spend/logs/v2` and `GET /model/info`, as LiteLLM
 //! 1.110.2 sends it, and how a page is parsed.
 //!
-//! A page is first read as JSON by the page fetcher (which retries bodies
-//! that are not JSON at all) and then parsed here into these structs, so a
-//! page that is whole JSON of another shape (no `data`, a row without
+//! A page is read once, straight from its text into these structs, which
+//! borrow its strings ([`Text`]) and name only the columns costwatch reads;
+//! the others (`api_key`, `cache_key`, `messages`, ...) are skipped unread,
+//! and so is most of `metadata` (`metadata.rs`). No `serde_json::Value` is
+//! built on this path.
+//!
+//! A page that is whole JSON of another shape (no `data`, a row without
 //! `startTime`, a count that is a string) fails with the field's path and
 //! the question whether LiteLLM changed its format, never as zero rows.
-//!
-//! Only the columns costwatch reads are named; the others (`api_key`,
-//! `cache_key`, `messages`, ...) are ignored. `metadata` and
-//! `request_tags` are JSONB columns: LiteLLM re-reads `metadata` into an
-//! object (`_hydrate_spend_log_metadata`) but hands `request_tags` out as
-//! the raw query gave it, which may be the JSON text of the list, so both
-//! are kept as JSON values and read by `map` and `usage`.
+//! Such a page is parsed a second time for that message, as a
+//! `serde_json::Value` first ([`parse`]), so the path and the wording are
+//! those of a `Value` (no line and column, fields in key order). A body
+//! that is not JSON at all is retried by the page fetcher ([`whole_json`]).
 
+use super::json::Text;
+use super::metadata::{MetadataColumn, TagsColumn};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use serde::de::IgnoredAny;
 use serde_json::Value;
 
 /// What a parse failure of whole JSON most likely means.
@@ -27,9 +30,10 @@ pub(super) const SCHEMA_HINT: &str =
 /// total_pages, total_is_capped}`. Only `data` is required; `page` and
 /// `page_size` are checked against what was asked for when present.
 #[derive(Debug, Deserialize)]
-pub(super) struct Envelope {
+pub(super) struct Envelope<'a> {
     /// The rows, sorted as asked.
-    pub data: Vec<WireRow>,
+    #[serde(borrow)]
+    pub data: Vec<WireRow<'a>>,
     /// The page answered (1-based).
     #[serde(default)]
     pub page: Option<u64>,
@@ -41,9 +45,10 @@ pub(super) struct Envelope {
 /// One `LiteLLM_SpendLogs` row (`proxy/schema.prisma`). The columns the
 /// schema declares non-null are required here.
 #[derive(Debug, Deserialize)]
-pub(super) struct WireRow {
+pub(super) struct WireRow<'a> {
     /// The primary key: the provider's response id, else LiteLLM's call id.
-    pub request_id: String,
+    #[serde(borrow)]
+    pub request_id: Text<'a>,
     /// When the call started: `timestamp(3)` in UTC, written by the raw
     /// query as `2026-10-11T11:24:03.120+00:00`.
     #[serde(rename = "startTime", deserialize_with = "time")]
@@ -55,46 +60,47 @@ pub(super) struct WireRow {
     /// Completion tokens.
     pub completion_tokens: i64,
     /// The model the provider was called with (`""` when none was).
-    pub model: String,
+    #[serde(borrow)]
+    pub model: Text<'a>,
     /// The public model name the caller asked for.
-    #[serde(default)]
-    pub model_group: Option<String>,
+    #[serde(default, borrow)]
+    pub model_group: Option<Text<'a>>,
     /// The deployment's id.
-    #[serde(default)]
-    pub model_id: Option<String>,
+    #[serde(default, borrow)]
+    pub model_id: Option<Text<'a>>,
     /// `acompletion`, `aembedding`, `call_mcp_tool`, ...
-    #[serde(default)]
-    pub call_type: Option<String>,
+    #[serde(default, borrow)]
+    pub call_type: Option<Text<'a>>,
     /// The caller's session id, else the call's trace id, else null.
-    #[serde(default)]
-    pub session_id: Option<String>,
+    #[serde(default, borrow)]
+    pub session_id: Option<Text<'a>>,
     /// `success`, `failure`, or null on rows written before the column.
-    #[serde(default)]
-    pub status: Option<String>,
+    #[serde(default, borrow)]
+    pub status: Option<Text<'a>>,
     /// The end user (`user` of the request body).
-    #[serde(default)]
-    pub end_user: Option<String>,
+    #[serde(default, borrow)]
+    pub end_user: Option<Text<'a>>,
     /// The key's team.
-    #[serde(default)]
-    pub team_id: Option<String>,
+    #[serde(default, borrow)]
+    pub team_id: Option<Text<'a>>,
     /// The key's internal user.
-    #[serde(default)]
-    pub user: Option<String>,
+    #[serde(default, borrow)]
+    pub user: Option<Text<'a>>,
     /// The key's organization.
-    #[serde(default)]
-    pub organization_id: Option<String>,
+    #[serde(default, borrow)]
+    pub organization_id: Option<Text<'a>>,
     /// The provider LiteLLM called (`openai`, `anthropic`, ...).
-    #[serde(default)]
-    pub custom_llm_provider: Option<String>,
+    #[serde(default, borrow)]
+    pub custom_llm_provider: Option<Text<'a>>,
     /// LiteLLM's own id for the call.
-    #[serde(default)]
-    pub litellm_call_id: Option<String>,
+    #[serde(default, borrow)]
+    pub litellm_call_id: Option<Text<'a>>,
     /// A list of tags, or the JSON text of one.
-    #[serde(default)]
-    pub request_tags: Option<Value>,
+    #[serde(default, borrow)]
+    pub request_tags: Option<TagsColumn<'a>>,
     /// An object, or the JSON text of one.
-    #[serde(default)]
-    pub metadata: Option<Value>,
+    #[serde(default, borrow)]
+    pub metadata: Option<MetadataColumn<'a>>,
 }
 
 /// The `/model/info` answer: `{"data": [...]}`, one entry per deployment.
@@ -136,10 +142,37 @@ pub(super) struct WireModelInfo {
     pub supports_prompt_caching: Option<bool>,
 }
 
+/// The body of a page when it is whole JSON (what the page fetcher hands
+/// on), else what a `serde_json::Value` parse said of it (and the fetcher
+/// tries a body that is not JSON at all again). Only checked here: the
+/// page is parsed by [`parse_page`].
+pub(super) fn whole_json(body: &[u8]) -> Result<String, String> {
+    let value_error = || {
+        crate::source::wire::parse::<Value>(body)
+            .err()
+            .unwrap_or_else(|| "not JSON".to_owned())
+    };
+    let text = std::str::from_utf8(body).map_err(|_| value_error())?;
+    serde_json::from_str::<IgnoredAny>(text).map_err(|_| value_error())?;
+    Ok(text.to_owned())
+}
+
+/// Parses a page's text, borrowing from it. A page that does not parse is
+/// parsed again as a `Value` to name the failing field as [`parse`] does;
+/// should that parse succeed (a column given twice, which a `Value` keeps
+/// the last of), its page is the answer.
+pub(super) fn parse_page(text: &str) -> Result<Envelope<'_>, String> {
+    if let Ok(page) = serde_json::from_str(text) {
+        return Ok(page);
+    }
+    let value = crate::source::wire::parse::<Value>(text.as_bytes())?;
+    parse(value)
+}
+
 /// Parses a page already read as JSON into `T`, naming the failing field
 /// (`data[3].startTime: ...`) and asking whether the format changed. The
 /// message can quote the page, so it is made printable.
-pub(super) fn parse<T: DeserializeOwned>(page: Value) -> Result<T, String> {
+pub(super) fn parse<'de, T: Deserialize<'de>>(page: Value) -> Result<T, String> {
     serde_path_to_error::deserialize(page).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();
@@ -166,7 +199,7 @@ pub(super) fn parse_time(t: &str) -> Option<DateTime<Utc>> {
 }
 
 fn time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
-    let text = String::deserialize(d)?;
+    let text = Text::deserialize(d)?;
     parse_time(&text).ok_or_else(|| {
         serde::de::Error::custom(format_args!(
             "`{}` is not a timestamp",
