@@ -5,6 +5,7 @@
 #
 #   crates/costwatch-bench/regenerate.sh            # about 20 minutes on 2 cores with a warm build
 #   SKIP_QUALITY=1 SKIP_PERF=1 crates/costwatch-bench/regenerate.sh   # only the window sweep
+#   ONLY=litellm crates/costwatch-bench/regenerate.sh   # only the LiteLLM source: rewrites its section alone
 #
 # SKIP_BUILD=1 measures the release binaries already built. A skipped step reuses its last output, kept under $CARGO_TARGET_DIR/bench-work.
 #
@@ -24,6 +25,8 @@ LONG_DAYS="${LONG_DAYS:-90}"
 SKIP_QUALITY="${SKIP_QUALITY:-}"
 SKIP_PERF="${SKIP_PERF:-}"
 SKIP_SWEEP="${SKIP_SWEEP:-}"
+SKIP_LITELLM="${SKIP_LITELLM:-}"
+ONLY="${ONLY:-}"
 WORK="$CARGO_TARGET_DIR/bench-work"
 OUT="BENCHMARKS.md"
 
@@ -54,6 +57,7 @@ BIN="$CARGO_TARGET_DIR/release"
 QUALITY_CMD="costwatch-bench quality --seeds $SEEDS --days 4"
 HELD_OUT_CMD="costwatch-bench quality --held-out --days 4"
 PERF_CMD="costwatch-bench perf --sessions $SESSIONS --runs $RUNS --scenario-runs $RUNS --idle-secs $IDLE_SECS --python \$VENV/bin/python"
+LITELLM_CMD="costwatch-bench litellm --days 2 --per-day 12000 --window 15m --runs $RUNS --profile --python \$VENV/bin/python"
 SWEEP_CMD="costwatch-bench sweep --days 2 --per-day 12000 --windows 5m,15m,1h,6h --long-days $LONG_DAYS --long-per-day 10000 --long-window 5m --runs $RUNS --python \$VENV/bin/python"
 
 # Each step's output is kept in $WORK; a skipped step reuses the last one.
@@ -65,6 +69,72 @@ kept() {
     fi
     cat "$WORK/$1.md"
 }
+
+# The LiteLLM source beside the script a user would write for it
+# (crates/costwatch-bench/litellm.py), with its profile.
+litellm_section() {
+    local started secs figures
+    started=$(date +%s)
+    figures=$("$BIN/costwatch-bench" litellm --days 2 --per-day 12000 --window 15m --runs "$RUNS" --profile \
+        --python "$VENV/bin/python" --workdir "$WORK" --markdown)
+    secs=$(( $(date +%s) - started ))
+    cat <<SECTION
+## LiteLLM source
+
+The simulator serves two days of the window sweep's scenario (seed 7,
+12,000 base sessions a day) as a LiteLLM proxy's spend logs
+(\`GET /spend/logs/v2\`, rows of about 1.7 KB shaped as LiteLLM 1.110.2
+writes them: \`crates/costwatch-sim/src/litellm\`), from its own process
+on 127.0.0.1. Two readers go through the same range with 15-minute
+windows, each a child process under \`/usr/bin/time -v\` (CPU = user +
+system of the whole process as \`wait4\` reports it, peak RSS):
+
+- \`costwatch backtest\` with \`source.kind: litellm\`: the pipeline the
+  daemon runs, reading each window's pages of 1,000 rows through the
+  LiteLLM source (each page parsed once, into borrowed typed rows: only
+  the columns and the keys of \`metadata\` it uses), the shipped \`rules/\`,
+  drill-downs and all;
+- \`crates/costwatch-bench/litellm.py\`: what a user writes first
+  (Python, \`requests\`): the same pages, rows grouped by \`session_id\`
+  per window, the three static rules of the quality baseline.
+
+CPU per call divides the whole process's CPU (start-up, the catalogue,
+paging, parsing, sessions, rules, drill-downs) by the calls served. The
+profile is one more backtest under \`perf record\` (\`perf report
+--no-children --sort dso,symbol\`): each function's own share of the
+samples. Measured $(date -u +%Y-%m-%d) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores), costwatch $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $("$VENV/bin/python" --version 2>&1), in ${secs}s:
+
+\`\`\`sh
+ONLY=litellm crates/costwatch-bench/regenerate.sh   # this section alone
+$LITELLM_CMD
+\`\`\`
+
+$figures
+SECTION
+}
+
+if [ "$ONLY" = litellm ]; then
+    log "litellm: $LITELLM_CMD"
+    litellm_section > "$WORK/litellm.md"
+    # Only this section is rewritten: before "Reading the figures" when new.
+    python3 - "$OUT" "$WORK/litellm.md" <<'PY'
+import sys
+path, section = sys.argv[1], open(sys.argv[2]).read().rstrip("\n") + "\n\n"
+text = open(path).read()
+start = text.find("\n## LiteLLM source\n")
+if start >= 0:
+    end = text.find("\n## ", start + 1)
+    end = len(text) if end < 0 else end
+    text = text[: start + 1] + section + text[end + 1 :]
+else:
+    at = text.find("\n## Reading the figures\n")
+    at = len(text) if at < 0 else at
+    text = text[: at + 1] + section + text[at + 1 :]
+open(path, "w").write(text)
+PY
+    log "wrote the LiteLLM section of $OUT"
+    exit 0
+fi
 
 quality_secs=0 held_out_secs=0 perf_secs=0 sweep_secs=0
 if [ -z "$SKIP_QUALITY" ]; then
@@ -109,6 +179,14 @@ else
     sweep=$(kept sweep)
 fi
 
+if [ -z "$SKIP_LITELLM" ]; then
+    log "litellm: $LITELLM_CMD"
+    litellm_section > "$WORK/litellm.md"
+else
+    log "litellm skipped: its section is kept"
+fi
+litellm=$(kept litellm)
+
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 mem=$(free -h | awk '/^Mem:/ {print $2}')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -150,6 +228,7 @@ $QUALITY_CMD
 $HELD_OUT_CMD
 $PERF_CMD
 $SWEEP_CMD
+$LITELLM_CMD
 \`\`\`
 
 Quality took ${quality_secs}s, the held-out report ${held_out_secs}s, performance ${perf_secs}s and the window sweep ${sweep_secs}s of wall time in this run (0s: the step was skipped and its figures kept from an earlier run).
@@ -350,6 +429,8 @@ it ran: its figures before then covered only part of the range. Each
 program runs $RUNS times; the figures are medians.
 
 $sweep
+
+$litellm
 
 ## Reading the figures
 

@@ -11,6 +11,8 @@
 //!   from a [`compact`] dataset served by the simulator in another process,
 //!   the Python reference script over the same data, and the idle daemon,
 //!   each measured from outside with [`measure`].
+//! - [`sources`]: each source costwatch reads (the LiteLLM proxy's spend
+//!   logs) beside the script a user would write for it.
 
 pub mod alerts;
 pub mod baseline;
@@ -22,6 +24,7 @@ pub mod measure;
 pub mod misses;
 pub mod perf;
 pub mod quality;
+pub mod sources;
 
 use costwatch::config::ConfigError;
 use costwatch::pipeline::PipelineError;

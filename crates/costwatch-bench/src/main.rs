@@ -13,6 +13,7 @@ use costwatch_bench::perf::sweep::{self, SweepOptions};
 use costwatch_bench::perf::{self, PerfOptions};
 use costwatch_bench::quality;
 use costwatch_bench::quality::Serving;
+use costwatch_bench::sources::litellm::{self as litellm_bench, LitellmOptions};
 use costwatch_sim::server::{SimOptions, SimServer};
 use std::io::Read;
 use std::path::PathBuf;
@@ -51,6 +52,11 @@ enum Cmd {
     /// flag, each session it flagged wrongly, with their calls, and the
     /// incidents no alert told of (held-out seeds are refused).
     Misses(MissesArgs),
+    /// Whole-process CPU and peak RSS of `costwatch backtest` reading days
+    /// of the scenario as a LiteLLM proxy's spend logs, beside
+    /// `crates/costwatch-bench/litellm.py` over the same pages, and where
+    /// costwatch's CPU goes (`perf`).
+    Litellm(LitellmArgs),
     /// Fetch every page of `/sessions` over a range with costwatch's HTTP
     /// client and parse nothing: the floor of the page path, measured by
     /// `perf` (the admin key from `COSTWATCH_ADMIN_KEY`).
@@ -68,6 +74,37 @@ struct FetchPagesArgs {
     /// End of the range, exclusive (RFC 3339).
     #[arg(long)]
     to: chrono::DateTime<chrono::Utc>,
+}
+
+#[derive(Debug, Args)]
+struct LitellmArgs {
+    /// Days of the scenario served.
+    #[arg(long, default_value_t = 2)]
+    days: u32,
+    /// Base sessions per day (the sweep's busier gateway).
+    #[arg(long, default_value_t = 12_000)]
+    per_day: u32,
+    /// Window size of both readers.
+    #[arg(long, default_value = "15m", value_parser = humantime::parse_duration)]
+    window: Duration,
+    /// Dataset seed.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Runs of each measured program (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Profile one more backtest with `perf record` (skipped when perf is
+    /// not installed).
+    #[arg(long)]
+    profile: bool,
+    /// The script a user would write (`--reference` is not read here).
+    #[arg(long, default_value = "crates/costwatch-bench/litellm.py")]
+    script: PathBuf,
+    #[command(flatten)]
+    programs: ProgramArgs,
+    /// Print Markdown tables.
+    #[arg(long)]
+    markdown: bool,
 }
 
 #[derive(Debug, Args)]
@@ -324,6 +361,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Perf(a) => perf_cmd(a).await,
         Cmd::Serve(a) => serve_cmd(a).await,
         Cmd::Sweep(a) => sweep_cmd(a).await,
+        Cmd::Litellm(a) => litellm_cmd(a).await,
         Cmd::Misses(a) => misses_cmd(a).await,
         Cmd::FetchPages(a) => fetch_pages_cmd(a).await,
     }
@@ -526,6 +564,27 @@ async fn sweep_cmd(a: SweepArgs) -> anyhow::Result<()> {
     };
     let report = sweep::run(&opts, |m| eprintln!("sweep: {m}"))?;
     print!("{}", sweep::render_report(&report, a.markdown));
+    Ok(())
+}
+
+async fn litellm_cmd(a: LitellmArgs) -> anyhow::Result<()> {
+    let p = a.programs.resolve()?;
+    let opts = LitellmOptions {
+        days: a.days,
+        per_day: a.per_day,
+        seed: a.seed,
+        window: a.window,
+        runs: a.runs.max(1),
+        profile: a.profile,
+        costwatch: p.costwatch,
+        bench: p.bench,
+        python: p.python,
+        script: std::path::absolute(&a.script).unwrap_or(a.script),
+        rules: p.rules,
+        workdir: p.workdir,
+    };
+    let report = litellm_bench::run(&opts, |m| eprintln!("litellm: {m}"))?;
+    print!("{}", litellm_bench::render_report(&report, a.markdown));
     Ok(())
 }
 

@@ -68,6 +68,14 @@ pub struct Served {
     pub generate_secs: f64,
 }
 
+impl Served {
+    /// The LiteLLM proxy's base URL: the simulator serves its routes at
+    /// the root, beside the API under `/v1`.
+    pub fn litellm_url(&self) -> &str {
+        self.url.strip_suffix("/v1").unwrap_or(&self.url)
+    }
+}
+
 impl Drop for Served {
     fn drop(&mut self) {
         // Closing stdin asks `serve` to stop; the kill is the fallback.
@@ -274,11 +282,12 @@ fn reference_run(
 }
 
 /// A time as the reference script and the backtest take it.
-fn rfc(t: chrono::DateTime<chrono::Utc>) -> String {
+pub fn rfc(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
-fn run_dir(workdir: &Path, name: &str) -> Result<PathBuf, BenchError> {
+/// The folder `name` below `workdir`, made if missing.
+pub fn run_dir(workdir: &Path, name: &str) -> Result<PathBuf, BenchError> {
     let dir = workdir.join(name);
     std::fs::create_dir_all(&dir).map_err(|e| BenchError::setup("work directory", e))?;
     Ok(dir)

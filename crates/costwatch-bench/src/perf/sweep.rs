@@ -83,7 +83,7 @@ fn sweep_start() -> DateTime<Utc> {
 
 /// The window count of `costwatch backtest`'s last summary line
 /// (`backtest: 576 windows, ...`) in `stderr`.
-fn windows_processed(stderr: &str) -> Option<usize> {
+pub fn windows_processed(stderr: &str) -> Option<usize> {
     stderr.lines().rev().find_map(|l| {
         l.strip_prefix("backtest: ")?
             .split_once(" windows")?
