@@ -87,7 +87,12 @@ pub fn parse_report(text: &str) -> Vec<HotSpot> {
             let _kind = parts
                 .next()
                 .filter(|k| k.starts_with('[') && k.ends_with(']'))?;
-            let symbol = parts.collect::<Vec<_>>().join(" ");
+            // Samples without IPC data end in `-  -` (the IPC columns).
+            let mut words: Vec<&str> = parts.collect();
+            while words.last() == Some(&"-") {
+                words.pop();
+            }
+            let symbol = words.join(" ");
             Some(HotSpot {
                 percent,
                 object,
@@ -120,7 +125,7 @@ mod tests {
 # Overhead  Shared Object      Symbol
 # ........  .................  ......
 #
-    21.50%  costwatch          [.] serde_json::de::Deserializer<R>::ignore_value::h0123456789abcdef
+    21.50%  costwatch          [.] serde_json::de::Deserializer<R>::ignore_value::h0123456789abcdef  -      -
      4.25%  [kernel.kallsyms]  [k] copy_user_generic_string
      1.00%  libc.so.6          [.] __memmove_avx_unaligned_erms
 
