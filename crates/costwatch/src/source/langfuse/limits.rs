@@ -1,4 +1,4 @@
-//! The limits every value read from Langfuse is held to: the README's
+//! The limits every value read from Langfuse is held to: the manual's
 //! "Limits on gateway data", the reference source's own constants
 //! (`source/wire/check.rs`). A value outside them fails its page with the
 //! field's path.

@@ -1,4 +1,4 @@
-//! The limits every value read from LiteLLM is held to: the README's
+//! The limits every value read from LiteLLM is held to: the manual's
 //! "Limits on gateway data", the reference gateway's own constants
 //! (`wire/check.rs`). A value outside them fails its page with the field's
 //! path (`data[3].prompt_tokens: -5 is negative`).
