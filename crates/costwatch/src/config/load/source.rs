@@ -118,8 +118,10 @@ pub(super) fn source_config(doc: &mut Doc, env: &BTreeMap<String, String>) -> Op
         SourceKind::OtlpFiles => {
             let files = part::<Files>(doc).and_then(|f| {
                 let resolved = folder_of(&doc.file).join(&f.path);
-                doc.check(resolved.is_dir(), "source.path", || {
-                    format!("{} is not a folder", resolved.display())
+                // A glob's root must be a folder, as a folder must.
+                let root = crate::source::otlp::files_root(&resolved);
+                doc.check(root.is_dir(), "source.path", || {
+                    format!("{} is not a folder", root.display())
                 })
                 .then_some(Files { path: resolved })
             });

@@ -218,11 +218,29 @@ fn an_otlp_source_needs_no_url_nor_key_and_reads_its_receiver_settings() -> Test
 }
 
 #[test]
+fn otlp_files_take_a_folder_or_a_glob_below_one() -> TestResult {
+    for path in [".", "traces-*.json*", "**/*.jsonl"] {
+        let cfg = load_source(&format!("  kind: otlp_files\n  path: \"{path}\"\n"), &[])?
+            .map_err(|p| p.join("\n"))?;
+        let KindConfig::OtlpFiles(files, ..) = &cfg.source.of_kind else {
+            return Err("not otlp_files".into());
+        };
+        assert!(files.path.to_string_lossy().ends_with(path), "{path}");
+    }
+    Ok(())
+}
+
+#[test]
 fn otlp_settings_are_checked_and_refused_where_not_read() -> TestResult {
     let cases: &[(&str, Files<'_>, &str)] = &[
         ("  kind: otlp_files\n", &[], "source.path: missing"),
         (
             "  kind: otlp_files\n  path: nowhere\n",
+            &[],
+            "source.path: ",
+        ),
+        (
+            "  kind: otlp_files\n  path: nowhere/traces-*.json\n",
             &[],
             "source.path: ",
         ),

@@ -4,7 +4,8 @@
 //! and a span again when an exporter retried.
 //!
 //! Every regular file of the folder whose name ends in `.json` or `.jsonl`
-//! (also `.json.gz`, `.jsonl.gz`) is read. The first read scans each file
+//! (also `.json.gz`, `.jsonl.gz`) is read, or every file a glob names
+//! (`select.rs`). The first read scans each file
 //! once and remembers when its first and last call started, so a window
 //! reads only the files that can hold its calls; the parsed calls of the
 //! files read last are kept (up to [`DEFAULT_MAX_CACHED_CALLS`]) so that
@@ -19,9 +20,11 @@
 
 mod cache;
 mod scan;
+mod select;
 
 use self::cache::Cache;
 use self::scan::{FileCall, Parsed, Stamp};
+use self::select::Selection;
 use super::settings::SpanMapping;
 use crate::printable::printable;
 use crate::source::rows::{CallRow, RowReader};
@@ -35,10 +38,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// few hundred megabytes at most).
 pub const DEFAULT_MAX_CACHED_CALLS: usize = 1_000_000;
 
-/// Reads model calls from a folder of OTLP/JSON lines files.
+/// The folder `path` lists: itself, or a glob's root.
+pub fn files_root(path: &Path) -> PathBuf {
+    Selection::of(path).root
+}
+
+/// Reads model calls from a folder of OTLP/JSON lines files, or the files
+/// a glob names.
 #[derive(Clone)]
 pub struct OtlpFilesReader {
-    dir: Arc<PathBuf>,
+    files: Arc<Selection>,
     mapping: Arc<SpanMapping>,
     index: Arc<Mutex<Index>>,
     /// A temporary folder the reader owns, removed when the last clone goes.
@@ -48,16 +57,17 @@ pub struct OtlpFilesReader {
 impl std::fmt::Debug for OtlpFilesReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OtlpFilesReader")
-            .field("dir", &self.dir)
+            .field("files", &self.files)
             .finish_non_exhaustive()
     }
 }
 
 impl OtlpFilesReader {
-    /// A reader of the files in `dir`, spans mapped as `mapping` says.
-    pub fn new(dir: PathBuf, mapping: SpanMapping) -> Self {
+    /// A reader of the files `path` names (a folder, or a glob: see
+    /// `select.rs`), spans mapped as `mapping` says.
+    pub fn new(path: PathBuf, mapping: SpanMapping) -> Self {
         OtlpFilesReader {
-            dir: Arc::new(dir),
+            files: Arc::new(Selection::of(&path)),
             mapping: Arc::new(mapping),
             index: Arc::new(Mutex::new(Index::new(DEFAULT_MAX_CACHED_CALLS))),
             _owned: None,
@@ -86,7 +96,7 @@ impl OtlpFilesReader {
         end: DateTime<Utc>,
     ) -> Result<(Vec<CallRow>, u64), SourceError> {
         let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
-        index.refresh(&self.dir, &self.mapping)?;
+        index.refresh(&self.files, &self.mapping)?;
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         let mut files = 0;
@@ -181,8 +191,8 @@ impl Index {
 
     /// Lists the folder again: forgets files that are gone, scans those
     /// that are new or changed.
-    fn refresh(&mut self, dir: &Path, mapping: &SpanMapping) -> Result<(), SourceError> {
-        let listing = scan::list(dir)?;
+    fn refresh(&mut self, files: &Selection, mapping: &SpanMapping) -> Result<(), SourceError> {
+        let listing = scan::list(files)?;
         let present: HashSet<&PathBuf> = listing.iter().map(|(p, _)| p).collect();
         let gone: Vec<PathBuf> = self
             .files

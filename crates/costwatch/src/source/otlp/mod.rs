@@ -78,6 +78,6 @@ mod usage;
 mod tests;
 
 pub use self::decode::{DecodeError, Encoding, decode_json_line, decode_request, encode_response};
-pub use self::files::{DEFAULT_MAX_CACHED_CALLS, OtlpFilesReader};
+pub use self::files::{DEFAULT_MAX_CACHED_CALLS, OtlpFilesReader, files_root};
 pub use self::map::{Mapped, SpanCall, map_spans};
 pub use self::settings::{AttrRef, Files, InputTokens, Receiver, SessionFallback, SpanMapping};

@@ -266,7 +266,11 @@ impl Settings for Receiver {
 #[schemars(transform = crate::settings::in_declared_order::<Files>)]
 pub struct Files {
     /// The folder of OTLP/JSON files (the Collector's file exporter's),
-    /// relative to the configuration's folder.
+    /// or a glob of them like the Collector's `include` patterns
+    /// (`otlp/traces-*.json*`; `*` and `?` within a name, `**` for any
+    /// depth of folders), relative to the configuration's folder. In a
+    /// folder, files ending in `.json` or `.jsonl` (gzipped or not) are
+    /// read; a glob reads every file it names.
     #[schemars(example = "otlp-traces/")]
     pub path: PathBuf,
 }

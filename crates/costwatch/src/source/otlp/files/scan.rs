@@ -4,6 +4,7 @@
 use super::super::decode::decode_json_line;
 use super::super::map::map_spans;
 use super::super::settings::SpanMapping;
+use super::select::Selection;
 use crate::printable::printable;
 use crate::source::SourceError;
 use crate::source::rows::CallRow;
@@ -24,32 +25,53 @@ pub(super) struct Stamp {
     modified: Option<SystemTime>,
 }
 
-/// Every file of `dir` that holds OTLP/JSON lines (`.json`, `.jsonl`, and
-/// the same gzipped), with its stamp, by path.
-pub(super) fn list(dir: &Path) -> Result<Vec<(PathBuf, Stamp)>, SourceError> {
-    let entries = std::fs::read_dir(dir).map_err(|e| folder_error(dir, &e))?;
+/// Every file `selection` names, with its stamp, by path: in a folder,
+/// those holding OTLP/JSON lines (`.json`, `.jsonl`, and the same
+/// gzipped); with a glob, those it matches, in the folders below its root
+/// it may match in (symbolic links to folders are not followed).
+pub(super) fn list(selection: &Selection) -> Result<Vec<(PathBuf, Stamp)>, SourceError> {
     let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| folder_error(dir, &e))?;
-        let path = entry.path();
-        if !is_otlp_file(&path) {
-            continue;
+    let mut folders: Vec<(PathBuf, Vec<String>)> = vec![(selection.root.clone(), Vec::new())];
+    while let Some((dir, at)) = folders.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| folder_error(&dir, &e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| folder_error(&dir, &e))?;
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let mut relative: Vec<&str> = at.iter().map(String::as_str).collect();
+            relative.push(&name);
+            let is_folder = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_folder {
+                if selection.descends() && selection.may_hold(&relative) {
+                    let mut below = at.clone();
+                    below.push(name.clone());
+                    folders.push((path, below));
+                }
+                continue;
+            }
+            let named = match selection.pattern {
+                None => is_otlp_file(&path),
+                Some(_) => selection.matches(&relative),
+            };
+            if !named {
+                continue;
+            }
+            // Follows symbolic links: a rotated file may be a link.
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                // Removed since the listing (rotation): not there.
+                Err(e) if e.kind() == ErrorKind::NotFound => continue,
+                Err(e) => return Err(file_error(&path, &e)),
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            let stamp = Stamp {
+                len: meta.len(),
+                modified: meta.modified().ok(),
+            };
+            out.push((path, stamp));
         }
-        // Follows symbolic links: a rotated file may be a link.
-        let meta = match std::fs::metadata(&path) {
-            Ok(m) => m,
-            // Removed since the listing (rotation): not there.
-            Err(e) if e.kind() == ErrorKind::NotFound => continue,
-            Err(e) => return Err(file_error(&path, &e)),
-        };
-        if !meta.is_file() {
-            continue;
-        }
-        let stamp = Stamp {
-            len: meta.len(),
-            modified: meta.modified().ok(),
-        };
-        out.push((path, stamp));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(out)

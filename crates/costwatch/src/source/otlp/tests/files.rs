@@ -385,3 +385,44 @@ async fn a_last_line_still_being_written_is_left_for_the_next_read() {
     let err = read(&reader, 0, 60).await.unwrap_err().to_string();
     assert!(err.contains("traces.json:2"), "{err}");
 }
+
+#[tokio::test]
+async fn a_glob_reads_the_files_it_names_and_leaves_the_folder_s_others() {
+    let dir = tempfile::tempdir().unwrap();
+    // The Collector's traces, rotated, one of them gzipped.
+    write(
+        dir.path(),
+        "traces-1.json",
+        &[line(vec![chat(1, 0x10, 10, "m", 1, 1)])],
+    );
+    let mut gz = GzEncoder::new(Vec::new(), Compression::default());
+    gz.write_all((line(vec![chat(2, 0x20, 20, "m", 1, 1)]) + "\n").as_bytes())
+        .unwrap();
+    std::fs::write(dir.path().join("traces-2.json.gz"), gz.finish().unwrap()).unwrap();
+    // Another exporter's file in the same folder, valid OTLP/JSON too: a
+    // folder would read it, the glob does not.
+    write(
+        dir.path(),
+        "metrics-1.json",
+        &[line(vec![chat(3, 0x30, 30, "m", 1, 1)])],
+    );
+    // Days in folders, read with `**`.
+    std::fs::create_dir_all(dir.path().join("archive/2026-12-04")).unwrap();
+    write(
+        &dir.path().join("archive/2026-12-04"),
+        "traces-0.json",
+        &[line(vec![chat(4, 0x05, 5, "m", 1, 1)])],
+    );
+
+    let glob = OtlpFilesReader::new(dir.path().join("traces-*.json*"), SpanMapping::default());
+    assert_eq!(ids(&read(&glob, 0, 100).await.unwrap()), ["10", "20"]);
+
+    let deep = OtlpFilesReader::new(dir.path().join("**/traces-*"), SpanMapping::default());
+    assert_eq!(ids(&read(&deep, 0, 100).await.unwrap()), ["05", "10", "20"]);
+
+    let folder = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(
+        ids(&read(&folder, 0, 100).await.unwrap()),
+        ["10", "20", "30"]
+    );
+}
