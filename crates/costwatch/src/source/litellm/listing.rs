@@ -60,7 +60,7 @@ pub(super) struct Seen {
     /// The latest `startTime` read.
     boundary: Option<DateTime<Utc>>,
     /// The last [`RECENT_IDS`] request ids read, with their `startTime`.
-    recent: HashMap<String, DateTime<Utc>>,
+    recent: HashMap<String, DateTime<Utc>, foldhash::fast::RandomState>,
     /// The same ids, oldest first.
     order: VecDeque<String>,
     /// Rows recognised as read before.
@@ -129,7 +129,8 @@ pub(super) fn check_page(
             rows.len()
         ));
     }
-    let mut ids: HashMap<&str, usize> = HashMap::with_capacity(rows.len());
+    let mut ids: HashMap<&str, usize, foldhash::fast::RandomState> =
+        HashMap::with_capacity_and_hasher(rows.len(), foldhash::fast::RandomState::default());
     let mut last: Option<DateTime<Utc>> = None;
     for (i, row) in rows.iter().enumerate() {
         if let Some(first) = ids.insert(row.request_id(), i) {

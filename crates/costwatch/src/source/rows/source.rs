@@ -97,10 +97,14 @@ struct State {
     learned: HashMap<String, ModelPrice>,
 }
 
+/// The open sessions by id: foldhash, seeded per process, as the
+/// detectors' maps (SipHash showed in the LiteLLM path's profile).
+type Sessions = HashMap<String, OpenSession, foldhash::fast::RandomState>;
+
 struct Carry {
     /// End of the window they were read up to.
     end: DateTime<Utc>,
-    sessions: HashMap<String, OpenSession>,
+    sessions: Sessions,
     /// Calls kept across those sessions.
     kept: usize,
     /// The instrumentations that reported cache reads within the next
@@ -222,7 +226,7 @@ impl<R: RowReader> RowSource<R> {
 struct Fold<'a> {
     settings: &'a RowSettings,
     prices: &'a PriceTable,
-    sessions: HashMap<String, OpenSession>,
+    sessions: Sessions,
     kept: usize,
     reporters: Reporters,
     learner: Learner,
@@ -307,7 +311,7 @@ impl<R: RowReader> Source for RowSource<R> {
             .unwrap_or(DateTime::<Utc>::MIN_UTC);
         let (sessions, kept, reporters, from) = match carried {
             Some(c) => (c.sessions, c.kept, c.reporters, window.start),
-            None => (HashMap::new(), 0, Reporters::default(), lookback_from),
+            None => (Sessions::default(), 0, Reporters::default(), lookback_from),
         };
         let mut fold = Fold {
             settings: &self.settings,
@@ -361,7 +365,7 @@ impl<R: RowReader> Source for RowSource<R> {
             .unwrap_or(DateTime::<Utc>::MIN_UTC)
             .min(window.start);
         let mut kept = kept;
-        let sessions: HashMap<String, OpenSession> = sessions
+        let sessions: Sessions = sessions
             .into_iter()
             .filter(|(_, s)| {
                 let stay = s.last >= horizon;
