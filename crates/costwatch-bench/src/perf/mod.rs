@@ -281,6 +281,25 @@ fn reference_run(
     )
 }
 
+/// `costwatch backtest`'s arguments over `(from, to)` with `config`,
+/// findings as JSON lines.
+pub fn backtest_args(
+    config: &std::path::Path,
+    (from, to): (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
+) -> Vec<String> {
+    vec![
+        "backtest".into(),
+        "--config".into(),
+        config.display().to_string(),
+        "--from".into(),
+        rfc(from),
+        "--to".into(),
+        rfc(to),
+        "--format".into(),
+        "jsonl".into(),
+    ]
+}
+
 /// A time as the reference script and the backtest take it.
 pub fn rfc(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)

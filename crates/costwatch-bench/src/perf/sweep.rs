@@ -12,7 +12,7 @@
 //! in-memory state and with a SQLite file. A long backtest (90 days at
 //! 5-minute windows by default) is measured on its own.
 
-use super::{Served, config_yaml, rfc, serve_with};
+use super::{Served, config_yaml, serve_with};
 use crate::BenchError;
 use crate::measure::{self, TimeReport};
 use crate::quality::{Target, median, render, targets_table};
@@ -287,17 +287,7 @@ fn backtests(
     let yaml = config_yaml(&served.url, &opts.rules, &dir.join("unused.db"), "")
         .replace("size: 1h", &format!("size: {size}"));
     std::fs::write(&config, yaml).map_err(|e| BenchError::setup("config", e))?;
-    let mut args: Vec<String> = vec![
-        "backtest".into(),
-        "--config".into(),
-        config.display().to_string(),
-        "--from".into(),
-        rfc(from),
-        "--to".into(),
-        rfc(to),
-        "--format".into(),
-        "jsonl".into(),
-    ];
+    let mut args = super::backtest_args(&config, (from, to));
     let db = dir.join("state.db");
     if state == State::SqliteFile {
         args.push("--state".into());

@@ -14,9 +14,10 @@ use super::profile::{self, HotSpot};
 use crate::BenchError;
 use crate::measure::{self, TimeReport};
 use crate::perf::sweep::{scenario_params, windows_processed};
-use crate::perf::{Medians, config_yaml, read_jsonl_findings, rfc, run_dir, serve_with};
+use crate::perf::{
+    Medians, backtest_args, config_yaml, read_jsonl_findings, rfc, run_dir, serve_with,
+};
 use crate::quality::{Target, render, targets_table};
-use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -209,23 +210,6 @@ pub fn run(
         }
     }
     Ok(report)
-}
-
-fn backtest_args(
-    config: &std::path::Path,
-    (from, to): (DateTime<Utc>, DateTime<Utc>),
-) -> Vec<String> {
-    vec![
-        "backtest".into(),
-        "--config".into(),
-        config.display().to_string(),
-        "--from".into(),
-        rfc(from),
-        "--to".into(),
-        rfc(to),
-        "--format".into(),
-        "jsonl".into(),
-    ]
 }
 
 /// The report as text or Markdown: the figures, the targets, the hot spots.
