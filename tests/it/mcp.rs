@@ -213,32 +213,7 @@ async fn assert_unauthorized(sim: &SimServer) {
 // The Python SDK peer.
 // ---------------------------------------------------------------------------
 
-/// The venv's python with `mcp` installed; fails the test when missing.
-pub fn peers_python() -> PathBuf {
-    if let Some(p) = std::env::var_os("COSTWATCH_PEERS_PYTHON") {
-        let p = PathBuf::from(p);
-        assert!(
-            p.exists(),
-            "COSTWATCH_PEERS_PYTHON={} does not exist: run .ci/python-peers.sh",
-            p.display()
-        );
-        return p;
-    }
-    let venv = std::env::var_os("COSTWATCH_PEERS_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                .join(".cache/costwatch-peers")
-        });
-    let python = venv.join("bin/python");
-    assert!(
-        python.exists(),
-        "no Python with the mcp SDK at {}: run .ci/python-peers.sh first \
-         (or set COSTWATCH_PEERS_PYTHON)",
-        python.display()
-    );
-    python
-}
+pub use crate::support::peers_python;
 
 /// `tests/peers/mcp_gateway.py` on a free loopback port, killed on drop.
 pub struct PythonPeer {

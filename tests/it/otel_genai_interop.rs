@@ -29,23 +29,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 fn genai_python() -> PathBuf {
-    let python = match std::env::var_os("COSTWATCH_OTEL_GENAI_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => std::env::var_os("COSTWATCH_OTEL_GENAI_VENV")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                    .join(".cache/costwatch-otel-genai")
-            })
-            .join("bin/python"),
-    };
-    assert!(
-        python.exists(),
-        "no Python with opentelemetry-instrumentation-genai-openai at {}: run \
-         .ci/otel-peer-genai.sh first (or set COSTWATCH_OTEL_GENAI_PYTHON)",
-        python.display()
-    );
-    python
+    crate::support::peer_python(
+        "COSTWATCH_OTEL_GENAI",
+        "costwatch-otel-genai",
+        "opentelemetry-instrumentation-genai-openai",
+        ".ci/otel-peer-genai.sh",
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

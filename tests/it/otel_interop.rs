@@ -29,23 +29,12 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 fn otel_python() -> PathBuf {
-    let python = match std::env::var_os("COSTWATCH_OTEL_PYTHON") {
-        Some(p) => PathBuf::from(p),
-        None => std::env::var_os("COSTWATCH_OTEL_VENV")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
-                    .join(".cache/costwatch-otel")
-            })
-            .join("bin/python"),
-    };
-    assert!(
-        python.exists(),
-        "no Python with the OpenTelemetry SDK at {}: run .ci/otel-peer.sh first \
-         (or set COSTWATCH_OTEL_PYTHON)",
-        python.display()
-    );
-    python
+    crate::support::peer_python(
+        "COSTWATCH_OTEL",
+        "costwatch-otel",
+        "the OpenTelemetry SDK",
+        ".ci/otel-peer.sh",
+    )
 }
 
 /// The seed window's sessions as the agent's scenario, each call with the

@@ -307,3 +307,36 @@ pub fn recent_seed() -> (costwatch_sim::Dataset, chrono::DateTime<chrono::Utc>) 
         window,
     )
 }
+
+/// A test peer's Python: `<VAR>_PYTHON`, else `<VAR>_VENV/bin/python`,
+/// else `~/.cache/<venv>/bin/python`. Fails the test when it is missing,
+/// saying what it should hold and which script makes it.
+pub fn peer_python(var: &str, venv: &str, holds: &str, script: &str) -> PathBuf {
+    let python = match std::env::var_os(format!("{var}_PYTHON")) {
+        Some(p) => PathBuf::from(p),
+        None => std::env::var_os(format!("{var}_VENV"))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+                    .join(".cache")
+                    .join(venv)
+            })
+            .join("bin/python"),
+    };
+    assert!(
+        python.exists(),
+        "no Python with {holds} at {}: run {script} first (or set {var}_PYTHON)",
+        python.display()
+    );
+    python
+}
+
+/// The venv's python with aiosmtpd and the official `mcp` SDK.
+pub fn peers_python() -> PathBuf {
+    peer_python(
+        "COSTWATCH_PEERS",
+        "costwatch-peers",
+        "aiosmtpd and the mcp SDK",
+        ".ci/python-peers.sh",
+    )
+}
