@@ -14,6 +14,7 @@ use costwatch_bench::perf::{self, PerfOptions};
 use costwatch_bench::quality;
 use costwatch_bench::quality::Serving;
 use costwatch_bench::sources::litellm::{self as litellm_bench, LitellmOptions};
+use costwatch_bench::sources::receiver::{self as receiver_bench, ReceiverOptions};
 use costwatch_sim::server::{SimOptions, SimServer};
 use std::io::Read;
 use std::path::PathBuf;
@@ -57,6 +58,10 @@ enum Cmd {
     /// `crates/costwatch-bench/litellm.py` over the same pages, and where
     /// costwatch's CPU goes (`perf`).
     Litellm(LitellmArgs),
+    /// Spans stored per CPU-second by `costwatch run`'s OTLP/HTTP receiver
+    /// under the exporter's own batches (protobuf and JSON bodies of 512
+    /// spans), and the detection tick's latency during the flood.
+    OtlpReceiver(OtlpReceiverArgs),
     /// Fetch every page of `/sessions` over a range with costwatch's HTTP
     /// client and parse nothing: the floor of the page path, measured by
     /// `perf` (the admin key from `COSTWATCH_ADMIN_KEY`).
@@ -100,6 +105,37 @@ struct LitellmArgs {
     /// The script a user would write (`--reference` is not read here).
     #[arg(long, default_value = "crates/costwatch-bench/litellm.py")]
     script: PathBuf,
+    #[command(flatten)]
+    programs: ProgramArgs,
+    /// Print Markdown tables.
+    #[arg(long)]
+    markdown: bool,
+}
+
+#[derive(Debug, Args)]
+struct OtlpReceiverArgs {
+    /// Days of the scenario posted.
+    #[arg(long, default_value_t = 2)]
+    days: u32,
+    /// Base sessions per day (the sweep's busier gateway).
+    #[arg(long, default_value_t = 12_000)]
+    per_day: u32,
+    /// Dataset seed.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// Export requests in flight at once.
+    #[arg(long, default_value_t = 2)]
+    concurrency: usize,
+    /// Runs of each encoding (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Also measure with this PostgreSQL database as the state (its
+    /// `public` schema is emptied before each run).
+    #[arg(long)]
+    postgres: Option<String>,
+    /// Seconds of ticks measured before the flood.
+    #[arg(long, default_value_t = 10)]
+    quiet_secs: u64,
     #[command(flatten)]
     programs: ProgramArgs,
     /// Print Markdown tables.
@@ -362,6 +398,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Serve(a) => serve_cmd(a).await,
         Cmd::Sweep(a) => sweep_cmd(a).await,
         Cmd::Litellm(a) => litellm_cmd(a).await,
+        Cmd::OtlpReceiver(a) => otlp_receiver_cmd(a).await,
         Cmd::Misses(a) => misses_cmd(a).await,
         Cmd::FetchPages(a) => fetch_pages_cmd(a).await,
     }
@@ -585,6 +622,26 @@ async fn litellm_cmd(a: LitellmArgs) -> anyhow::Result<()> {
     };
     let report = litellm_bench::run(&opts, |m| eprintln!("litellm: {m}"))?;
     print!("{}", litellm_bench::render_report(&report, a.markdown));
+    Ok(())
+}
+
+async fn otlp_receiver_cmd(a: OtlpReceiverArgs) -> anyhow::Result<()> {
+    let p = a.programs.resolve()?;
+    let mut states = vec!["sqlite".to_owned()];
+    states.extend(a.postgres);
+    let opts = ReceiverOptions {
+        days: a.days,
+        per_day: a.per_day,
+        seed: a.seed,
+        concurrency: a.concurrency.max(1),
+        runs: a.runs.max(1),
+        states,
+        costwatch: p.costwatch,
+        workdir: p.workdir,
+        quiet_secs: a.quiet_secs,
+    };
+    let report = receiver_bench::run(&opts, |m| eprintln!("otlp-receiver: {m}")).await?;
+    print!("{}", receiver_bench::render_report(&report, a.markdown));
     Ok(())
 }
 

@@ -7,3 +7,4 @@
 
 pub mod litellm;
 pub mod profile;
+pub mod receiver;

@@ -1,6 +1,7 @@
 //! The received OTLP calls (`otlp_calls`) and the conversations of their
 //! traces (`otlp_conversations`).
 
+use super::placeholders::value_tuples;
 use super::*;
 use crate::source::RequestStatus;
 use crate::source::otlp::SpanCall;
@@ -68,28 +69,11 @@ fn call_from_row(r: &AnyRow) -> Result<CallRow, StoreError> {
     })
 }
 
-fn placeholders(sql: &mut String, rows: usize, arity: usize) {
-    for i in 0..rows {
-        if i > 0 {
-            sql.push_str(", ");
-        }
-        sql.push('(');
-        for j in 1..=arity {
-            if j > 1 {
-                sql.push_str(", ");
-            }
-            sql.push('$');
-            sql.push_str(&(i * arity + j).to_string());
-        }
-        sql.push(')');
-    }
-}
-
-fn insert_sql(rows: usize) -> String {
-    let mut sql = format!("INSERT INTO otlp_calls ({INSERT_COLUMNS}) VALUES ");
-    placeholders(&mut sql, rows, INSERT_ARITY);
-    sql.push_str(" ON CONFLICT (span_id) DO NOTHING");
-    sql
+fn insert_sql(backend: Backend, rows: usize) -> String {
+    format!(
+        "INSERT INTO otlp_calls ({INSERT_COLUMNS}) VALUES {} ON CONFLICT (span_id) DO NOTHING",
+        value_tuples(backend, rows, INSERT_ARITY)
+    )
 }
 
 /// Stores a trace's conversation, deciding once whether it names the
@@ -116,7 +100,7 @@ impl CallStore for SqlStore {
         let mut added = 0;
         for chunk in calls.chunks(INSERT_CHUNK) {
             // Only placeholders are formatted in; every value is bound.
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_sql(chunk.len())));
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(insert_sql(self.backend, chunk.len())));
             for call in chunk {
                 let c = &call.row;
                 let (own, fallback) = if call.conversation {

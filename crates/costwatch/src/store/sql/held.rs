@@ -6,7 +6,7 @@
 //! transaction when they changed; skipping windows drops them, since the
 //! skipped windows were never looked at.
 
-use super::windows::{ROWS_PER_STATEMENT, value_tuples};
+use super::placeholders::{ROWS_PER_STATEMENT, value_tuples};
 use super::*;
 use crate::detect::Held;
 
@@ -39,6 +39,7 @@ pub(super) async fn held_findings(store: &SqlStore, job: &str) -> Result<Vec<Hel
 /// Replaces the job's held findings with `held`.
 pub(super) async fn replace_held(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: Backend,
     job: &str,
     held: &[Held],
 ) -> Result<(), StoreError> {
@@ -51,7 +52,7 @@ pub(super) async fn replace_held(
         let sql = format!(
             "INSERT INTO held_findings (job, session_id, kind, quiet_at_ms, alone, finding) \
              VALUES {}",
-            value_tuples(chunk.len(), 6)
+            value_tuples(backend, chunk.len(), 6)
         );
         // Only numbered placeholders are formatted in; the values are bound.
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));

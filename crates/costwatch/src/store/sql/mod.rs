@@ -19,6 +19,7 @@ mod inspect;
 mod investigations;
 mod leases;
 mod outbox;
+mod placeholders;
 mod silences;
 mod status;
 #[cfg(test)]

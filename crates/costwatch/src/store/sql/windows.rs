@@ -1,8 +1,8 @@
 //! Watermarks, windows, their findings and the groups' baselines.
 
 use super::incidents::upsert_incident;
+use super::placeholders::{ROWS_PER_STATEMENT, value_tuples};
 use super::*;
-use std::fmt::Write as _;
 
 pub(super) async fn watermark(
     store: &SqlStore,
@@ -76,35 +76,11 @@ pub(super) async fn load_baselines(
     Ok(out)
 }
 
-/// Rows per multi-row statement: far under SQLite's and PostgreSQL's
-/// limits on bound values.
-pub(super) const ROWS_PER_STATEMENT: usize = 100;
-
-/// `($1, $2, $3), ($4, $5, $6), ...`: `rows` tuples of `width` numbered
-/// placeholders.
-pub(super) fn value_tuples(rows: usize, width: usize) -> String {
-    let mut out = String::with_capacity(rows * width * 5);
-    for r in 0..rows {
-        if r > 0 {
-            out.push_str(", ");
-        }
-        out.push('(');
-        for c in 0..width {
-            if c > 0 {
-                out.push_str(", ");
-            }
-            // Writing to a `String` cannot fail.
-            let _ = write!(out, "${}", r * width + c + 1);
-        }
-        out.push(')');
-    }
-    out
-}
-
 /// Writes the baselines in `(group, baseline)` pairs, packed, a hundred
 /// rows per statement.
 async fn upsert_baselines(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: Backend,
     baselines: &[(&String, &GroupBaseline)],
     now: i64,
 ) -> Result<(), StoreError> {
@@ -113,7 +89,7 @@ async fn upsert_baselines(
             "INSERT INTO baselines (group_key, state, packed, updated_ms) VALUES {} \
              ON CONFLICT (group_key) DO UPDATE SET state = excluded.state, packed = excluded.packed, \
              updated_ms = excluded.updated_ms",
-            value_tuples(chunk.len(), 4)
+            value_tuples(backend, chunk.len(), 4)
         );
         // Only numbered placeholders are formatted in; the values are bound.
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -129,6 +105,7 @@ async fn upsert_baselines(
 /// per statement.
 async fn upsert_models_seen(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    backend: Backend,
     models: &[&String],
     seen: i64,
 ) -> Result<(), StoreError> {
@@ -136,7 +113,7 @@ async fn upsert_models_seen(
         let sql = format!(
             "INSERT INTO models_seen (model, last_seen_ms) VALUES {} \
              ON CONFLICT (model) DO UPDATE SET last_seen_ms = excluded.last_seen_ms",
-            value_tuples(chunk.len(), 2)
+            value_tuples(backend, chunk.len(), 2)
         );
         // Only numbered placeholders are formatted in; the values are bound.
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -242,11 +219,11 @@ pub(super) async fn commit_window(
     let mut baselines: Vec<(&String, &GroupBaseline)> = c.baselines.iter().collect();
     // In key order, so concurrent writers lock rows in the same order.
     baselines.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    upsert_baselines(&mut tx, &baselines, now).await?;
+    upsert_baselines(&mut tx, store.backend, &baselines, now).await?;
     let models: Vec<&String> = c.models_seen.iter().collect();
-    upsert_models_seen(&mut tx, &models, ms(window.end)).await?;
+    upsert_models_seen(&mut tx, store.backend, &models, ms(window.end)).await?;
     if let Some(held) = c.held {
-        super::held::replace_held(&mut tx, job, held).await?;
+        super::held::replace_held(&mut tx, store.backend, job, held).await?;
     }
     sqlx::query(
         "INSERT INTO windows (job, start_ms, end_ms, status, sessions, pages, findings, attempts, last_error, updated_ms) \
@@ -365,7 +342,7 @@ pub(super) async fn skip_to(
     }
     // Nobody looked at the skipped windows: whether a held finding's
     // session made a call there is unknown.
-    super::held::replace_held(&mut tx, job, &[]).await?;
+    super::held::replace_held(&mut tx, store.backend, job, &[]).await?;
     tx.commit().await.map_err(unavailable)?;
     Ok(())
 }
