@@ -606,7 +606,17 @@ async fn retention_deletes_old_calls_but_never_those_a_window_still_reads() {
 #[tokio::test]
 async fn calls_take_their_traces_conversation_id_from_an_agent_span_sent_later() {
     let dir = TempDir::new().unwrap();
-    let r = start(sqlite(&dir).await, settings()).await;
+    late_agent_span_names_the_calls(sqlite(&dir).await).await;
+}
+
+#[tokio::test]
+async fn calls_take_their_traces_conversation_id_on_postgresql_too() {
+    let pg = PgCluster::start();
+    late_agent_span_names_the_calls(SqlStore::open(&pg.url()).await.unwrap()).await;
+}
+
+async fn late_agent_span_names_the_calls(store: SqlStore) {
+    let r = start(store, settings()).await;
     let mut call = chat(1, "unused", minute(1), 500, 0);
     call.attributes
         .retain(|a| a.key != "gen_ai.conversation.id");
@@ -659,8 +669,18 @@ async fn calls_take_their_traces_conversation_id_from_an_agent_span_sent_later()
 #[tokio::test]
 async fn a_conversation_id_arriving_after_its_calls_could_be_read_changes_nothing() {
     let dir = TempDir::new().unwrap();
+    conversation_arriving_late_names_nothing(sqlite(&dir).await).await;
+}
+
+#[tokio::test]
+async fn a_conversation_id_arriving_late_changes_nothing_on_postgresql_too() {
+    let pg = PgCluster::start();
+    conversation_arriving_late_names_nothing(SqlStore::open(&pg.url()).await.unwrap()).await;
+}
+
+async fn conversation_arriving_late_names_nothing(store: SqlStore) {
     let fake = Arc::new(costwatch::clock::FakeClock::new(ts(NOW)));
-    let r = start_at(sqlite(&dir).await, settings(), fake.clone()).await;
+    let r = start_at(store, settings(), fake.clone()).await;
     // A call that started just now: no window has read it yet.
     let mut call = chat(1, "unused", ts(NOW), 500, 0);
     call.attributes

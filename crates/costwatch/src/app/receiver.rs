@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
-/// Connections the receiver holds, apart from the detection job's.
+/// Connections the receiver holds on PostgreSQL, apart from the detection
+/// job's (one on SQLite: [`SqlStore::open_writer`]).
 const RECEIVER_CONNECTIONS: u32 = 2;
 /// Exports decoded and stored at once.
 const MAX_IN_FLIGHT: usize = 4;
@@ -38,7 +39,7 @@ pub(super) async fn start(
     let crate::config::KindConfig::Otlp(o, mapping, rows) = &cfg.source.of_kind else {
         return Ok(None);
     };
-    let store = SqlStore::open_with(&cfg.state.url, RECEIVER_CONNECTIONS)
+    let store = SqlStore::open_writer(&cfg.state.url, RECEIVER_CONNECTIONS)
         .await
         .map_err(|e| AppError::failed("cannot open the state database for the receiver", e))?;
     let settings = ReceiverSettings {

@@ -19,7 +19,7 @@ pub use inspect::Inspect;
 pub use memory::{MemoryStore, is_throwaway};
 pub use settings::StateConfig;
 pub use silences::SilenceStore;
-pub use sql::SqlStore;
+pub use sql::{Backend, SqlStore};
 pub use status::StatusStore;
 
 use crate::detect::{Finding, GroupBaseline, Held};

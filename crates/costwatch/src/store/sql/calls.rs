@@ -1,7 +1,7 @@
 //! The received OTLP calls (`otlp_calls`) and the conversations of their
 //! traces (`otlp_conversations`).
 
-use super::placeholders::value_tuples;
+use super::placeholders::{value_tuples, value_tuples_after};
 use super::*;
 use crate::source::RequestStatus;
 use crate::source::otlp::SpanCall;
@@ -76,14 +76,29 @@ fn insert_sql(backend: Backend, rows: usize) -> String {
     )
 }
 
-/// Stores a trace's conversation, deciding once whether it names the
-/// trace's calls: not when one of them, stored earlier, started long enough
-/// ago that a window may have read it.
-const CONVERSATION_SQL: &str = "INSERT INTO otlp_conversations \
-     (trace_id, conversation_id, applies, seen_ms) \
-     SELECT $1, $2, CASE WHEN EXISTS (SELECT 1 FROM otlp_calls \
-         WHERE trace_id = $1 AND received_ms < $3 AND created_ms < $4) THEN 0 ELSE 1 END, $3 \
-     ON CONFLICT (trace_id) DO NOTHING";
+/// Conversations per statement (2 values each, 3 before them).
+const CONVERSATION_CHUNK: usize = 500;
+
+/// Stores traces' conversations, deciding once for each whether it names
+/// the trace's calls: not when one of them, stored earlier, started long
+/// enough ago that a window may have read it. `VALUES` names its columns
+/// `column1`, `column2` on SQLite and PostgreSQL alike; the `WHERE true`
+/// keeps SQLite from reading `ON CONFLICT` as a join's `ON`.
+fn conversations_sql(backend: Backend, rows: usize) -> String {
+    let (received_before, created_before, seen) = match backend {
+        Backend::Sqlite => ("?", "?", "?"),
+        Backend::Postgres => ("$1", "$2", "$3"),
+    };
+    format!(
+        "INSERT INTO otlp_conversations (trace_id, conversation_id, applies, seen_ms) \
+         SELECT v.column1, v.column2, CASE WHEN EXISTS (SELECT 1 FROM otlp_calls \
+             WHERE trace_id = v.column1 AND received_ms < {received_before} \
+             AND created_ms < {created_before}) THEN 0 ELSE 1 END, {seen} \
+         FROM (VALUES {}) AS v WHERE true \
+         ON CONFLICT (trace_id) DO NOTHING",
+        value_tuples_after(backend, 3, rows, 2)
+    )
+}
 
 impl CallStore for SqlStore {
     async fn insert_calls(
@@ -136,15 +151,19 @@ impl CallStore for SqlStore {
         }
         let readable_before =
             ms(now).saturating_sub(i64::try_from(settle_lag.as_millis()).unwrap_or(i64::MAX));
-        for (trace, conversation) in conversations {
-            sqlx::query(CONVERSATION_SQL)
-                .bind(trace.as_str())
-                .bind(conversation.as_str())
-                .bind(ms(now))
-                .bind(readable_before)
-                .execute(&mut *tx)
-                .await
-                .map_err(unavailable)?;
+        for chunk in conversations.chunks(CONVERSATION_CHUNK) {
+            // Only placeholders are formatted in; every value is bound.
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(conversations_sql(
+                self.backend,
+                chunk.len(),
+            )))
+            .bind(ms(now))
+            .bind(readable_before)
+            .bind(ms(now));
+            for (trace, conversation) in chunk {
+                q = q.bind(trace.as_str()).bind(conversation.as_str());
+            }
+            q.execute(&mut *tx).await.map_err(unavailable)?;
         }
         tx.commit().await.map_err(unavailable)?;
         Ok(added)

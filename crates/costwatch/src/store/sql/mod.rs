@@ -91,7 +91,20 @@ fn normalise_url(url: &str) -> (Backend, String) {
     (Backend::Sqlite, u)
 }
 
+/// Pages of write-ahead log (4 KiB each) between checkpoints: 40 MiB.
+const WAL_CHECKPOINT_PAGES: u32 = 10_000;
+
+/// The page cache of an SQLite writer's connection (SQLite's own is 2 MiB):
+/// an export of 512 spans dirties pages of every index of `otlp_calls`, and
+/// a smaller cache writes them out mid-transaction and reads them again.
+pub const WRITER_CACHE_KIB: u32 = 32 * 1024;
+
 impl SqlStore {
+    /// Which database `url` names.
+    pub fn backend_of(url: &str) -> Backend {
+        normalise_url(url).0
+    }
+
     /// Connects (at most 4 connections) and brings the schema up to date.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         Self::open_with(url, 4).await
@@ -99,6 +112,26 @@ impl SqlStore {
 
     /// Connects with at most `max_connections` and brings the schema up to date.
     pub async fn open_with(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+        Self::open_configured(url, max_connections, None).await
+    }
+
+    /// Connects for a writer that inserts all the time (the OTLP receiver):
+    /// on SQLite one connection with a page cache of [`WRITER_CACHE_KIB`],
+    /// since the file takes one writer at a time, and a second connection
+    /// would only wait on its lock and drop its cache each time the other
+    /// commits; on PostgreSQL `postgres_connections`.
+    pub async fn open_writer(url: &str, postgres_connections: u32) -> Result<Self, StoreError> {
+        match Self::backend_of(url) {
+            Backend::Sqlite => Self::open_configured(url, 1, Some(WRITER_CACHE_KIB)).await,
+            Backend::Postgres => Self::open_configured(url, postgres_connections, None).await,
+        }
+    }
+
+    async fn open_configured(
+        url: &str,
+        max_connections: u32,
+        cache_kib: Option<u32>,
+    ) -> Result<Self, StoreError> {
         sqlx::any::install_default_drivers();
         let (backend, url) = normalise_url(url);
         let in_memory = url.contains(":memory:");
@@ -116,10 +149,31 @@ impl SqlStore {
                         sqlx::query("PRAGMA busy_timeout = 10000")
                             .execute(&mut *conn)
                             .await?;
+                        if let Some(kib) = cache_kib {
+                            sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA cache_size = -{kib}")))
+                                .execute(&mut *conn)
+                                .await?;
+                        }
+                        // A multi-row insert keeps its statement journal
+                        // (to undo a half-done statement) in memory, not in
+                        // a temporary file.
+                        sqlx::query("PRAGMA temp_store = MEMORY")
+                            .execute(&mut *conn)
+                            .await?;
                         if !in_memory {
                             sqlx::query("PRAGMA journal_mode = WAL")
                                 .execute(&mut *conn)
                                 .await?;
+                            // The write-ahead log is copied into the database
+                            // every WAL_CHECKPOINT_PAGES pages instead of
+                            // SQLite's 1,000: a page written again before then
+                            // (the received calls' indexes are, all the time)
+                            // is copied once.
+                            sqlx::query(sqlx::AssertSqlSafe(format!(
+                                "PRAGMA wal_autocheckpoint = {WAL_CHECKPOINT_PAGES}"
+                            )))
+                            .execute(&mut *conn)
+                            .await?;
                         }
                     }
                     Ok(())

@@ -18,6 +18,17 @@ pub(super) const ROWS_PER_STATEMENT: usize = 100;
 /// PostgreSQL, `(?, ?), (?, ?)` on SQLite. The values are bound in the
 /// same order either way.
 pub(super) fn value_tuples(backend: Backend, rows: usize, width: usize) -> String {
+    value_tuples_after(backend, 0, rows, width)
+}
+
+/// [`value_tuples`] in a statement that binds `before` values ahead of
+/// them: on PostgreSQL the first tuple starts at `$before + 1`.
+pub(super) fn value_tuples_after(
+    backend: Backend,
+    before: usize,
+    rows: usize,
+    width: usize,
+) -> String {
     let mut out = String::with_capacity(rows * width * 5);
     for r in 0..rows {
         if r > 0 {
@@ -32,7 +43,7 @@ pub(super) fn value_tuples(backend: Backend, rows: usize, width: usize) -> Strin
                 Backend::Sqlite => out.push('?'),
                 // Writing to a `String` cannot fail.
                 Backend::Postgres => {
-                    let _ = write!(out, "${}", r * width + c + 1);
+                    let _ = write!(out, "${}", before + r * width + c + 1);
                 }
             }
         }
@@ -53,5 +64,10 @@ mod tests {
         );
         assert_eq!(value_tuples(Backend::Sqlite, 2, 2), "(?, ?), (?, ?)");
         assert_eq!(value_tuples(Backend::Sqlite, 0, 2), "");
+        assert_eq!(
+            value_tuples_after(Backend::Postgres, 3, 2, 2),
+            "($4, $5), ($6, $7)"
+        );
+        assert_eq!(value_tuples_after(Backend::Sqlite, 3, 1, 2), "(?, ?)");
     }
 }
