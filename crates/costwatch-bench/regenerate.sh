@@ -5,7 +5,9 @@
 #
 #   crates/costwatch-bench/regenerate.sh            # about 20 minutes on 2 cores with a warm build
 #   SKIP_QUALITY=1 SKIP_PERF=1 crates/costwatch-bench/regenerate.sh   # only the window sweep
-#   ONLY=litellm crates/costwatch-bench/regenerate.sh   # only the LiteLLM source: rewrites its section alone
+#   ONLY=litellm crates/costwatch-bench/regenerate.sh      # only the LiteLLM source: rewrites its section alone
+#   ONLY=langfuse crates/costwatch-bench/regenerate.sh     # likewise the Langfuse source
+#   ONLY=otlp-files crates/costwatch-bench/regenerate.sh   # likewise the OTLP files source
 #
 # SKIP_BUILD=1 measures the release binaries already built. A skipped step reuses its last output, kept under $CARGO_TARGET_DIR/bench-work.
 #
@@ -26,6 +28,8 @@ SKIP_QUALITY="${SKIP_QUALITY:-}"
 SKIP_PERF="${SKIP_PERF:-}"
 SKIP_SWEEP="${SKIP_SWEEP:-}"
 SKIP_LITELLM="${SKIP_LITELLM:-}"
+SKIP_LANGFUSE="${SKIP_LANGFUSE:-}"
+SKIP_OTLP_FILES="${SKIP_OTLP_FILES:-}"
 ONLY="${ONLY:-}"
 WORK="$CARGO_TARGET_DIR/bench-work"
 OUT="BENCHMARKS.md"
@@ -58,6 +62,8 @@ QUALITY_CMD="costwatch-bench quality --seeds $SEEDS --days 4"
 HELD_OUT_CMD="costwatch-bench quality --held-out --days 4"
 PERF_CMD="costwatch-bench perf --sessions $SESSIONS --runs $RUNS --scenario-runs $RUNS --idle-secs $IDLE_SECS --python \$VENV/bin/python"
 LITELLM_CMD="costwatch-bench litellm --days 2 --per-day 12000 --window 15m --runs $RUNS --profile --python \$VENV/bin/python"
+LANGFUSE_CMD="costwatch-bench langfuse --days 2 --per-day 12000 --window 15m --runs $RUNS --profile --python \$VENV/bin/python"
+OTLP_FILES_CMD="costwatch-bench otlp-files --days 2 --per-day 12000 --window 15m --multiples 1,2,4 --runs $RUNS --profile"
 SWEEP_CMD="costwatch-bench sweep --days 2 --per-day 12000 --windows 5m,15m,1h,6h --long-days $LONG_DAYS --long-per-day 10000 --long-window 5m --runs $RUNS --python \$VENV/bin/python"
 
 # Each step's output is kept in $WORK; a skipped step reuses the last one.
@@ -68,6 +74,11 @@ kept() {
         exit 1
     fi
     cat "$WORK/$1.md"
+}
+
+# Where a source's section was measured: the date, the machine, the build.
+measured_on() {
+    echo "Measured $(date -u +%Y-%m-%d) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores), costwatch $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 }
 
 # The LiteLLM source beside the script a user would write for it
@@ -102,7 +113,7 @@ CPU per call divides the whole process's CPU (start-up, the catalogue,
 paging, parsing, sessions, rules, drill-downs) by the calls served. The
 profile is one more backtest under \`perf record\` (\`perf report
 --no-children --sort dso,symbol\`): each function's own share of the
-samples. Measured $(date -u +%Y-%m-%d) on $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores), costwatch $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $("$VENV/bin/python" --version 2>&1), in ${secs}s:
+samples. $(measured_on), $("$VENV/bin/python" --version 2>&1), in ${secs}s:
 
 \`\`\`sh
 ONLY=litellm crates/costwatch-bench/regenerate.sh   # this section alone
@@ -113,15 +124,117 @@ $figures
 SECTION
 }
 
-if [ "$ONLY" = litellm ]; then
-    log "litellm: $LITELLM_CMD"
-    litellm_section > "$WORK/litellm.md"
-    # Only this section is rewritten: before "Reading the figures" when new.
-    python3 - "$OUT" "$WORK/litellm.md" <<'PY'
+# The Langfuse source beside the script a user would write for it
+# (crates/costwatch-bench/langfuse.py), with its profile.
+langfuse_section() {
+    local started secs figures
+    started=$(date +%s)
+    figures=$("$BIN/costwatch-bench" langfuse --days 2 --per-day 12000 --window 15m --runs "$RUNS" --profile \
+        --python "$VENV/bin/python" --workdir "$WORK" --markdown)
+    secs=$(( $(date +%s) - started ))
+    cat <<SECTION
+## Langfuse source
+
+The simulator serves the same two days (seed 7, 12,000 base sessions a
+day) as a Langfuse project's generations, one observation per call
+(\`GET /api/public/v2/observations\`, shaped as Langfuse v4 writes them,
+\`usageDetails\` in the spelling of the integration that traced the
+call, and the project's model definitions at \`GET /api/public/models\`:
+\`crates/costwatch-sim/src/langfuse\`), from its own process on
+127.0.0.1, behind HTTP Basic with the project's public and secret key.
+Two readers go through the same range with 15-minute windows, each a
+child process under \`/usr/bin/time -v\` (CPU = user + system of the
+whole process as \`wait4\` reports it, peak RSS):
+
+- \`costwatch backtest\` with \`source.kind: langfuse\`: the pipeline the
+  daemon runs, reading each window's pages of 1,000 generations through
+  the Langfuse source (the field groups it uses, the model definitions
+  matched to each call), the shipped \`rules/\`, drill-downs and all;
+- \`crates/costwatch-bench/langfuse.py\`: what a Langfuse user writes
+  first (Python, \`requests\`): the same observations with
+  \`meta.cursor\` paging, grouped by \`sessionId\` per window, the
+  premium models from the definitions in force, the three static rules
+  of the quality baseline. The benchmark fails unless it counts every
+  call of the range.
+
+CPU per call divides the whole process's CPU (start-up, the model
+definitions, paging, parsing, sessions, rules, drill-downs) by the calls
+served. The profile is one more backtest under \`perf record\`, read as
+for LiteLLM. $(measured_on), $("$VENV/bin/python" --version 2>&1), in ${secs}s:
+
+\`\`\`sh
+ONLY=langfuse crates/costwatch-bench/regenerate.sh   # this section alone
+$LANGFUSE_CMD
+\`\`\`
+
+$figures
+SECTION
+}
+
+# The OTLP files source over a Collector file exporter's folder, and its
+# peak RSS as the folder grows.
+otlp_files_section() {
+    local started secs figures
+    started=$(date +%s)
+    figures=$("$BIN/costwatch-bench" otlp-files --days 2 --per-day 12000 --window 15m --multiples 1,2,4 \
+        --runs "$RUNS" --profile --workdir "$WORK" --markdown)
+    secs=$(( $(date +%s) - started ))
+    cat <<SECTION
+## OTLP files source
+
+The simulator writes the same two days (seed 7, 12,000 base sessions a
+day) as OpenTelemetry GenAI spans, one per call, in export requests of
+512 spans as a batch span processor sends them, into a folder as the
+Collector's file exporter writes them (\`format: json\`, one request per
+line, rotated at 100 MB: \`crates/costwatch-sim/src/otlp/files.rs\`).
+\`costwatch backtest\` with \`source.kind: otlp_files\` reads the folder
+with 15-minute windows, a child process under \`/usr/bin/time -v\`
+(CPU = user + system of the whole process, peak RSS), the shipped
+\`rules/\`, drill-downs and all. The same is done over folders of the
+same scenario twice and four times as long (4 and 8 days), to show
+whether memory stays flat as the folder grows. Spans carry no cost and
+a failed call no usage, so the findings are not those of the HTTP
+sources; there is no script beside it here.
+
+CPU per call divides the whole process's CPU by the calls in the
+folder. The profile is one more backtest over the 2-day folder under
+\`perf record\`, read as for LiteLLM. $(measured_on), in ${secs}s:
+
+\`\`\`sh
+ONLY=otlp-files crates/costwatch-bench/regenerate.sh   # this section alone
+$OTLP_FILES_CMD
+\`\`\`
+
+$figures
+SECTION
+}
+
+# The sources' sections: ONLY value, heading, function that writes it,
+# the command it runs.
+SOURCES="litellm langfuse otlp-files"
+source_heading() {
+    case "$1" in
+        litellm) echo "LiteLLM source" ;;
+        langfuse) echo "Langfuse source" ;;
+        otlp-files) echo "OTLP files source" ;;
+    esac
+}
+source_cmd() {
+    case "$1" in
+        litellm) echo "$LITELLM_CMD" ;;
+        langfuse) echo "$LANGFUSE_CMD" ;;
+        otlp-files) echo "$OTLP_FILES_CMD" ;;
+    esac
+}
+
+# Rewrites the section headed "## $2" of $OUT with the file $3; a new
+# section goes before "Reading the figures", after the sources before it.
+rewrite_section() {
+    python3 - "$OUT" "$2" "$3" <<'PY'
 import sys
-path, section = sys.argv[1], open(sys.argv[2]).read().rstrip("\n") + "\n\n"
+path, heading, section = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().rstrip("\n") + "\n\n"
 text = open(path).read()
-start = text.find("\n## LiteLLM source\n")
+start = text.find("\n## " + heading + "\n")
 if start >= 0:
     end = text.find("\n## ", start + 1)
     end = len(text) if end < 0 else end
@@ -132,7 +245,17 @@ else:
     text = text[: at + 1] + section + text[at + 1 :]
 open(path, "w").write(text)
 PY
-    log "wrote the LiteLLM section of $OUT"
+}
+
+if [ -n "$ONLY" ]; then
+    case " $SOURCES " in
+        *" $ONLY "*) ;;
+        *) echo "regenerate: ONLY is one of: $SOURCES" >&2; exit 1 ;;
+    esac
+    log "$ONLY: $(source_cmd "$ONLY")"
+    "${ONLY//-/_}_section" > "$WORK/$ONLY.md"
+    rewrite_section "$ONLY" "$(source_heading "$ONLY")" "$WORK/$ONLY.md"
+    log "wrote the $(source_heading "$ONLY") section of $OUT"
     exit 0
 fi
 
@@ -187,6 +310,22 @@ else
 fi
 litellm=$(kept litellm)
 
+if [ -z "$SKIP_LANGFUSE" ]; then
+    log "langfuse: $LANGFUSE_CMD"
+    langfuse_section > "$WORK/langfuse.md"
+else
+    log "langfuse skipped: its section is kept"
+fi
+langfuse=$(kept langfuse)
+
+if [ -z "$SKIP_OTLP_FILES" ]; then
+    log "otlp-files: $OTLP_FILES_CMD"
+    otlp_files_section > "$WORK/otlp-files.md"
+else
+    log "otlp-files skipped: its section is kept"
+fi
+otlp_files=$(kept otlp-files)
+
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 mem=$(free -h | awk '/^Mem:/ {print $2}')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -229,6 +368,8 @@ $HELD_OUT_CMD
 $PERF_CMD
 $SWEEP_CMD
 $LITELLM_CMD
+$LANGFUSE_CMD
+$OTLP_FILES_CMD
 \`\`\`
 
 Quality took ${quality_secs}s, the held-out report ${held_out_secs}s, performance ${perf_secs}s and the window sweep ${sweep_secs}s of wall time in this run (0s: the step was skipped and its figures kept from an earlier run).
@@ -431,6 +572,10 @@ program runs $RUNS times; the figures are medians.
 $sweep
 
 $litellm
+
+$langfuse
+
+$otlp_files
 
 ## Reading the figures
 

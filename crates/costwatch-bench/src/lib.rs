@@ -12,7 +12,8 @@
 //!   the Python reference script over the same data, and the idle daemon,
 //!   each measured from outside with [`measure`].
 //! - [`sources`]: each source costwatch reads (the LiteLLM proxy's spend
-//!   logs) beside the script a user would write for it.
+//!   logs, Langfuse's observations) beside the script a user would write
+//!   for it, and the Collector files' memory as the folder grows.
 
 pub mod alerts;
 pub mod baseline;

@@ -13,7 +13,10 @@ use costwatch_bench::perf::sweep::{self, SweepOptions};
 use costwatch_bench::perf::{self, PerfOptions};
 use costwatch_bench::quality;
 use costwatch_bench::quality::Serving;
-use costwatch_bench::sources::litellm::{self as litellm_bench, LitellmOptions};
+use costwatch_bench::sources::compare::{self, ServedSource, SourceOptions};
+use costwatch_bench::sources::langfuse::LANGFUSE;
+use costwatch_bench::sources::litellm::LITELLM;
+use costwatch_bench::sources::otlp_files::{self, FilesOptions};
 use costwatch_bench::sources::receiver::{self as receiver_bench, ReceiverOptions};
 use costwatch_sim::server::{SimOptions, SimServer};
 use std::io::Read;
@@ -57,7 +60,16 @@ enum Cmd {
     /// of the scenario as a LiteLLM proxy's spend logs, beside
     /// `crates/costwatch-bench/litellm.py` over the same pages, and where
     /// costwatch's CPU goes (`perf`).
-    Litellm(LitellmArgs),
+    Litellm(SourceArgs),
+    /// Whole-process CPU and peak RSS of `costwatch backtest` reading days
+    /// of the scenario as a Langfuse project's generations, beside
+    /// `crates/costwatch-bench/langfuse.py` over the same observations,
+    /// and where costwatch's CPU goes (`perf`).
+    Langfuse(SourceArgs),
+    /// Whole-process CPU and peak RSS of `costwatch backtest` reading days
+    /// of the scenario as a Collector file exporter's folder, and again
+    /// over folders two and four times as long.
+    OtlpFiles(OtlpFilesArgs),
     /// Spans stored per CPU-second by `costwatch run`'s OTLP/HTTP receiver
     /// under the exporter's own batches (protobuf and JSON bodies of 512
     /// spans), and the detection tick's latency during the flood.
@@ -82,7 +94,7 @@ struct FetchPagesArgs {
 }
 
 #[derive(Debug, Args)]
-struct LitellmArgs {
+struct SourceArgs {
     /// Days of the scenario served.
     #[arg(long, default_value_t = 2)]
     days: u32,
@@ -102,9 +114,46 @@ struct LitellmArgs {
     /// not installed).
     #[arg(long)]
     profile: bool,
-    /// The script a user would write (`--reference` is not read here).
-    #[arg(long, default_value = "crates/costwatch-bench/litellm.py")]
-    script: PathBuf,
+    /// The script a user would write (default: the source's own beside
+    /// this crate, `crates/costwatch-bench/<source>.py`; `--reference` is
+    /// not read here).
+    #[arg(long)]
+    script: Option<PathBuf>,
+    #[command(flatten)]
+    programs: ProgramArgs,
+    /// Print Markdown tables.
+    #[arg(long)]
+    markdown: bool,
+}
+
+#[derive(Debug, Args)]
+struct OtlpFilesArgs {
+    /// Days of the scenario in the first folder.
+    #[arg(long, default_value_t = 2)]
+    days: u32,
+    /// Base sessions per day (the sweep's busier gateway).
+    #[arg(long, default_value_t = 12_000)]
+    per_day: u32,
+    /// Window size.
+    #[arg(long, default_value = "15m", value_parser = humantime::parse_duration)]
+    window: Duration,
+    /// Dataset seed.
+    #[arg(long, default_value_t = 7)]
+    seed: u64,
+    /// How many times as long each folder is as the first.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    multiples: Vec<u32>,
+    /// Megabytes a file grows to before the exporter rotates it (the
+    /// Collector's `rotation.max_megabytes` default).
+    #[arg(long, default_value_t = 100)]
+    file_megabytes: u64,
+    /// Runs of the backtest over each folder (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Profile one more backtest over the first folder with `perf record`
+    /// (skipped when perf is not installed).
+    #[arg(long)]
+    profile: bool,
     #[command(flatten)]
     programs: ProgramArgs,
     /// Print Markdown tables.
@@ -397,7 +446,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Cmd::Perf(a) => perf_cmd(a).await,
         Cmd::Serve(a) => serve_cmd(a).await,
         Cmd::Sweep(a) => sweep_cmd(a).await,
-        Cmd::Litellm(a) => litellm_cmd(a).await,
+        Cmd::Litellm(a) => source_cmd(&LITELLM, a),
+        Cmd::Langfuse(a) => source_cmd(&LANGFUSE, a),
+        Cmd::OtlpFiles(a) => otlp_files_cmd(a),
         Cmd::OtlpReceiver(a) => otlp_receiver_cmd(a).await,
         Cmd::Misses(a) => misses_cmd(a).await,
         Cmd::FetchPages(a) => fetch_pages_cmd(a).await,
@@ -604,9 +655,12 @@ async fn sweep_cmd(a: SweepArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn litellm_cmd(a: LitellmArgs) -> anyhow::Result<()> {
+fn source_cmd(source: &ServedSource, a: SourceArgs) -> anyhow::Result<()> {
     let p = a.programs.resolve()?;
-    let opts = LitellmOptions {
+    let script = a
+        .script
+        .unwrap_or_else(|| PathBuf::from(format!("crates/costwatch-bench/{}.py", source.name)));
+    let opts = SourceOptions {
         days: a.days,
         per_day: a.per_day,
         seed: a.seed,
@@ -616,12 +670,32 @@ async fn litellm_cmd(a: LitellmArgs) -> anyhow::Result<()> {
         costwatch: p.costwatch,
         bench: p.bench,
         python: p.python,
-        script: std::path::absolute(&a.script).unwrap_or(a.script),
+        script: std::path::absolute(&script).unwrap_or(script),
         rules: p.rules,
         workdir: p.workdir,
     };
-    let report = litellm_bench::run(&opts, |m| eprintln!("litellm: {m}"))?;
-    print!("{}", litellm_bench::render_report(&report, a.markdown));
+    let report = compare::run(source, &opts, |m| eprintln!("{}: {m}", source.name))?;
+    print!("{}", compare::render_report(&report, a.markdown));
+    Ok(())
+}
+
+fn otlp_files_cmd(a: OtlpFilesArgs) -> anyhow::Result<()> {
+    let p = a.programs.resolve()?;
+    let opts = FilesOptions {
+        days: a.days,
+        per_day: a.per_day,
+        seed: a.seed,
+        window: a.window,
+        multiples: a.multiples,
+        file_megabytes: a.file_megabytes,
+        runs: a.runs.max(1),
+        profile: a.profile,
+        costwatch: p.costwatch,
+        rules: p.rules,
+        workdir: p.workdir,
+    };
+    let report = otlp_files::run(&opts, |m| eprintln!("otlp-files: {m}"))?;
+    print!("{}", otlp_files::render_report(&report, a.markdown));
     Ok(())
 }
 
@@ -662,6 +736,14 @@ async fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let (sessions, requests) = (dataset.sessions.len(), dataset.request_count());
+    let in_range = match a.scenario_days {
+        Some(days) => {
+            let from = sweep::scenario_params(a.seed, days, a.per_day).start;
+            let to = from + chrono::Duration::days(i64::from(days));
+            dataset.requests_in(from, to, &[], None).len()
+        }
+        None => requests,
+    };
     let opts = SimOptions {
         bind: std::net::SocketAddr::from(([127, 0, 0, 1], a.port)),
         ..SimOptions::default()
@@ -671,7 +753,12 @@ async fn serve_cmd(a: ServeArgs) -> anyhow::Result<()> {
         .context("cannot start the simulator")?;
     println!(
         "{}",
-        perf::serve_announcement(&sim.base_url(), sim.admin_key(), sessions, requests, secs)
+        perf::serve_announcement(
+            &sim.base_url(),
+            sim.admin_key(),
+            (sessions, requests, in_range),
+            secs
+        )
     );
     // Serve until stdin closes (the parent exits or drops the pipe).
     tokio::task::spawn_blocking(|| {

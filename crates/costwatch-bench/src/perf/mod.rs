@@ -64,14 +64,17 @@ pub struct Served {
     pub sessions: usize,
     /// Calls served.
     pub requests: usize,
+    /// Calls served in the range of the scenario's days (all of them for
+    /// one window of sessions).
+    pub in_range: usize,
     /// Seconds it took to generate and index the dataset.
     pub generate_secs: f64,
 }
 
 impl Served {
-    /// The LiteLLM proxy's base URL: the simulator serves its routes at
-    /// the root, beside the API under `/v1`.
-    pub fn litellm_url(&self) -> &str {
+    /// The simulator's root, the base URL of the LiteLLM proxy and of
+    /// Langfuse: it serves their routes there, beside the API under `/v1`.
+    pub fn root_url(&self) -> &str {
         self.url.strip_suffix("/v1").unwrap_or(&self.url)
     }
 }
@@ -93,15 +96,16 @@ impl Drop for Served {
 }
 
 /// The line protocol of `costwatch-bench serve` on stdout.
+/// `in_range` counts the calls of the range served (the scenario's days;
+/// every call for one window of sessions).
 pub fn serve_announcement(
     url: &str,
     key: &str,
-    sessions: usize,
-    requests: usize,
+    (sessions, requests, in_range): (usize, usize, usize),
     secs: f64,
 ) -> String {
     format!(
-        "serving url={url} key={key} sessions={sessions} requests={requests} generate_secs={secs:.2}"
+        "serving url={url} key={key} sessions={sessions} requests={requests} in_range={in_range} generate_secs={secs:.2}"
     )
 }
 
@@ -151,6 +155,7 @@ pub fn serve_with(bench: &Path, args: &[String]) -> Result<Served, BenchError> {
             admin_key: parse("key")?,
             sessions: parse("sessions")?.parse().ok()?,
             requests: parse("requests")?.parse().ok()?,
+            in_range: parse("in_range")?.parse().ok()?,
             generate_secs: parse("generate_secs")?.parse().ok()?,
             child,
             stdin,
@@ -161,8 +166,14 @@ pub fn serve_with(bench: &Path, args: &[String]) -> Result<Served, BenchError> {
 
 /// A configuration for `costwatch` against the served window.
 pub fn config_yaml(url: &str, rules: &Path, state: &Path, extra: &str) -> String {
+    config_with_source(&format!("  api_url: {url}\n"), rules, state, extra)
+}
+
+/// [`config_yaml`] with `source` (its indented lines) as the source
+/// section.
+pub fn config_with_source(source: &str, rules: &Path, state: &Path, extra: &str) -> String {
     format!(
-        "source:\n  api_url: {url}\nwindows:\n  size: 1h\n  settle_lag: 0s\ngroup_by: [feature]\n\
+        "source:\n{source}windows:\n  size: 1h\n  settle_lag: 0s\ngroup_by: [feature]\n\
          state:\n  url: sqlite://{}\nrules: [{}]\n{extra}",
         state.display(),
         rules.display()

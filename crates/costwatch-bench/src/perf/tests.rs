@@ -62,10 +62,11 @@ fn targets_compare_medians_with_the_issue() {
 
 #[test]
 fn the_serve_announcement_round_trips() {
-    let line = serve_announcement("http://127.0.0.1:1/v1", "k", 10, 26, 1.5);
+    let line = serve_announcement("http://127.0.0.1:1/v1", "k", (10, 26, 24), 1.5);
     assert_eq!(field(&line, "url"), Some("http://127.0.0.1:1/v1"));
     assert_eq!(field(&line, "key"), Some("k"));
     assert_eq!(field(&line, "requests"), Some("26"));
+    assert_eq!(field(&line, "in_range"), Some("24"));
     assert_eq!(field(&line, "generate_secs"), Some("1.50"));
     assert_eq!(field(&line, "nope"), None);
 }

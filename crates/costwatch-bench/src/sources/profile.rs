@@ -3,6 +3,7 @@
 //! --no-children`).
 
 use crate::BenchError;
+use crate::quality::render;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -73,6 +74,33 @@ pub fn hot_spots(
         .map_err(|e| BenchError::setup("cannot run perf report", e))?;
     let text = String::from_utf8_lossy(&out.stdout);
     Ok(parse_report(&text).into_iter().take(top).collect())
+}
+
+/// The hot spots as a table under a sentence saying where they come from;
+/// nothing when there are none.
+pub fn render_hot_spots(spots: &[HotSpot], markdown: bool) -> String {
+    if spots.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = spots
+        .iter()
+        .map(|h| {
+            vec![
+                format!("{:.1}%", h.percent),
+                h.object.clone(),
+                if markdown {
+                    format!("`{}`", h.symbol)
+                } else {
+                    h.symbol.clone()
+                },
+            ]
+        })
+        .collect();
+    format!(
+        "\nWhere costwatch's CPU goes (`perf record` of one more backtest; each function's own samples, top {}):\n\n{}",
+        spots.len(),
+        render(&["self", "object", "function"], &rows, markdown)
+    )
 }
 
 /// The rows of `perf report --stdio --sort dso,symbol`
