@@ -364,17 +364,17 @@ impl<R: RowReader> Source for RowSource<R> {
             .checked_sub_signed(lookback)
             .unwrap_or(DateTime::<Utc>::MIN_UTC)
             .min(window.start);
+        // Kept in place: moving every open session into a new map each
+        // window showed in the Langfuse path's profile.
         let mut kept = kept;
-        let sessions: Sessions = sessions
-            .into_iter()
-            .filter(|(_, s)| {
-                let stay = s.last >= horizon;
-                if !stay {
-                    kept -= s.kept().min(kept);
-                }
-                stay
-            })
-            .collect();
+        let mut sessions = sessions;
+        sessions.retain(|_, s| {
+            let stay = s.last >= horizon;
+            if !stay {
+                kept -= s.kept().min(kept);
+            }
+            stay
+        });
         // The next window's lookback starts here.
         let next_from = window
             .end
