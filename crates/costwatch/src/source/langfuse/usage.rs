@@ -44,6 +44,7 @@
 //! Langfuse itself prices it twice; nothing on the wire tells it apart.
 
 use super::limits::{Key, MAX_COST_USD, MAX_COUNT, usd};
+use super::wire::UsageKey;
 use serde_json::Number;
 use std::collections::BTreeMap;
 
@@ -79,7 +80,7 @@ impl Sum {
 
 /// Reads `usageDetails` (see the module documentation); a value that is
 /// not a whole count from 0 to [`MAX_COUNT`] fails with its key.
-pub(super) fn tokens(details: &BTreeMap<String, Number>) -> Result<Tokens, String> {
+pub(super) fn tokens(details: &BTreeMap<UsageKey, Number>) -> Result<Tokens, String> {
     let (mut input, mut cached, mut write, mut output) = (
         Sum::default(),
         Sum::default(),
@@ -138,7 +139,7 @@ pub(super) fn is_cache_write(key: &str) -> bool {
 }
 
 /// The count under `key`, if there is one.
-fn raw(details: &BTreeMap<String, Number>, key: &str) -> Result<Option<u64>, String> {
+fn raw(details: &BTreeMap<UsageKey, Number>, key: &str) -> Result<Option<u64>, String> {
     details.get(key).map(|v| count(key, v)).transpose()
 }
 
@@ -175,7 +176,7 @@ fn count(key: &str, value: &Number) -> Result<u64, String> {
 /// zero keeps its zero `costDetails`, and costs zero.
 pub(super) fn cost(
     total: Option<f64>,
-    details: Option<&BTreeMap<String, f64>>,
+    details: Option<&BTreeMap<UsageKey, f64>>,
 ) -> Result<Option<f64>, String> {
     if let Some(details) = details {
         for (key, v) in details {

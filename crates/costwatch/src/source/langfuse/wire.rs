@@ -10,9 +10,13 @@
 //! not read.
 
 use chrono::{DateTime, Utc};
+use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
+use std::borrow::{Borrow, Cow};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Deref;
 
 /// One page: `{"data": [...], "meta": {"cursor": "..."}}`.
 #[derive(Debug, Deserialize)]
@@ -63,13 +67,78 @@ pub(super) struct Observation {
     #[serde(default, deserialize_with = "present")]
     pub provided_model_name: Option<Option<String>>,
     // usage
-    pub usage_details: Option<BTreeMap<String, Number>>,
-    pub cost_details: Option<BTreeMap<String, f64>>,
+    pub usage_details: Option<BTreeMap<UsageKey, Number>>,
+    pub cost_details: Option<BTreeMap<UsageKey, f64>>,
     pub total_cost: Option<f64>,
     // trace_context
     pub trace_name: Option<String>,
     pub tags: Option<Vec<String>>,
     pub release: Option<String>,
+}
+
+/// A key of `usageDetails` or `costDetails`. The usage types the
+/// integrations write (see [`super::usage`]) are not copied for every
+/// row; any other is kept as its own text. Keys compare as their text.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct UsageKey(Cow<'static, str>);
+
+impl UsageKey {
+    /// The usage types Langfuse's integrations write.
+    const KNOWN: [&'static str; 16] = [
+        "input",
+        "output",
+        "total",
+        "input_cached_tokens",
+        "input_audio_tokens",
+        "input_cache_read",
+        "input_cache_creation",
+        "input_cache_write",
+        "output_reasoning_tokens",
+        "output_audio_tokens",
+        "output_accepted_prediction_tokens",
+        "output_rejected_prediction_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+    ];
+
+    fn of(text: &str) -> UsageKey {
+        match Self::KNOWN.iter().find(|k| **k == text) {
+            Some(known) => UsageKey(Cow::Borrowed(known)),
+            None => UsageKey(Cow::Owned(text.to_owned())),
+        }
+    }
+}
+
+impl Deref for UsageKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Borrow<str> for UsageKey {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for UsageKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = UsageKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a usage type")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<UsageKey, E> {
+                Ok(UsageKey::of(v))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// A field whose presence matters: missing is `None`, `null` is
