@@ -8,6 +8,7 @@
 #   ONLY=litellm crates/costwatch-bench/regenerate.sh      # only the LiteLLM source: rewrites its section alone
 #   ONLY=langfuse crates/costwatch-bench/regenerate.sh     # likewise the Langfuse source
 #   ONLY=otlp-files crates/costwatch-bench/regenerate.sh   # likewise the OTLP files source
+#   ONLY=otlp-receiver crates/costwatch-bench/regenerate.sh  # likewise the OTLP/HTTP receiver
 #
 # SKIP_BUILD=1 measures the release binaries already built. A skipped step reuses its last output, kept under $CARGO_TARGET_DIR/bench-work.
 #
@@ -30,6 +31,7 @@ SKIP_SWEEP="${SKIP_SWEEP:-}"
 SKIP_LITELLM="${SKIP_LITELLM:-}"
 SKIP_LANGFUSE="${SKIP_LANGFUSE:-}"
 SKIP_OTLP_FILES="${SKIP_OTLP_FILES:-}"
+SKIP_OTLP_RECEIVER="${SKIP_OTLP_RECEIVER:-}"
 ONLY="${ONLY:-}"
 WORK="$CARGO_TARGET_DIR/bench-work"
 OUT="BENCHMARKS.md"
@@ -63,6 +65,7 @@ HELD_OUT_CMD="costwatch-bench quality --held-out --days 4"
 PERF_CMD="costwatch-bench perf --sessions $SESSIONS --runs $RUNS --scenario-runs $RUNS --idle-secs $IDLE_SECS --python \$VENV/bin/python"
 LITELLM_CMD="costwatch-bench litellm --days 2 --per-day 12000 --window 15m --runs $RUNS --profile --python \$VENV/bin/python"
 LANGFUSE_CMD="costwatch-bench langfuse --days 2 --per-day 12000 --window 15m --runs $RUNS --profile --python \$VENV/bin/python"
+OTLP_RECEIVER_CMD="costwatch-bench otlp-receiver --days 2 --per-day 12000 --runs $RUNS --postgres \$PG_URL"
 OTLP_FILES_CMD="costwatch-bench otlp-files --days 2 --per-day 12000 --window 15m --multiples 1,2,4 --runs $RUNS --profile"
 SWEEP_CMD="costwatch-bench sweep --days 2 --per-day 12000 --windows 5m,15m,1h,6h --long-days $LONG_DAYS --long-per-day 10000 --long-window 5m --runs $RUNS --python \$VENV/bin/python"
 
@@ -209,14 +212,87 @@ $figures
 SECTION
 }
 
+# A throwaway PostgreSQL cluster for the receiver's PostgreSQL rows (as the
+# integration tests start theirs: initdb, pg_ctl, as the postgres user
+# when run as root), stopped on exit; fsync stays on, as SQLite's does.
+PG_DIR=""
+stop_postgres() {
+    if [ -n "$PG_DIR" ]; then
+        as_postgres "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+        rm -rf "$PG_DIR"
+    fi
+}
+as_postgres() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+start_postgres() {
+    PG_BIN=$(pg_config --bindir 2>/dev/null || true)
+    if [ ! -x "$PG_BIN/initdb" ]; then
+        PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+    fi
+    if [ ! -x "$PG_BIN/initdb" ]; then
+        log "PostgreSQL is not installed (apt-get install postgresql): the receiver is measured on SQLite only"
+        return 1
+    fi
+    PG_DIR=$(mktemp -d /tmp/costwatch-bench-pg.XXXXXX)
+    trap stop_postgres EXIT
+    if [ "$(id -u)" = 0 ]; then chown -R postgres:postgres "$PG_DIR"; fi
+    local port
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    as_postgres "$PG_BIN/initdb" -A trust -U postgres -D "$PG_DIR/data" >/dev/null
+    as_postgres "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/log" -w \
+        -o "-p $port -k $PG_DIR -c listen_addresses=127.0.0.1" start >/dev/null
+    PG_URL="postgres://postgres@127.0.0.1:$port/postgres"
+}
+
+# The OTLP/HTTP receiver of costwatch run under the exporter's own batches.
+otlp_receiver_section() {
+    local started secs figures pg=()
+    started=$(date +%s)
+    if start_postgres; then pg=(--postgres "$PG_URL"); fi
+    figures=$("$BIN/costwatch-bench" otlp-receiver --days 2 --per-day 12000 --runs "$RUNS" "${pg[@]}" \
+        --workdir "$WORK" --markdown)
+    stop_postgres
+    secs=$(( $(date +%s) - started ))
+    cat <<SECTION
+## OTLP receiver
+
+The same two days (seed 7, 12,000 base sessions a day, moved to end at
+the hour of the run) as OpenTelemetry GenAI spans, one per call, in the
+export requests a fleet of batch span processors sends (at most 512
+spans each: \`costwatch_sim::otlp::export_requests\`), encoded once as
+binary protobuf and once as OTLP/JSON. \`costwatch run\` with
+\`source.kind: otlp\` receives them on loopback into a new SQLite file
+(\`synchronous = FULL\`: an answered export survives a power loss), then
+into a new PostgreSQL database (a local server, \`fsync\` on); a loader in
+\`costwatch-bench\` posts every request, two in flight, as an exporter
+does (a 429 or 503 is retried). The receiver's CPU (user + system of the
+whole \`costwatch run\` process, from \`/proc/PID/stat\`) is read before
+the first request and after the last answer: spans per CPU-second are the
+spans stored over it. Meanwhile the detection tick fires every two
+seconds (\`*/2 * * * * *\`) with no window due, so what it measures is
+the daemon's own work (schedule, state, alerts) beside the flood: its
+latency, from the instant it fired to its \`tick done\` line, with the
+loader quiet and during the flood. $(measured_on), in ${secs}s:
+
+\`\`\`sh
+ONLY=otlp-receiver crates/costwatch-bench/regenerate.sh   # this section alone
+$OTLP_RECEIVER_CMD
+\`\`\`
+
+$figures
+SECTION
+}
+
 # The sources' sections: ONLY value, heading, function that writes it,
 # the command it runs.
-SOURCES="litellm langfuse otlp-files"
+SOURCES="litellm langfuse otlp-files otlp-receiver"
 source_heading() {
     case "$1" in
         litellm) echo "LiteLLM source" ;;
         langfuse) echo "Langfuse source" ;;
         otlp-files) echo "OTLP files source" ;;
+        otlp-receiver) echo "OTLP receiver" ;;
     esac
 }
 source_cmd() {
@@ -224,6 +300,7 @@ source_cmd() {
         litellm) echo "$LITELLM_CMD" ;;
         langfuse) echo "$LANGFUSE_CMD" ;;
         otlp-files) echo "$OTLP_FILES_CMD" ;;
+        otlp-receiver) echo "$OTLP_RECEIVER_CMD" ;;
     esac
 }
 
@@ -326,6 +403,14 @@ else
 fi
 otlp_files=$(kept otlp-files)
 
+if [ -z "$SKIP_OTLP_RECEIVER" ]; then
+    log "otlp-receiver: $OTLP_RECEIVER_CMD"
+    otlp_receiver_section > "$WORK/otlp-receiver.md"
+else
+    log "otlp-receiver skipped: its section is kept"
+fi
+otlp_receiver=$(kept otlp-receiver)
+
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 mem=$(free -h | awk '/^Mem:/ {print $2}')
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
@@ -370,6 +455,7 @@ $SWEEP_CMD
 $LITELLM_CMD
 $LANGFUSE_CMD
 $OTLP_FILES_CMD
+$OTLP_RECEIVER_CMD
 \`\`\`
 
 Quality took ${quality_secs}s, the held-out report ${held_out_secs}s, performance ${perf_secs}s and the window sweep ${sweep_secs}s of wall time in this run (0s: the step was skipped and its figures kept from an earlier run).
@@ -576,6 +662,8 @@ $litellm
 $langfuse
 
 $otlp_files
+
+$otlp_receiver
 
 ## Reading the figures
 
