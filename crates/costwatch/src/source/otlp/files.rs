@@ -6,24 +6,31 @@
 //! Every regular file of the folder whose name ends in `.json` or `.jsonl`
 //! (also `.json.gz`, `.jsonl.gz`) is read, or every file a glob names
 //! (`select.rs`). The first read scans each file
-//! once and remembers when its first and last call started, so a window
-//! reads only the files that can hold its calls; the parsed calls of the
-//! files read last are kept (up to [`DEFAULT_MAX_CACHED_CALLS`]) so that
-//! consecutive windows do not parse a file again. A file is scanned again
-//! when its size or modification time changes; the listing is read on
-//! every call, so new and rotated files are seen at once.
+//! once, line by line, and remembers for each block of about a megabyte of
+//! lines where it lies and when its first and last call started
+//! (`blocks.rs`), so a window parses only the blocks that can hold its
+//! calls, and nothing of the folder is held but these few numbers per
+//! block. The parsed calls of the blocks read last are kept until a read
+//! starts after them (up to [`DEFAULT_MAX_CACHED_CALLS`]), so consecutive
+//! windows do not parse a block again: memory follows the window and its
+//! lookback, not the folder. A file is scanned again when its size or
+//! modification time changes; the listing is read on every call, so new
+//! and rotated files are seen at once.
 //!
 //! A line that is not OTLP/JSON traces fails the read with the file and
 //! line number (`SourceError::Invalid`: the window stays due, and a line
 //! being written is whole by the next try). Model-call spans the mapping
 //! rejects are skipped, counted and logged once per scanned file.
 
+mod blocks;
 mod cache;
-mod scan;
+mod lines;
+mod list;
 mod select;
 
+use self::blocks::{BlockCalls, FileCall, Scanned, trace_hash};
 use self::cache::Cache;
-use self::scan::{FileCall, Parsed, Stamp};
+use self::list::Stamp;
 use self::select::Selection;
 use super::settings::SpanMapping;
 use crate::printable::printable;
@@ -35,7 +42,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Most parsed calls kept between reads unless set otherwise (about a
-/// few hundred megabytes at most).
+/// few hundred megabytes at most); blocks before the latest read's start
+/// are dropped well before.
 pub const DEFAULT_MAX_CACHED_CALLS: usize = 1_000_000;
 
 /// The folder `path` lists: itself, or a glob's root.
@@ -96,24 +104,7 @@ impl OtlpFilesReader {
         end: DateTime<Utc>,
     ) -> Result<(Vec<CallRow>, u64), SourceError> {
         let mut index = self.index.lock().unwrap_or_else(PoisonError::into_inner);
-        index.refresh(&self.files, &self.mapping)?;
-        let mut seen = HashSet::new();
-        let mut out = Vec::new();
-        let mut files = 0;
-        for (path, stamp) in index.overlapping(start, end) {
-            files += 1;
-            let calls = index.calls(&path, stamp, &self.mapping)?;
-            // Each file's calls are in start order.
-            let from = calls.partition_point(|c| c.row.created_at < start);
-            let to = calls.partition_point(|c| c.row.created_at < end);
-            for c in calls.get(from..to).unwrap_or_default() {
-                if seen.insert(c.row.request_id.clone()) {
-                    out.push(index.with_conversation(c));
-                }
-            }
-        }
-        out.sort_by(|a, b| (a.created_at, &a.request_id).cmp(&(b.created_at, &b.request_id)));
-        Ok((out, files))
+        index.read(&self.files, &self.mapping, start, end)
     }
 }
 
@@ -161,23 +152,43 @@ impl RowReader for OtlpFilesReader {
 #[derive(Debug, Clone)]
 struct Known {
     stamp: Stamp,
-    /// When its first and last call started; `None` without calls.
-    range: Option<(DateTime<Utc>, DateTime<Utc>)>,
-    /// Model-call spans it skipped.
-    rejected: u64,
-    /// Calls without token counts.
-    without_usage: u64,
-    /// Conversation ids seen on its spans, by trace.
-    conversations: Arc<HashMap<String, String>>,
+    scanned: Arc<Scanned>,
 }
 
-/// The folder's files as last scanned, and the calls of those read last.
+/// The folder's files as last scanned, and the calls of the blocks read
+/// last.
 struct Index {
     files: BTreeMap<PathBuf, Known>,
     cache: Cache,
-    /// Every file's conversation ids by trace (the first file's, in name
-    /// order, when two disagree), merged when the listing changes.
-    conversations: HashMap<String, String>,
+    /// Where each trace's conversation id is first named, built when a
+    /// call needs one and forgotten when the listing changes.
+    traces: Option<Traces>,
+}
+
+/// The first block, in name order then line order, naming a conversation
+/// for each trace hash.
+struct Traces {
+    /// The files, in name order.
+    files: Vec<PathBuf>,
+    /// By trace hash: the file's place in `files`, and the block.
+    first: HashMap<u64, (usize, usize)>,
+}
+
+impl Traces {
+    fn of(files: &BTreeMap<PathBuf, Known>) -> Traces {
+        let mut first = HashMap::new();
+        for (f, known) in files.values().enumerate() {
+            for (b, block) in known.scanned.blocks.iter().enumerate() {
+                for h in &block.conversations {
+                    first.entry(*h).or_insert((f, b));
+                }
+            }
+        }
+        Traces {
+            files: files.keys().cloned().collect(),
+            first,
+        }
+    }
 }
 
 impl Index {
@@ -185,14 +196,68 @@ impl Index {
         Index {
             files: BTreeMap::new(),
             cache: Cache::new(max_cached_calls),
-            conversations: HashMap::new(),
+            traces: None,
         }
     }
 
+    /// The calls that started in `[start, end)`, each span once, in start
+    /// order; and how many files were read.
+    fn read(
+        &mut self,
+        files: &Selection,
+        mapping: &SpanMapping,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(Vec<CallRow>, u64), SourceError> {
+        // Windows move forward: what ended before this read is not needed.
+        self.cache.drop_before(start);
+        self.refresh(files, mapping, start, end)?;
+        let wanted: Vec<(PathBuf, Vec<usize>)> = self
+            .files
+            .iter()
+            .filter_map(|(path, known)| {
+                let blocks: Vec<usize> = (0..known.scanned.blocks.len())
+                    .filter(|&b| known.scanned.blocks[b].overlaps(start, end))
+                    .collect();
+                (!blocks.is_empty()).then(|| (path.clone(), blocks))
+            })
+            .collect();
+        let mut seen = HashSet::new();
+        let mut found = Vec::new();
+        for (path, blocks) in &wanted {
+            for &b in blocks {
+                let block = self.block(path, b, mapping)?;
+                // A block's calls are in start order.
+                let calls = &block.calls;
+                let from = calls.partition_point(|c| c.row.created_at < start);
+                let to = calls.partition_point(|c| c.row.created_at < end);
+                for c in calls.get(from..to).unwrap_or_default() {
+                    if seen.insert(c.row.request_id.clone()) {
+                        found.push(c.clone());
+                    }
+                }
+            }
+        }
+        let mut named = HashMap::new();
+        let mut out = Vec::with_capacity(found.len());
+        for c in found {
+            out.push(self.with_conversation(c, mapping, &mut named)?);
+        }
+        out.sort_by(|a, b| (a.created_at, &a.request_id).cmp(&(b.created_at, &b.request_id)));
+        Ok((out, wanted.len() as u64))
+    }
+
     /// Lists the folder again: forgets files that are gone, scans those
-    /// that are new or changed.
-    fn refresh(&mut self, files: &Selection, mapping: &SpanMapping) -> Result<(), SourceError> {
-        let listing = scan::list(files)?;
+    /// that are new or changed, keeping the calls of their blocks that may
+    /// hold a call started in `[start, end)`.
+    fn refresh(
+        &mut self,
+        files: &Selection,
+        mapping: &SpanMapping,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<(), SourceError> {
+        let listing = list::list(files)?;
         let present: HashSet<&PathBuf> = listing.iter().map(|(p, _)| p).collect();
         let gone: Vec<PathBuf> = self
             .files
@@ -210,91 +275,141 @@ impl Index {
                 continue;
             }
             changed = true;
-            let mut parsed = scan::parse(path, mapping)?;
+            self.cache.remove(path);
+            let cache = &mut self.cache;
+            let scanned = blocks::scan(path, mapping, |b, block, calls| {
+                if let Some((_, last)) = block.range
+                    && block.overlaps(start, end)
+                {
+                    cache.put(path, b, *stamp, last, Arc::new(calls));
+                }
+            })?;
             // A file being appended to is scanned again and again: only
             // what is new is worth a warning.
-            let before = self.files.get(path);
-            let known = Known {
-                stamp: *stamp,
-                range: parsed.range(),
-                rejected: parsed.rejected,
-                without_usage: parsed.without_usage,
-                conversations: Arc::new(std::mem::take(&mut parsed.conversations)),
-            };
-            warn_skipped(path, &parsed, before);
-            self.cache.put(path, *stamp, Arc::new(parsed.calls));
-            self.files.insert(path.clone(), known);
+            warn_skipped(path, &scanned, self.files.get(path));
+            self.files.insert(
+                path.clone(),
+                Known {
+                    stamp: *stamp,
+                    scanned: Arc::new(scanned),
+                },
+            );
         }
         if changed {
-            self.conversations.clear();
-            for known in self.files.values() {
-                for (trace, id) in known.conversations.iter() {
-                    self.conversations
-                        .entry(trace.clone())
-                        .or_insert_with(|| id.clone());
-                }
-            }
+            self.traces = None;
         }
         Ok(())
     }
 
-    /// A file's call with its session: the span's own, else a
-    /// conversation id seen on another span of its trace in any file of
-    /// the folder, else the fallback's.
-    fn with_conversation(&self, c: &FileCall) -> CallRow {
-        let mut row = c.row.clone();
-        if let Some(trace) = &c.trace
-            && let Some(id) = self.conversations.get(trace)
-        {
-            row.session_id = Some(id.clone());
-        }
-        row
-    }
-
-    /// The files that may hold a call started in `[start, end)`.
-    fn overlapping(&self, start: DateTime<Utc>, end: DateTime<Utc>) -> Vec<(PathBuf, Stamp)> {
-        self.files
-            .iter()
-            .filter(|(_, k)| {
-                k.range
-                    .is_some_and(|(first, last)| first < end && last >= start)
-            })
-            .map(|(p, k)| (p.clone(), k.stamp))
-            .collect()
-    }
-
-    /// The calls of one file: held, else parsed again and held.
-    fn calls(
+    /// The calls of block `b` of a listed file: held, else parsed again
+    /// and held.
+    fn block(
         &mut self,
         path: &Path,
-        stamp: Stamp,
+        b: usize,
         mapping: &SpanMapping,
-    ) -> Result<Arc<Vec<FileCall>>, SourceError> {
-        if let Some(calls) = self.cache.get(path, stamp) {
+    ) -> Result<Arc<BlockCalls>, SourceError> {
+        let known = self.files.get(path).cloned().ok_or_else(|| {
+            SourceError::Transient(format!(
+                "{} is no longer listed",
+                printable(&path.display().to_string())
+            ))
+        })?;
+        if let Some(calls) = self.cache.get(path, b, known.stamp) {
             return Ok(calls);
         }
-        let calls = Arc::new(scan::parse(path, mapping)?.calls);
-        self.cache.put(path, stamp, calls.clone());
+        let Some(block) = known.scanned.blocks.get(b) else {
+            return Ok(Arc::default());
+        };
+        let calls = Arc::new(blocks::read(path, block, mapping)?);
+        let last = block
+            .range
+            .map_or(DateTime::<Utc>::MIN_UTC, |(_, last)| last);
+        self.cache.put(path, b, known.stamp, last, calls.clone());
         Ok(calls)
+    }
+
+    /// A file's call with its session: the span's own, else a
+    /// conversation id seen on another span of its trace in any file of
+    /// the folder (the first in name order, then line order), else the
+    /// fallback's. `named` remembers the traces looked up in this read.
+    fn with_conversation(
+        &mut self,
+        c: FileCall,
+        mapping: &SpanMapping,
+        named: &mut HashMap<String, Option<String>>,
+    ) -> Result<CallRow, SourceError> {
+        let mut row = c.row;
+        let Some(trace) = c.trace else {
+            return Ok(row);
+        };
+        let id = match named.get(&trace) {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.conversation(&trace, mapping)?;
+                named.insert(trace, id.clone());
+                id
+            }
+        };
+        if let Some(id) = id {
+            row.session_id = Some(id);
+        }
+        Ok(row)
+    }
+
+    /// The conversation id the folder's spans first name for `trace`.
+    fn conversation(
+        &mut self,
+        trace: &str,
+        mapping: &SpanMapping,
+    ) -> Result<Option<String>, SourceError> {
+        let h = trace_hash(trace);
+        let files = &self.files;
+        let traces = self.traces.get_or_insert_with(|| Traces::of(files));
+        let Some(&(first_file, first_block)) = traces.first.get(&h) else {
+            return Ok(None);
+        };
+        // The blocks that may name it, in order: the first, then (when two
+        // traces share a hash) every later one whose hashes hold it.
+        let mut candidates = Vec::new();
+        for (f, path) in traces.files.iter().enumerate().skip(first_file) {
+            let Some(known) = self.files.get(path) else {
+                continue;
+            };
+            for (b, block) in known.scanned.blocks.iter().enumerate() {
+                if (f, b) >= (first_file, first_block)
+                    && block.conversations.binary_search(&h).is_ok()
+                {
+                    candidates.push((path.clone(), b));
+                }
+            }
+        }
+        for (path, b) in candidates {
+            if let Some(id) = self.block(&path, b, mapping)?.conversations.get(trace) {
+                return Ok(Some(id.clone()));
+            }
+        }
+        Ok(None)
     }
 }
 
 /// Logs the spans a scanned file skipped and the calls without token
 /// counts, when there are more than its last scan found.
-fn warn_skipped(path: &Path, parsed: &Parsed, before: Option<&Known>) {
-    let (rejected, without_usage) = before.map_or((0, 0), |k| (k.rejected, k.without_usage));
-    if parsed.rejected > rejected {
+fn warn_skipped(path: &Path, scanned: &Scanned, before: Option<&Known>) {
+    let (rejected, without_usage) =
+        before.map_or((0, 0), |k| (k.scanned.rejected, k.scanned.without_usage));
+    if scanned.rejected > rejected {
         tracing::warn!(
             file = %printable(&path.display().to_string()),
-            rejected = parsed.rejected,
-            first_reason = %printable(parsed.first_rejection.as_deref().unwrap_or_default()),
+            rejected = scanned.rejected,
+            first_reason = %printable(scanned.first_rejection.as_deref().unwrap_or_default()),
             "model-call spans in an OTLP file could not be used and are skipped"
         );
     }
-    if parsed.without_usage > without_usage {
+    if scanned.without_usage > without_usage {
         tracing::warn!(
             file = %printable(&path.display().to_string()),
-            calls = parsed.without_usage,
+            calls = scanned.without_usage,
             "model calls in an OTLP file carry no token counts and are counted as 0 tokens"
         );
     }

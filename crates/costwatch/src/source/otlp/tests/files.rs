@@ -426,3 +426,111 @@ async fn a_glob_reads_the_files_it_names_and_leaves_the_folder_s_others() {
         ["10", "20", "30"]
     );
 }
+
+/// Writes garbage over `name`, keeping its size and modification time:
+/// a reader that trusts what it learnt of the file does not see the
+/// change, one that parses the file again fails.
+fn damage_keeping_stamp(dir: &Path, name: &str) {
+    let path = dir.join(name);
+    let meta = std::fs::metadata(&path).unwrap();
+    let garbage = "x".repeat(meta.len() as usize - 1) + "\n";
+    std::fs::write(&path, garbage).unwrap();
+    let file = std::fs::File::options().write(true).open(&path).unwrap();
+    file.set_modified(meta.modified().unwrap()).unwrap();
+}
+
+#[tokio::test]
+async fn a_window_far_from_a_file_s_calls_does_not_parse_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.jsonl",
+        &[line(vec![
+            chat(1, 1, 0, "m", 1, 1),
+            chat(1, 2, 10, "m", 1, 1),
+        ])],
+    );
+    write(
+        dir.path(),
+        "b.jsonl",
+        &[line(vec![chat(2, 3, 1000, "m", 1, 1)])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(ids(&read(&reader, 1000, 1100).await.unwrap()), ["03"]);
+    damage_keeping_stamp(dir.path(), "a.jsonl");
+    // Windows after a.jsonl's calls, and between its calls and b.jsonl's,
+    // leave it alone.
+    assert_eq!(ids(&read(&reader, 1000, 1100).await.unwrap()), ["03"]);
+    assert_eq!(
+        ids(&read(&reader, 11, 1000).await.unwrap()),
+        Vec::<String>::new()
+    );
+    // A window over its calls parses it, and finds the damage.
+    let err = read(&reader, 0, 20).await.unwrap_err().to_string();
+    assert!(err.contains("a.jsonl:1"), "{err}");
+}
+
+#[tokio::test]
+async fn the_calls_kept_are_dropped_once_a_read_starts_after_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.jsonl",
+        &[line(vec![
+            chat(1, 1, 0, "m", 1, 1),
+            chat(1, 2, 10, "m", 1, 1),
+        ])],
+    );
+    write(
+        dir.path(),
+        "b.jsonl",
+        &[line(vec![chat(2, 3, 1000, "m", 1, 1)])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(ids(&read(&reader, 0, 20).await.unwrap()), ["01", "02"]);
+    damage_keeping_stamp(dir.path(), "a.jsonl");
+    // Kept: the same window again, or one that starts within its calls,
+    // is served without parsing the file again.
+    assert_eq!(ids(&read(&reader, 0, 20).await.unwrap()), ["01", "02"]);
+    assert_eq!(ids(&read(&reader, 10, 1100).await.unwrap()), ["02", "03"]);
+    // A read that starts after them drops them: reading them again parses
+    // the file.
+    assert_eq!(ids(&read(&reader, 11, 1100).await.unwrap()), ["03"]);
+    let err = read(&reader, 0, 20).await.unwrap_err().to_string();
+    assert!(err.contains("a.jsonl:1"), "{err}");
+}
+
+#[tokio::test]
+async fn a_file_without_calls_still_names_the_conversation_of_another_file_s_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    // The agent span naming the conversation, alone in the first file in
+    // name order: it holds no call, so no window's range covers it.
+    let agent = span(
+        7,
+        0x70,
+        5,
+        vec![
+            text("gen_ai.operation.name", "invoke_agent"),
+            text("gen_ai.conversation.id", "conv-7"),
+        ],
+    );
+    write(dir.path(), "a.jsonl", &[line(vec![agent])]);
+    // The calls of its trace, without a conversation id, far later.
+    write(
+        dir.path(),
+        "b.jsonl",
+        &[line(vec![
+            chat(7, 0x71, 5000, "m", 1, 1),
+            chat(8, 0x81, 5001, "m", 1, 1),
+        ])],
+    );
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    let rows = read(&reader, 4000, 6000).await.unwrap();
+    assert_eq!(ids(&rows), ["71", "81"]);
+    assert_eq!(rows[0].session_id.as_deref(), Some("conv-7"));
+    assert_eq!(
+        rows[1].session_id.as_deref(),
+        Some(trace_hex(8).as_str()),
+        "a trace no span names keeps the fallback"
+    );
+}
