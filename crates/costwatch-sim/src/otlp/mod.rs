@@ -61,11 +61,16 @@
 //! `http.response.status_code`; the status message is the one OpenAI's
 //! Python SDK gives the failure.
 //!
-//! Spans are not handed over in time order, as no fleet of exporters
-//! does: each session's spans go in the order they ended, sessions taking
-//! turns of a few spans, in an order hashed from their ids. The sequence
-//! is cut into requests of at most `spans_per_request` spans, each
-//! grouping its spans by resource (`ResourceSpans`, one `ScopeSpans`).
+//! Spans are handed over as a fleet of batch span processors exports
+//! them: shortly after they end, so in the order they ended, stretch by
+//! stretch of 5 seconds (the processor's default schedule delay,
+//! `OTEL_BSP_SCHEDULE_DELAY` in the SDK configuration specification);
+//! within one stretch, each session's spans in the order they ended,
+//! sessions taking turns of a few spans in an order hashed from their
+//! ids. So a request holds spans that ended close together, not in start
+//! order. The sequence is cut into requests of at most
+//! `spans_per_request` spans, each grouping its spans by resource
+//! (`ResourceSpans`, one `ScopeSpans`).
 //!
 //! It never uses costwatch's types: it is the outside world.
 //!

@@ -35,6 +35,11 @@ pub const DEFAULT_SERVICE: &str = "agent";
 /// How many spans of one session go out before the next session's turn.
 const TURN: usize = 3;
 
+/// How long spans wait to be exported: the batch span processor's default
+/// schedule delay (`OTEL_BSP_SCHEDULE_DELAY`, 5000 ms). Spans that ended
+/// within one such stretch go out together, sessions taking turns.
+const HORIZON: Duration = Duration::seconds(5);
+
 /// A resource's attributes, as names and string values.
 type Attributes = [(String, String)];
 
@@ -114,10 +119,25 @@ pub fn export_requests(
         .collect()
 }
 
-/// The calls as the exporters hand them over: each session's spans in the
-/// order they ended, sessions taking turns of [`TURN`] spans in an order
-/// hashed from their ids.
+/// The calls as the exporters hand them over: in the order they ended,
+/// cut at every [`HORIZON`] (a batch span processor exports what ended
+/// since its last export); within one horizon, each session's spans in
+/// the order they ended, sessions taking turns of [`TURN`] spans in an
+/// order hashed from their ids.
 fn send_order(calls: Vec<&SimRequest>) -> Vec<&SimRequest> {
+    let mut by_horizon: BTreeMap<i64, Vec<&SimRequest>> = BTreeMap::new();
+    let horizon_ms = HORIZON.num_milliseconds().max(1);
+    for r in calls {
+        let slot = end_of(r).timestamp_millis().div_euclid(horizon_ms);
+        by_horizon.entry(slot).or_default().push(r);
+    }
+    by_horizon.into_values().flat_map(taking_turns).collect()
+}
+
+/// Calls that ended within one horizon, each session's in the order they
+/// ended, sessions taking turns of [`TURN`] spans in an order hashed from
+/// their ids.
+fn taking_turns(calls: Vec<&SimRequest>) -> Vec<&SimRequest> {
     let mut by_session: BTreeMap<(u64, &str), Vec<&SimRequest>> = BTreeMap::new();
     for r in calls {
         let key = (fnv1a(&["otlp-order", &r.session_id]), r.session_id.as_str());

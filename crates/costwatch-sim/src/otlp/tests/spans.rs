@@ -103,7 +103,7 @@ fn every_call_of_the_range_is_one_span_with_its_figures() {
 }
 
 #[test]
-fn spans_are_not_sent_in_time_order() {
+fn spans_go_out_shortly_after_they_end_not_in_start_order() {
     let d = fixture();
     let requests = export_requests(
         &d,
@@ -111,12 +111,31 @@ fn spans_are_not_sent_in_time_order() {
         ts("2026-10-11T12:00:00Z"),
         10,
     );
-    let starts: Vec<u64> = flatten(&requests)
-        .iter()
-        .map(|(_, s)| s.start_time_unix_nano)
-        .collect();
+    let spans = flatten(&requests);
+    let starts: Vec<u64> = spans.iter().map(|(_, s)| s.start_time_unix_nano).collect();
     assert_eq!(starts.len(), d.request_count());
     assert!(starts.windows(2).any(|w| w[0] > w[1]), "time-sorted");
+    // Stretch by stretch of 5 seconds of their ends, as a batch span
+    // processor exports them, sessions taking turns within a stretch.
+    // A request groups its spans by resource: compare requests.
+    let stretches: Vec<(u64, u64)> = requests
+        .iter()
+        .map(|r| {
+            let ends = flatten(std::slice::from_ref(r))
+                .into_iter()
+                .map(|(_, s)| s.end_time_unix_nano / 5_000_000_000);
+            (ends.clone().min().unwrap(), ends.max().unwrap())
+        })
+        .collect();
+    assert!(
+        stretches.windows(2).all(|w| w[0].1 <= w[1].0),
+        "a request holds a span that ended a stretch before one sent earlier"
+    );
+    let ends: Vec<u64> = spans.iter().map(|(_, s)| s.end_time_unix_nano).collect();
+    assert!(
+        ends.windows(2).any(|w| w[0] > w[1]),
+        "sessions never take turns"
+    );
     // The same data gives the same requests.
     assert_eq!(
         requests,
