@@ -6,11 +6,11 @@
 //! Every regular file of the folder whose name ends in `.json` or `.jsonl`
 //! (also `.json.gz`, `.jsonl.gz`) is read, or every file a glob names
 //! (`select.rs`). The first read scans each file
-//! once, line by line, and remembers for each block of about a megabyte of
-//! lines where it lies and when its first and last call started
-//! (`blocks.rs`), so a window parses only the blocks that can hold its
-//! calls, and nothing of the folder is held but these few numbers per
-//! block. The parsed calls of the blocks read last are kept until a read
+//! once, line by line, reading only span ids, start times and traces
+//! (`skim.rs`), and remembers for each block of about a megabyte of lines
+//! where it lies and when its first and last span started (`blocks.rs`),
+//! so a window fully decodes only the blocks that can hold its calls, and
+//! nothing of the folder is held but these few numbers per block. The parsed calls of the blocks read last are kept until a read
 //! starts after them (up to [`DEFAULT_MAX_CACHED_CALLS`]), so consecutive
 //! windows do not parse a block again: memory follows the window and its
 //! lookback, not the folder. A file is scanned again when its size or
@@ -19,19 +19,23 @@
 //!
 //! A line that is not OTLP/JSON traces fails the read with the file and
 //! line number (`SourceError::Invalid`: the window stays due, and a line
-//! being written is whole by the next try). Model-call spans the mapping
-//! rejects are skipped, counted and logged once per scanned file.
+//! being written is whole by the next try); the scan catches what is not
+//! JSON, the decoding of a block what the spans' own fields get wrong.
+//! Model-call spans the mapping rejects are skipped, counted and logged
+//! once per file, when the first block holding some is decoded.
 
 mod blocks;
 mod cache;
 mod lines;
 mod list;
 mod select;
+mod skim;
 
-use self::blocks::{BlockCalls, FileCall, Scanned, trace_hash};
+use self::blocks::{BlockCalls, FileCall, Scanned};
 use self::cache::Cache;
 use self::list::Stamp;
 use self::select::Selection;
+use self::skim::trace_hash;
 use super::settings::SpanMapping;
 use crate::printable::printable;
 use crate::source::rows::{CallRow, RowReader};
@@ -163,6 +167,16 @@ struct Index {
     /// Where each trace's conversation id is first named, built when a
     /// call needs one and forgotten when the listing changes.
     traces: Option<Traces>,
+    /// The files whose skipped spans, and whose calls without token
+    /// counts, were logged: once per file while it is listed.
+    warned: HashMap<PathBuf, Warned>,
+}
+
+/// What was logged of a file's blocks.
+#[derive(Debug, Default, Clone, Copy)]
+struct Warned {
+    rejected: bool,
+    without_usage: bool,
 }
 
 /// The first block, in name order then line order, naming a conversation
@@ -197,6 +211,7 @@ impl Index {
             files: BTreeMap::new(),
             cache: Cache::new(max_cached_calls),
             traces: None,
+            warned: HashMap::new(),
         }
     }
 
@@ -211,7 +226,7 @@ impl Index {
     ) -> Result<(Vec<CallRow>, u64), SourceError> {
         // Windows move forward: what ended before this read is not needed.
         self.cache.drop_before(start);
-        self.refresh(files, mapping, start, end)?;
+        self.refresh(files)?;
         let wanted: Vec<(PathBuf, Vec<usize>)> = self
             .files
             .iter()
@@ -248,15 +263,8 @@ impl Index {
     }
 
     /// Lists the folder again: forgets files that are gone, scans those
-    /// that are new or changed, keeping the calls of their blocks that may
-    /// hold a call started in `[start, end)`.
-    fn refresh(
-        &mut self,
-        files: &Selection,
-        mapping: &SpanMapping,
-        start: DateTime<Utc>,
-        end: DateTime<Utc>,
-    ) -> Result<(), SourceError> {
+    /// that are new or changed.
+    fn refresh(&mut self, files: &Selection) -> Result<(), SourceError> {
         let listing = list::list(files)?;
         let present: HashSet<&PathBuf> = listing.iter().map(|(p, _)| p).collect();
         let gone: Vec<PathBuf> = self
@@ -269,6 +277,7 @@ impl Index {
         for path in gone {
             self.files.remove(&path);
             self.cache.remove(&path);
+            self.warned.remove(&path);
         }
         for (path, stamp) in &listing {
             if self.files.get(path).is_some_and(|k| k.stamp == *stamp) {
@@ -276,17 +285,7 @@ impl Index {
             }
             changed = true;
             self.cache.remove(path);
-            let cache = &mut self.cache;
-            let scanned = blocks::scan(path, mapping, |b, block, calls| {
-                if let Some((_, last)) = block.range
-                    && block.overlaps(start, end)
-                {
-                    cache.put(path, b, *stamp, last, Arc::new(calls));
-                }
-            })?;
-            // A file being appended to is scanned again and again: only
-            // what is new is worth a warning.
-            warn_skipped(path, &scanned, self.files.get(path));
+            let scanned = blocks::scan(path)?;
             self.files.insert(
                 path.clone(),
                 Known {
@@ -322,6 +321,7 @@ impl Index {
             return Ok(Arc::default());
         };
         let calls = Arc::new(blocks::read(path, block, mapping)?);
+        self.warn_skipped(path, block.first_line, &calls);
         let last = block
             .range
             .map_or(DateTime::<Utc>::MIN_UTC, |(_, last)| last);
@@ -357,6 +357,32 @@ impl Index {
         Ok(row)
     }
 
+    /// Logs the spans a block of `path` (from line `first_line`) skipped
+    /// and its calls without token counts, the first time a block of the
+    /// file has any.
+    fn warn_skipped(&mut self, path: &Path, first_line: u64, calls: &BlockCalls) {
+        let warned = self.warned.entry(path.to_owned()).or_default();
+        if calls.rejected > 0 && !warned.rejected {
+            warned.rejected = true;
+            tracing::warn!(
+                file = %printable(&path.display().to_string()),
+                first_line,
+                rejected = calls.rejected,
+                first_reason = %printable(calls.first_rejection.as_deref().unwrap_or_default()),
+                "model-call spans in an OTLP file could not be used and are skipped"
+            );
+        }
+        if calls.without_usage > 0 && !warned.without_usage {
+            warned.without_usage = true;
+            tracing::warn!(
+                file = %printable(&path.display().to_string()),
+                first_line,
+                calls = calls.without_usage,
+                "model calls in an OTLP file carry no token counts and are counted as 0 tokens"
+            );
+        }
+    }
+
     /// The conversation id the folder's spans first name for `trace`.
     fn conversation(
         &mut self,
@@ -390,27 +416,5 @@ impl Index {
             }
         }
         Ok(None)
-    }
-}
-
-/// Logs the spans a scanned file skipped and the calls without token
-/// counts, when there are more than its last scan found.
-fn warn_skipped(path: &Path, scanned: &Scanned, before: Option<&Known>) {
-    let (rejected, without_usage) =
-        before.map_or((0, 0), |k| (k.scanned.rejected, k.scanned.without_usage));
-    if scanned.rejected > rejected {
-        tracing::warn!(
-            file = %printable(&path.display().to_string()),
-            rejected = scanned.rejected,
-            first_reason = %printable(scanned.first_rejection.as_deref().unwrap_or_default()),
-            "model-call spans in an OTLP file could not be used and are skipped"
-        );
-    }
-    if scanned.without_usage > without_usage {
-        tracing::warn!(
-            file = %printable(&path.display().to_string()),
-            calls = scanned.without_usage,
-            "model calls in an OTLP file carry no token counts and are counted as 0 tokens"
-        );
     }
 }

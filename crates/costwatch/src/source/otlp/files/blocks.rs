@@ -1,17 +1,19 @@
 //! A file cut into blocks of lines: its first scan streams every line
-//! once and keeps, per block, where it lies in the file and when its first
-//! and last call started, so a window parses only the blocks that can hold
-//! its calls, and a block is parsed alone when one is needed.
+//! once, reading only span ids, start times and traces (`skim.rs`), and
+//! keeps, per block, where it lies in the file and when its first and last
+//! span started, so a window parses only the blocks that can hold its
+//! calls, and a block is parsed alone when one is needed.
 
 use super::super::map::map_spans;
 use super::super::settings::SpanMapping;
 use super::lines::Lines;
+use super::skim::{SpanKey, keys, skim};
 use crate::source::SourceError;
 use crate::source::rows::CallRow;
 use chrono::{DateTime, Utc};
+use foldhash::fast::FixedState;
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::hash::BuildHasher;
 use std::path::Path;
 
 /// Text per block: a block is closed at the first line end past it.
@@ -35,7 +37,8 @@ pub(super) struct Block {
     pub end: u64,
     /// Its first line's number.
     pub first_line: u64,
-    /// When its first and last call started; `None` without calls.
+    /// When its first and last span started (model call or not: a
+    /// superset of its calls'); `None` without spans.
     pub range: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// Span ids it holds again after an earlier block of the file: the
     /// first copy is the file's.
@@ -53,7 +56,8 @@ impl Block {
     }
 }
 
-/// A block's calls and conversations.
+/// A block's calls and conversations, and the spans the mapping could
+/// not use.
 #[derive(Debug, Default)]
 pub(super) struct BlockCalls {
     /// Its model calls, each span once (the first copy kept), by start
@@ -61,12 +65,6 @@ pub(super) struct BlockCalls {
     pub calls: Vec<FileCall>,
     /// Conversation ids seen on its spans, by trace (the first per trace).
     pub conversations: HashMap<String, String>,
-}
-
-/// What the first scan of one version of a file learnt.
-#[derive(Debug, Default)]
-pub(super) struct Scanned {
-    pub blocks: Vec<Block>,
     /// Model-call spans the mapping could not use.
     pub rejected: u64,
     /// Why the first of them was rejected.
@@ -75,42 +73,37 @@ pub(super) struct Scanned {
     pub without_usage: u64,
 }
 
-/// Scans `path` whole, handing each block's calls to `visit` as the block
-/// is closed, and keeps only what tells the blocks apart. A line that is
-/// not OTLP/JSON traces fails the scan with the file and line number.
-pub(super) fn scan(
-    path: &Path,
-    mapping: &SpanMapping,
-    mut visit: impl FnMut(usize, &Block, BlockCalls),
-) -> Result<Scanned, SourceError> {
+/// What the first scan of one version of a file learnt.
+#[derive(Debug, Default)]
+pub(super) struct Scanned {
+    pub blocks: Vec<Block>,
+}
+
+/// Scans `path` whole, line by line, reading of each line only what tells
+/// the blocks apart (`skim.rs`): span ids, start times, the traces that
+/// name a conversation. A line that is not OTLP/JSON traces fails the scan
+/// with the file and line number.
+pub(super) fn scan(path: &Path) -> Result<Scanned, SourceError> {
     let mut lines = Lines::open(path, 0, 1)?;
     let mut scanned = Scanned::default();
     // Every span id of the file so far, with the block of its first copy:
     // a copy in a later block is a repeat.
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    let mut block = open_block(0, 1);
-    let mut calls = BlockCalls::default();
+    let mut seen: HashMap<u64, usize, FixedState> = HashMap::default();
+    let mut block = Open::new(0, 1);
     while let Some(line) = lines.next_line()? {
         let (end, next_number) = (line.end(), line.number + 1);
-        if let Some(req) = line.request(path)? {
-            let mapped = map_spans(
-                &req,
-                mapping,
-                DateTime::<Utc>::MIN_UTC,
-                DateTime::<Utc>::MAX_UTC,
-            );
-            scanned.rejected += mapped.rejected;
-            if scanned.first_rejection.is_none() {
-                scanned.first_rejection = mapped.first_rejection;
-            }
-            scanned.without_usage += mapped.without_usage;
-            for call in mapped.calls {
+        let keys = match skim(line.text) {
+            Some(keys) => keys,
+            None => line.request(path)?.map(|r| keys(&r)).unwrap_or_default(),
+        };
+        let here = scanned.blocks.len();
+        for key in keys {
+            if let Some(id) = key.span {
                 // An exporter that retried wrote the span again.
-                let here = scanned.blocks.len();
-                match seen.entry(call.row.request_id.clone()) {
+                match seen.entry(id) {
                     Entry::Occupied(first) => {
                         if *first.get() != here {
-                            block.repeats.push(call.row.request_id);
+                            block.block.repeats.push(format!("{id:016x}"));
                         }
                         continue;
                     }
@@ -118,54 +111,60 @@ pub(super) fn scan(
                         v.insert(here);
                     }
                 }
-                calls.calls.push(FileCall {
-                    trace: (!call.conversation).then_some(call.trace_id),
-                    row: call.row,
-                });
             }
-            for (trace, conversation) in mapped.conversations {
-                calls.conversations.entry(trace).or_insert(conversation);
-            }
+            block.add(key);
         }
-        block.end = end;
-        if block.end - block.start >= BLOCK_BYTES {
-            close(&mut block, &mut calls, &mut scanned, &mut visit);
-            block = open_block(end, next_number);
+        block.block.end = end;
+        if block.block.end - block.block.start >= BLOCK_BYTES {
+            scanned.blocks.push(block.close());
+            block = Open::new(end, next_number);
         }
     }
-    if block.end > block.start {
-        close(&mut block, &mut calls, &mut scanned, &mut visit);
+    if block.block.end > block.block.start {
+        scanned.blocks.push(block.close());
     }
     Ok(scanned)
 }
 
-fn open_block(start: u64, first_line: u64) -> Block {
-    Block {
-        start,
-        end: start,
-        first_line,
-        range: None,
-        repeats: Vec::new(),
-        conversations: Vec::new(),
-    }
+/// The block being scanned.
+struct Open {
+    block: Block,
+    /// The earliest and latest start, in nanoseconds.
+    starts: Option<(u64, u64)>,
 }
 
-/// Ends the block being scanned: its calls sorted, its range and traces
-/// noted, its calls handed to `visit`.
-fn close(
-    block: &mut Block,
-    calls: &mut BlockCalls,
-    scanned: &mut Scanned,
-    visit: &mut impl FnMut(usize, &Block, BlockCalls),
-) {
-    let mut taken = std::mem::take(calls);
-    sort(&mut taken.calls);
-    block.range = range(&taken.calls);
-    block.conversations = taken.conversations.keys().map(|t| trace_hash(t)).collect();
-    block.conversations.sort_unstable();
-    block.conversations.dedup();
-    visit(scanned.blocks.len(), block, taken);
-    scanned.blocks.push(block.clone());
+impl Open {
+    fn new(start: u64, first_line: u64) -> Open {
+        Open {
+            block: Block {
+                start,
+                end: start,
+                first_line,
+                range: None,
+                repeats: Vec::new(),
+                conversations: Vec::new(),
+            },
+            starts: None,
+        }
+    }
+
+    fn add(&mut self, key: SpanKey) {
+        if let Some(t) = key.start {
+            self.starts = Some(self.starts.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+        }
+        if let Some(h) = key.conversation_trace {
+            self.block.conversations.push(h);
+        }
+    }
+
+    /// The block, its range and traces noted.
+    fn close(mut self) -> Block {
+        let at = |n: u64| DateTime::from_timestamp_nanos(i64::try_from(n).unwrap_or(i64::MAX));
+        self.block.range = self.starts.map(|(a, b)| (at(a), at(b)));
+        self.block.conversations.sort_unstable();
+        self.block.conversations.dedup();
+        self.block
+    }
 }
 
 /// Parses one block of `path` again, as its scan did.
@@ -192,6 +191,11 @@ pub(super) fn read(
             DateTime::<Utc>::MIN_UTC,
             DateTime::<Utc>::MAX_UTC,
         );
+        out.rejected += mapped.rejected;
+        if out.first_rejection.is_none() {
+            out.first_rejection = mapped.first_rejection;
+        }
+        out.without_usage += mapped.without_usage;
         for call in mapped.calls {
             if seen.insert(call.row.request_id.clone()) {
                 out.calls.push(FileCall {
@@ -213,15 +217,4 @@ fn sort(calls: &mut [FileCall]) {
     calls.sort_by(|a, b| {
         (a.row.created_at, &a.row.request_id).cmp(&(b.row.created_at, &b.row.request_id))
     });
-}
-
-/// When the first and last of sorted calls started.
-fn range(calls: &[FileCall]) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
-    Some((calls.first()?.row.created_at, calls.last()?.row.created_at))
-}
-
-/// A trace id's hash, the same for the life of the process (a block's
-/// list of traces is compared with the traces of calls read later).
-pub(super) fn trace_hash(trace: &str) -> u64 {
-    foldhash::fast::FixedState::default().hash_one(trace)
 }

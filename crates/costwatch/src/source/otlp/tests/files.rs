@@ -534,3 +534,23 @@ async fn a_file_without_calls_still_names_the_conversation_of_another_file_s_cal
         "a trace no span names keeps the fallback"
     );
 }
+
+/// The first scan reads only span ids, start times and traces: a span
+/// whose other fields are broken fails only the windows that decode it.
+#[tokio::test]
+async fn a_span_broken_past_its_start_time_fails_only_the_windows_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.jsonl",
+        &[line(vec![chat(1, 1, 0, "m", 1, 1)])],
+    );
+    let mut broken: serde_json::Value =
+        serde_json::from_str(&line(vec![chat(2, 3, 1000, "m", 1, 1)])).unwrap();
+    broken["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["endTimeUnixNano"] = "soon".into();
+    write(dir.path(), "b.jsonl", &[broken.to_string()]);
+    let reader = OtlpFilesReader::new(dir.path().to_owned(), SpanMapping::default());
+    assert_eq!(ids(&read(&reader, 0, 20).await.unwrap()), ["01"]);
+    let err = read(&reader, 900, 1100).await.unwrap_err().to_string();
+    assert!(err.contains("b.jsonl:1: not OTLP/JSON traces"), "{err}");
+}
