@@ -395,7 +395,7 @@ fn empty_postgres(url: &str) -> Result<(), BenchError> {
         .arg(url)
         .arg("-q")
         .arg("-c")
-        .arg("DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
+        .arg("SET client_min_messages = warning; DROP SCHEMA public CASCADE; CREATE SCHEMA public;")
         .stdout(Stdio::null())
         .status()
         .map_err(|e| BenchError::setup("psql", e))?;
