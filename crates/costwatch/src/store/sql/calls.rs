@@ -111,6 +111,14 @@ impl CallStore for SqlStore {
         if calls.is_empty() && conversations.is_empty() {
             return Ok(0);
         }
+        // Keys in one order in every transaction: two exports sharing a
+        // trace, stored at once on PostgreSQL, each wait on the other's
+        // uncommitted key otherwise (a deadlock, and a retried export). The
+        // sorts are stable, so the first copy of a key still wins.
+        let mut calls: Vec<&SpanCall> = calls.iter().collect();
+        calls.sort_by(|a, b| a.row.request_id.cmp(&b.row.request_id));
+        let mut conversations: Vec<&(String, String)> = conversations.iter().collect();
+        conversations.sort_by(|a, b| a.0.cmp(&b.0));
         let mut tx = self.pool.begin().await.map_err(unavailable)?;
         let mut added = 0;
         for chunk in calls.chunks(INSERT_CHUNK) {
