@@ -129,6 +129,21 @@ pub fn sample(pid: u32) -> Result<ProcSample, BenchError> {
     parse_proc(&stat, &status).ok_or_else(|| BenchError::Setup(format!("cannot read /proc/{pid}")))
 }
 
+/// The CPU seconds of every process named `comm` (e.g. a database
+/// server's processes), by pid.
+pub fn cpu_by_name(comm: &str) -> std::collections::HashMap<u32, f64> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return std::collections::HashMap::new();
+    };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == comm)
+        })
+        .filter_map(|pid| Some((pid, sample(pid).ok()?.cpu_secs)))
+        .collect()
+}
+
 /// Parses the contents of `/proc/<pid>/stat` and `/proc/<pid>/status`.
 pub fn parse_proc(stat: &str, status: &str) -> Option<ProcSample> {
     // The command name is in parentheses and may hold spaces: fields start

@@ -610,7 +610,8 @@ fn has_run(costwatch: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn free_port() -> Result<u16, BenchError> {
+/// A port on 127.0.0.1 that was free a moment ago.
+pub fn free_port() -> Result<u16, BenchError> {
     let l = std::net::TcpListener::bind("127.0.0.1:0")
         .map_err(|e| BenchError::setup("free port", e))?;
     l.local_addr()

@@ -15,12 +15,13 @@
 //!
 //! Meanwhile the daemon's detection tick fires every two seconds: its
 //! latency (from the cron's instant to its `tick done` line) is read from
-//! the daemon's JSON log, with the loader quiet and during the flood.
+//! the daemon's JSON log, with the loader quiet and during the flood; the
+//! tick at start-up is left out, since no cron instant started it.
 
 use crate::BenchError;
 use crate::measure;
-use crate::perf::run_dir;
 use crate::perf::sweep::scenario_params;
+use crate::perf::{free_port, run_dir};
 use crate::quality::{Target, render, targets_table};
 use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use costwatch::clock::{Clock, SystemClock};
@@ -117,6 +118,9 @@ pub struct ReceiverRun {
     pub retries: u64,
     /// The receiver's CPU over the flood (user + system).
     pub cpu_secs: f64,
+    /// The database server's CPU over the flood (PostgreSQL's processes;
+    /// 0 for SQLite, which runs inside the receiver).
+    pub server_cpu_secs: f64,
     /// Wall time of the flood.
     pub wall_secs: f64,
     /// The daemon's peak RSS by the end of the flood, in MiB.
@@ -270,14 +274,6 @@ impl Drop for Daemon {
     }
 }
 
-fn free_port() -> Result<u16, BenchError> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| BenchError::setup("free port", e))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| BenchError::setup("free port", e))
-}
-
 fn start_daemon(
     opts: &ReceiverOptions,
     state: &str,
@@ -345,17 +341,27 @@ async fn one_run(
     tokio::time::sleep(Duration::from_secs(opts.quiet_secs)).await;
     let pid = daemon.child.id();
     let flood_from = SystemClock.now();
+    let server_before = measure::cpu_by_name("postgres");
     let before = measure::sample(pid)?;
     let started = Instant::now();
     let requests = bodies.len();
     let (spans, retries) = load(&client, &endpoint, encoding, bodies, opts.concurrency).await?;
     let wall_secs = started.elapsed().as_secs_f64();
     let after = measure::sample(pid)?;
+    let server_cpu_secs = if state == "sqlite" {
+        0.0
+    } else {
+        measure::cpu_by_name("postgres")
+            .iter()
+            .map(|(pid, cpu)| cpu - server_before.get(pid).copied().unwrap_or(0.0))
+            .sum()
+    };
     let flood_to = SystemClock.now();
     // The tick that fired during the flood's last moments logs after it.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let log = std::fs::read_to_string(&daemon.log).map_err(|e| BenchError::setup("log", e))?;
-    let ticks = tick_latencies(&log);
+    // The first tick runs at start-up, not at a cron instant.
+    let ticks: Vec<(DateTime<Utc>, f64)> = tick_latencies(&log).into_iter().skip(1).collect();
     let quiet_ticks = ticks
         .iter()
         .filter(|(fired, _)| *fired < flood_from)
@@ -373,6 +379,7 @@ async fn one_run(
         requests,
         retries,
         cpu_secs: after.cpu_secs - before.cpu_secs,
+        server_cpu_secs,
         wall_secs,
         hwm_mib: after.hwm_kib as f64 / 1024.0,
         quiet_ticks,
@@ -596,6 +603,7 @@ pub fn render_report(r: &ReceiverReport, markdown: bool) -> String {
                 continue;
             }
             let cpu: Vec<f64> = runs.iter().map(|x| x.cpu_secs).collect();
+            let server: Vec<f64> = runs.iter().map(|x| x.server_cpu_secs).collect();
             let wall: Vec<f64> = runs.iter().map(|x| x.wall_secs).collect();
             let rates: Vec<f64> = runs.iter().map(|x| x.spans_per_cpu_sec()).collect();
             let quiet: Vec<f64> = runs.iter().flat_map(|x| x.quiet_ticks.clone()).collect();
@@ -606,6 +614,11 @@ pub fn render_report(r: &ReceiverReport, markdown: bool) -> String {
                 (*state).to_owned(),
                 encoding.name().to_owned(),
                 format!("{:.2} s", median(&cpu)),
+                if *state == "SQLite" {
+                    "(in the receiver)".to_owned()
+                } else {
+                    format!("{:.2} s", median(&server))
+                },
                 format!("{:.2} s", median(&wall)),
                 format!("{:.0}", median(&rates)),
                 format!("{:.1} us", 1e6 / median(&rates).max(1e-9)),
@@ -641,9 +654,10 @@ pub fn render_report(r: &ReceiverReport, markdown: bool) -> String {
             "state",
             "bodies",
             "receiver CPU",
+            "database server CPU",
             "wall",
-            "spans per CPU-second",
-            "CPU per span",
+            "spans per receiver CPU-second",
+            "receiver CPU per span",
             "peak RSS",
             "tick, quiet: median / max (ticks)",
             "tick, flood: median / max (ticks)",
@@ -705,6 +719,7 @@ mod tests {
             requests: 196,
             retries: 0,
             cpu_secs,
+            server_cpu_secs: 0.0,
             wall_secs: 1.0,
             hwm_mib: 30.0,
             quiet_ticks: vec![],
