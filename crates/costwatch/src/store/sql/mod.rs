@@ -97,7 +97,7 @@ const WAL_CHECKPOINT_PAGES: u32 = 10_000;
 /// The page cache of an SQLite writer's connection (SQLite's own is 2 MiB):
 /// an export of 512 spans dirties pages of every index of `otlp_calls`, and
 /// a smaller cache writes them out mid-transaction and reads them again.
-pub const WRITER_CACHE_KIB: u32 = 32 * 1024;
+const WRITER_CACHE_KIB: u32 = 32 * 1024;
 
 impl SqlStore {
     /// Which database `url` names.
@@ -116,7 +116,7 @@ impl SqlStore {
     }
 
     /// Connects for a writer that inserts all the time (the OTLP receiver):
-    /// on SQLite one connection with a page cache of [`WRITER_CACHE_KIB`],
+    /// on SQLite one connection with a page cache of 32 MiB,
     /// since the file takes one writer at a time, and a second connection
     /// would only wait on its lock and drop its cache each time the other
     /// commits; on PostgreSQL `postgres_connections`.
