@@ -129,6 +129,20 @@ pub fn sample(pid: u32) -> Result<ProcSample, BenchError> {
     parse_proc(&stat, &status).ok_or_else(|| BenchError::Setup(format!("cannot read /proc/{pid}")))
 }
 
+/// Waits up to `grace` for `child` to exit (after it was asked to stop),
+/// then kills it; reaps it either way.
+pub fn reap_within(child: &mut std::process::Child, grace: Duration) {
+    let deadline = std::time::Instant::now() + grace;
+    while std::time::Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// The CPU seconds of every process named `comm` (e.g. a database
 /// server's processes), by pid.
 pub fn cpu_by_name(comm: &str) -> std::collections::HashMap<u32, f64> {

@@ -83,15 +83,7 @@ impl Drop for Served {
     fn drop(&mut self) {
         // Closing stdin asks `serve` to stop; the kill is the fallback.
         self.stdin.take();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        measure::reap_within(&mut self.child, Duration::from_secs(5));
     }
 }
 
@@ -703,15 +695,7 @@ fn idle(
     })();
     // SIGTERM, then wait: the daemon stops cleanly.
     let _ = Command::new("kill").arg(pid.to_string()).status();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            return result;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
+    measure::reap_within(&mut child, Duration::from_secs(15));
     result
 }
 

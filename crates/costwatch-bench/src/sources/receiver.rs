@@ -262,15 +262,7 @@ impl Drop for Daemon {
         let _ = Command::new("kill")
             .arg(self.child.id().to_string())
             .status();
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        measure::reap_within(&mut self.child, Duration::from_secs(15));
     }
 }
 
