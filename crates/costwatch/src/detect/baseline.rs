@@ -22,12 +22,27 @@ use std::collections::{BTreeMap, VecDeque};
 /// cheaper than sorting once. The copy doubles the ring's memory while it
 /// is kept, and is not part of the ring's value: it is neither compared
 /// nor stored.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Clone, Default, Serialize, Deserialize)]
 pub struct Ring {
     cap: usize,
     values: VecDeque<f32>,
     #[serde(skip)]
     sorted: Option<Vec<f32>>,
+    /// Values pushed since the ring was made or read back (neither
+    /// compared nor stored): where a value held apart would have stood
+    /// ([`Ring::merge_in_order`]).
+    #[serde(skip)]
+    pushed: u64,
+}
+
+impl std::fmt::Debug for Ring {
+    /// The ring's value (what is stored), as for [`PartialEq`].
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ring")
+            .field("cap", &self.cap)
+            .field("values", &self.values)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PartialEq for Ring {
@@ -48,6 +63,7 @@ impl Ring {
             cap,
             values,
             sorted: None,
+            pushed: 0,
         }
     }
 
@@ -59,6 +75,7 @@ impl Ring {
         self.keep(self.cap.saturating_sub(1));
         let v = v as f32;
         self.values.push_back(v);
+        self.pushed += 1;
         if let Some(sorted) = &mut self.sorted {
             let at = sorted.partition_point(|x| x.total_cmp(&v).is_lt());
             sorted.insert(at, v);
@@ -81,6 +98,35 @@ impl Ring {
                     Err(_) => self.sorted = None,
                 }
             }
+        }
+    }
+
+    /// Values pushed so far: a value held apart now, and let in later by
+    /// [`Ring::merge_in_order`], takes this place among them.
+    pub fn pushed(&self) -> u64 {
+        self.pushed
+    }
+
+    /// Pushes `fresh`'s values (oldest first) with `late` ones let in
+    /// where they arrived: each `(at, value)` was held apart when `fresh`
+    /// had had `at` values pushed ([`Ring::pushed`]), and `late` is in the
+    /// order it arrived. What is kept is what pushing every value in
+    /// arrival order would have kept: held apart, a window's sessions of
+    /// one kind would otherwise all come last and, in a window of more
+    /// sessions than the ring holds, push out every other.
+    pub fn merge_in_order(&mut self, fresh: &Ring, late: impl IntoIterator<Item = (u64, f64)>) {
+        // A late value older than the oldest kept fresh one was followed
+        // by a whole ring of fresh values: it would be gone.
+        let first = fresh.pushed.saturating_sub(fresh.values.len() as u64);
+        let mut late = late.into_iter().filter(|(at, _)| *at >= first).peekable();
+        for (at, v) in (first..).zip(fresh.values()) {
+            while let Some((_, l)) = late.next_if(|(held_at, _)| *held_at <= at) {
+                self.push(l);
+            }
+            self.push(v);
+        }
+        for (_, l) in late {
+            self.push(l);
         }
     }
 

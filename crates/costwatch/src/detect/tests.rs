@@ -7,6 +7,7 @@ use crate::source::{ModelPrice, ModelUsage, RequestRecord, RequestStatus};
 use chrono::{Duration, TimeZone, Utc};
 use std::collections::{BTreeSet, HashMap};
 
+mod big_windows;
 mod held_out_patterns;
 mod hidden_premium;
 mod model_moves;

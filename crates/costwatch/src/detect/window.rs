@@ -83,6 +83,9 @@ struct PremiumEntry<'d> {
     first_request_at: DateTime<Utc>,
     /// Its rule.
     rule: &'d OversizedModelRule,
+    /// Where it arrived among its group's tiny-call prices
+    /// ([`super::baseline::Ring::pushed`]).
+    at: u64,
 }
 
 /// A session of the window that could have cached and read (nearly)
@@ -100,6 +103,9 @@ struct UncachedEntry<'d> {
     tells: bool,
     /// Its rule.
     rule: &'d NoCacheRule,
+    /// Where it arrived among its group's cached shares
+    /// ([`super::baseline::Ring::pushed`]).
+    at: u64,
 }
 
 /// The state of one window while its pages stream in.
@@ -302,7 +308,12 @@ impl<'d> WindowAnalysis<'d> {
                 let share = no_cache::capable_cached_share(&s, &self.catalogue);
                 if share <= rule.max_cached_share {
                     let tells = no_cache::tells_of_group(&s, &self.catalogue, rule);
-                    let entry = UncachedEntry { share, tells, rule };
+                    let entry = UncachedEntry {
+                        share,
+                        tells,
+                        rule,
+                        at: b.cached_share.pushed(),
+                    };
                     match self.uncached.get_mut(&self.key) {
                         Some(list) => list.push(entry),
                         None => {
@@ -326,6 +337,7 @@ impl<'d> WindowAnalysis<'d> {
                         .collect(),
                     first_request_at: s.first_request_at,
                     rule,
+                    at: b.tiny_call_price.pushed(),
                 };
                 match self.premium.get_mut(&self.key) {
                     Some(list) => list.push(entry),
@@ -388,16 +400,17 @@ impl<'d> WindowAnalysis<'d> {
             let broken = uncached.remove(&group).unwrap_or_default();
             let history =
                 (!broken.is_empty()).then(|| (b.cached_share.len(), b.cached_share.median()));
-            merge(&mut b, fresh);
-            for e in broken {
-                let caches = history.is_some_and(|(peers, median)| {
-                    peers >= e.rule.min_peers
-                        && median.is_some_and(|m| m >= e.rule.min_peer_cached_share)
-                });
-                if !caches && e.tells {
-                    b.cached_share.push(e.share);
-                }
-            }
+            let late_shares: Vec<(u64, f64)> = broken
+                .into_iter()
+                .filter(|e| {
+                    let caches = history.is_some_and(|(peers, median)| {
+                        peers >= e.rule.min_peers
+                            && median.is_some_and(|m| m >= e.rule.min_peer_cached_share)
+                    });
+                    !caches && e.tells
+                })
+                .map(|e| (e.at, e.share))
+                .collect();
             // The stretch of the move: begun by its first session, broken
             // by a window whose sessions (there were some) made no such
             // call.
@@ -412,15 +425,17 @@ impl<'d> WindowAnalysis<'d> {
             } else if entered > 0 {
                 b.premium_since = None;
             }
+            let mut late_prices = Vec::new();
             for (e, moved) in entries.into_iter().zip(moved) {
                 if moved && !accepted(&b, e.rule, self.window) {
                     continue;
                 }
-                b.tiny_call_price.push(e.tiny_price);
+                late_prices.push((e.at, e.tiny_price));
                 for (model, calls) in &e.model_calls {
                     add_calls(&mut b, model, *calls);
                 }
             }
+            merge(&mut b, fresh, late_shares, late_prices);
             baselines.insert(group, b);
         }
         Verdicts {
@@ -714,25 +729,21 @@ fn accepted(b: &GroupBaseline, rule: &OversizedModelRule, window: Window) -> boo
     b.premium_since.is_some_and(|t| window.end - t >= after)
 }
 
-/// Appends a window's fresh samples to the stored baseline.
-fn merge(into: &mut GroupBaseline, fresh: GroupBaseline) {
-    let GroupBaseline {
-        log_requests,
-        cached_share,
-        tiny_call_price,
-        premium_since: _,
-        model_calls,
-    } = fresh;
-    for (ring, new) in [
-        (&mut into.log_requests, log_requests),
-        (&mut into.cached_share, cached_share),
-        (&mut into.tiny_call_price, tiny_call_price),
-    ] {
-        for v in new.values() {
-            ring.push(v);
-        }
-    }
-    for (m, n) in model_calls {
+/// Appends a window's fresh samples to the stored baseline, with the
+/// sessions held apart and let in (`late_shares`, `late_prices`: where
+/// each arrived, and its value) in their places among them.
+fn merge(
+    into: &mut GroupBaseline,
+    fresh: GroupBaseline,
+    late_shares: Vec<(u64, f64)>,
+    late_prices: Vec<(u64, f64)>,
+) {
+    into.log_requests.merge_in_order(&fresh.log_requests, []);
+    into.cached_share
+        .merge_in_order(&fresh.cached_share, late_shares);
+    into.tiny_call_price
+        .merge_in_order(&fresh.tiny_call_price, late_prices);
+    for (m, n) in fresh.model_calls {
         *into.model_calls.entry(m).or_default() += n;
     }
 }
