@@ -137,6 +137,14 @@ pub fn targets(r: &PerfReport) -> Vec<Target> {
             met: ratio >= 20.0,
         });
     }
+    for (scores, what) in [
+        (&r.costwatch_scores, ""),
+        (&r.scenario_scores, ", scenario shares"),
+    ] {
+        if !scores.is_empty() {
+            out.push(findings_target(scores, what));
+        }
+    }
     out.push(Target {
         what: format!("<= 200 MB peak RSS for a {}-session window", r.sessions),
         result: format!("{:.1} MB", cw.max_rss_mib * 1.048_576),
@@ -159,6 +167,33 @@ pub fn targets(r: &PerfReport) -> Vec<Target> {
         }),
     }
     out
+}
+
+/// Whether costwatch found every labelled session of the window and
+/// nothing else, each class (`what` names the window's mix): a fast read
+/// that finds nothing is not fast reading.
+fn findings_target(scores: &[ClassScore], what: &str) -> Target {
+    let worst = scores.iter().min_by(|a, b| {
+        a.precision
+            .min(a.recall)
+            .total_cmp(&b.precision.min(b.recall))
+    });
+    Target {
+        what: format!("costwatch precision and recall 1.0 per class{what}"),
+        result: worst.map_or("-".to_owned(), |c| {
+            format!(
+                "lowest: {} P {:.3} R {:.3} ({} fp, {} fn)",
+                c.kind.as_str(),
+                c.precision,
+                c.recall,
+                c.false_positives,
+                c.false_negatives
+            )
+        }),
+        met: scores
+            .iter()
+            .all(|c| c.false_positives == 0 && c.false_negatives == 0),
+    }
 }
 
 /// The scores of the 1M-session window, costwatch beside the Python reference.

@@ -61,6 +61,56 @@ fn targets_compare_medians_with_the_issue() {
 }
 
 #[test]
+fn a_window_whose_waste_went_unfound_misses_the_findings_target() {
+    let score = |kind: Kind, tp: usize, fp: usize, fn_: usize| ClassScore {
+        kind,
+        true_positives: tp,
+        false_positives: fp,
+        false_negatives: fn_,
+        precision: if tp + fp == 0 {
+            1.0
+        } else {
+            tp as f64 / (tp + fp) as f64
+        },
+        recall: if tp + fn_ == 0 {
+            1.0
+        } else {
+            tp as f64 / (tp + fn_) as f64
+        },
+        f1: 0.0,
+    };
+    let mut r = PerfReport {
+        sessions: 1_000_000,
+        requests: 0,
+        costwatch: vec![time(1.8, 10.0, 30 * 1024)],
+        costwatch_scores: vec![
+            score(Kind::NoCache, 962, 0, 0),
+            score(Kind::RetryLoop, 526, 0, 0),
+        ],
+        scenario: Vec::new(),
+        scenario_scores: Vec::new(),
+        floor: Vec::new(),
+        python: Vec::new(),
+        python_flagged: BTreeMap::new(),
+        python_matches_rust: None,
+        python_scores: Vec::new(),
+        idle: Err("not measured".into()),
+    };
+    let found = |r: &PerfReport| {
+        targets(r)
+            .into_iter()
+            .find(|t| t.what.starts_with("costwatch precision and recall"))
+            .unwrap()
+    };
+    assert!(found(&r).met);
+    // Nothing found of a class: fast, and wrong.
+    r.costwatch_scores[0] = score(Kind::NoCache, 0, 0, 962);
+    let t = found(&r);
+    assert!(!t.met);
+    assert_eq!(t.result, "lowest: no_cache P 1.000 R 0.000 (0 fp, 962 fn)");
+}
+
+#[test]
 fn the_serve_announcement_round_trips() {
     let line = serve_announcement("http://127.0.0.1:1/v1", "k", (10, 26, 24), 1.5);
     assert_eq!(field(&line, "url"), Some("http://127.0.0.1:1/v1"));
