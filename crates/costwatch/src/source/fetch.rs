@@ -99,13 +99,16 @@ impl PageFetcher {
     }
 
     /// [`PageFetcher::get_json`] with the body parsed by `parse`, which
-    /// names the failing field in its error as `wire::parse` does.
+    /// names the failing field in its error as `wire::parse` does. `parse`
+    /// sees the body once, where it was read: what it makes (the page's
+    /// rows, checked) may borrow from it while it runs, and its error is
+    /// the page's (tried again when the body is not JSON at all).
     pub async fn get_parsed<T>(
         &self,
         url: Url,
         what: &str,
         stats: &mut ReadStats,
-        parse: fn(&[u8]) -> Result<T, String>,
+        parse: impl Fn(&[u8]) -> Result<T, String>,
     ) -> Result<T, SourceError> {
         let target = Target::path("GET", &url);
         let call = target.to_string();

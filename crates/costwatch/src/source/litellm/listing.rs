@@ -262,22 +262,24 @@ where
         url.query_pairs_mut()
             .extend_pairs(page_query(seconds, page, page_size, self.session_id));
         let reader = self.reader;
-        let text = reader
+        // Parsed once, where the body was read, into the rows it maps to.
+        let parse = |body: &[u8]| {
+            let envelope = wire::parse_page(wire::page_text(body)?)?;
+            echo(&envelope, page, page_size)?;
+            envelope
+                .data
+                .into_iter()
+                .enumerate()
+                .map(|(i, row)| map(row, &reader.settings).map_err(|e| format!("data[{i}].{e}")))
+                .collect::<Result<Vec<Mapped>, String>>()
+        };
+        let rows = reader
             .fetch
-            .get_parsed(url, what, &mut self.stats, wire::whole_json)
+            .get_parsed(url, what, &mut self.stats, parse)
             .await
             .map_err(|e| explain(e, &reader.key))?;
-        let invalid = |m: String| SourceError::Invalid(format!("{what}: {m}"));
-        let envelope = wire::parse_page(&text).map_err(invalid)?;
-        echo(&envelope, page, page_size).map_err(invalid)?;
-        let rows = envelope
-            .data
-            .into_iter()
-            .enumerate()
-            .map(|(i, row)| map(row, &reader.settings).map_err(|e| format!("data[{i}].{e}")))
-            .collect::<Result<Vec<Mapped>, String>>()
-            .map_err(invalid)?;
-        check_page(&rows, page_size, seconds).map_err(invalid)?;
+        check_page(&rows, page_size, seconds)
+            .map_err(|m| SourceError::Invalid(format!("{what}: {m}")))?;
         self.stats.pages += 1;
         self.stats.rows += rows.len() as u64;
         Ok(rows)

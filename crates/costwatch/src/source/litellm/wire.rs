@@ -19,7 +19,6 @@ use super::json::Text;
 use super::metadata::{MetadataColumn, TagsColumn};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::Value;
 
 /// What a parse failure of whole JSON most likely means.
@@ -142,19 +141,14 @@ pub(super) struct WireModelInfo {
     pub supports_prompt_caching: Option<bool>,
 }
 
-/// The body of a page when it is whole JSON (what the page fetcher hands
-/// on), else what a `serde_json::Value` parse said of it (and the fetcher
-/// tries a body that is not JSON at all again). Only checked here: the
-/// page is parsed by [`parse_page`].
-pub(super) fn whole_json(body: &[u8]) -> Result<String, String> {
-    let value_error = || {
+/// A page's body as text; a body that is not (not UTF-8) gets what a
+/// `serde_json::Value` parse says of it, as any body that is not JSON.
+pub(super) fn page_text(body: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(body).map_err(|_| {
         crate::source::wire::parse::<Value>(body)
             .err()
             .unwrap_or_else(|| "not JSON".to_owned())
-    };
-    let text = std::str::from_utf8(body).map_err(|_| value_error())?;
-    serde_json::from_str::<IgnoredAny>(text).map_err(|_| value_error())?;
-    Ok(text.to_owned())
+    })
 }
 
 /// Parses a page's text, borrowing from it. A page that does not parse is
