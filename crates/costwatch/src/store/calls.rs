@@ -18,11 +18,13 @@ pub struct CallCursor {
 }
 
 /// The received calls' part of the state. Every replica may write: a call
-/// is stored once, keyed by its span id.
+/// is stored once, keyed by its start and its span id (a span's start
+/// never changes, so a retried export or a replica's copy meets its first
+/// copy).
 pub trait CallStore: Send + Sync {
     /// Stores `calls` and the conversation ids seen on the spans of their
     /// traces (`(trace id, conversation id)`) in one transaction (all or
-    /// none); a call whose span id is already stored, or a trace whose
+    /// none); a call already stored (the same start and span id), or a trace whose
     /// conversation is already known, is left as it is. Returns how many
     /// calls were new.
     ///

@@ -71,7 +71,7 @@ fn call_from_row(r: &AnyRow) -> Result<CallRow, StoreError> {
 
 fn insert_sql(backend: Backend, rows: usize) -> String {
     format!(
-        "INSERT INTO otlp_calls ({INSERT_COLUMNS}) VALUES {} ON CONFLICT (span_id) DO NOTHING",
+        "INSERT INTO otlp_calls ({INSERT_COLUMNS}) VALUES {} ON CONFLICT (created_ms, span_id) DO NOTHING",
         value_tuples(backend, rows, INSERT_ARITY)
     )
 }
@@ -114,9 +114,13 @@ impl CallStore for SqlStore {
         // Keys in one order in every transaction: two exports sharing a
         // trace, stored at once on PostgreSQL, each wait on the other's
         // uncommitted key otherwise (a deadlock, and a retried export). The
-        // sorts are stable, so the first copy of a key still wins.
+        // sorts are stable, so the first copy of a key still wins. Calls go
+        // in by their key, (created_ms, span_id): at the table's end.
         let mut calls: Vec<&SpanCall> = calls.iter().collect();
-        calls.sort_by(|a, b| a.row.request_id.cmp(&b.row.request_id));
+        calls.sort_by(|a, b| {
+            (ms(a.row.created_at), &a.row.request_id)
+                .cmp(&(ms(b.row.created_at), &b.row.request_id))
+        });
         let mut conversations: Vec<&(String, String)> = conversations.iter().collect();
         conversations.sort_by(|a, b| a.0.cmp(&b.0));
         let mut tx = self.pool.begin().await.map_err(unavailable)?;
@@ -253,8 +257,9 @@ impl CallStore for SqlStore {
     ) -> Result<u64, StoreError> {
         // In batches, so a large backlog never holds the write lock long.
         let done = sqlx::query(
-            "DELETE FROM otlp_calls WHERE span_id IN \
-             (SELECT span_id FROM otlp_calls WHERE created_ms < $1 ORDER BY created_ms LIMIT $2)",
+            "DELETE FROM otlp_calls WHERE (created_ms, span_id) IN \
+             (SELECT created_ms, span_id FROM otlp_calls WHERE created_ms < $1 \
+              ORDER BY created_ms, span_id LIMIT $2)",
         )
         .bind(ms(before))
         .bind(i64::from(limit))

@@ -1,6 +1,7 @@
 //! The window commit's baselines and models on SQLite: packed rows, rows
 //! written as JSON before migration 0012, and more rows than one statement
-//! holds; held findings written before migration 0015.
+//! holds; held findings written before migration 0015; received calls
+//! stored before migration 0018.
 
 use super::SqlStore;
 use crate::detect::GroupBaseline;
@@ -180,4 +181,80 @@ async fn held_findings_of_0014_read_back_as_no_cache_after_0015() {
         .unwrap()
         .get("kind");
     assert_eq!(kind, "no_cache");
+}
+
+#[tokio::test]
+async fn received_calls_of_0017_are_kept_by_0018_and_still_stored_once() {
+    use crate::source::RequestStatus;
+    use crate::source::otlp::SpanCall;
+    use crate::source::rows::CallRow;
+    use crate::store::calls::CallStore;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!(
+        "sqlite://{}?mode=rwc",
+        dir.path().join("state.db").display()
+    );
+    let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
+    // A state file last migrated by 0017, holding one received call.
+    {
+        sqlx::any::install_default_drivers();
+        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+        sqlx::migrate!("../../migrations/sqlite")
+            .run_to(17, &pool)
+            .await
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO otlp_calls (span_id, trace_id, conversation_id, created_ms, model, \
+             failed, input_tokens, cached_tokens, cache_reported, cache_write_tokens, \
+             output_tokens, labels, received_ms, provider) \
+             VALUES ('00000000000000aa', 't', 's-1', $1, 'm', 0, 1200, 0, 1, 0, 40, '{}', $1, 'p')",
+        )
+        .bind(t0.timestamp_millis())
+        .execute(&pool)
+        .await
+        .unwrap();
+        pool.close().await;
+    }
+    let store = SqlStore::open(&url).await.unwrap();
+    let call = |span: &str, at| SpanCall {
+        trace_id: "t".into(),
+        conversation: true,
+        row: CallRow {
+            request_id: span.into(),
+            session_id: Some("s-1".into()),
+            created_at: at,
+            model: "m".into(),
+            status: RequestStatus::Success,
+            http_status: None,
+            error_type: None,
+            input_tokens: 1200,
+            cached_tokens: 0,
+            cache_reported: true,
+            cache_write_tokens: 0,
+            output_tokens: 40,
+            cost_usd: None,
+            labels: Default::default(),
+            provider: Some("p".into()),
+            instrumentation: None,
+        },
+    };
+    // The exporter sends the old call again beside a new one: only the new
+    // one is stored.
+    let again = [
+        call("00000000000000aa", t0),
+        call("00000000000000bb", t0 + Duration::seconds(5)),
+    ];
+    let added = store
+        .insert_calls(&again, &[], t0, std::time::Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(added, 1);
+    let page = store
+        .calls_page(t0, t0 + Duration::minutes(5), None, 10)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = page.iter().map(|c| c.request_id.as_str()).collect();
+    assert_eq!(ids, ["00000000000000aa", "00000000000000bb"]);
+    assert_eq!(page[0].provider.as_deref(), Some("p"));
+    assert_eq!(page[0].session_id.as_deref(), Some("s-1"));
 }
