@@ -253,6 +253,27 @@ pub struct PerfReport {
     pub idle: Result<Vec<IdleReport>, String>,
 }
 
+impl PerfReport {
+    /// A report of a window of `sessions` sessions and `requests` calls,
+    /// nothing measured yet.
+    pub fn new(sessions: usize, requests: usize) -> Self {
+        PerfReport {
+            sessions,
+            requests,
+            costwatch: Vec::new(),
+            costwatch_scores: Vec::new(),
+            scenario: Vec::new(),
+            scenario_scores: Vec::new(),
+            floor: Vec::new(),
+            python: Vec::new(),
+            python_flagged: BTreeMap::new(),
+            python_matches_rust: None,
+            python_scores: Vec::new(),
+            idle: Err("not measured".into()),
+        }
+    }
+}
+
 /// Runs the Python reference `script` over `[from, to)` of `served` once
 /// (run `i`, its output kept in `dir`), with `extra` arguments.
 fn reference_run(
@@ -488,20 +509,7 @@ pub async fn run(
     ));
     let truth: Flagged = read_json(&truth_path)?;
     let (from, to) = CompactParams::new(opts.sessions, opts.seed).window();
-    let mut report = PerfReport {
-        sessions: served.sessions,
-        requests: served.requests,
-        costwatch: Vec::new(),
-        costwatch_scores: Vec::new(),
-        scenario: Vec::new(),
-        scenario_scores: Vec::new(),
-        floor: Vec::new(),
-        python: Vec::new(),
-        python_flagged: BTreeMap::new(),
-        python_matches_rust: None,
-        python_scores: Vec::new(),
-        idle: Err("not measured".into()),
-    };
+    let mut report = PerfReport::new(served.sessions, served.requests);
 
     let (runs, scores) = backtests(opts, &served, "backtest", opts.runs, &truth, &mut progress)?;
     (report.costwatch, report.costwatch_scores) = (runs, scores);

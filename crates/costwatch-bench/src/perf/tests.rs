@@ -30,24 +30,15 @@ fn medians_and_per_session_cpu() {
 
 #[test]
 fn targets_compare_medians_with_the_issue() {
-    let mut r = PerfReport {
-        sessions: 1_000_000,
-        requests: 0,
-        costwatch: vec![time(1.8, 10.0, 30 * 1024)],
-        costwatch_scores: Vec::new(),
-        scenario: Vec::new(),
-        scenario_scores: Vec::new(),
-        floor: vec![time(1.5, 12.0, 5 * 1024)],
-        python: vec![time(20.0, 30.0, 60 * 1024)],
-        python_flagged: BTreeMap::new(),
-        python_matches_rust: None,
-        python_scores: Vec::new(),
-        idle: Ok(vec![IdleReport {
-            sessions: 10_000,
-            rss_max_mib: 18.0,
-            ..IdleReport::default()
-        }]),
-    };
+    let mut r = PerfReport::new(1_000_000, 0);
+    r.costwatch = vec![time(1.8, 10.0, 30 * 1024)];
+    r.floor = vec![time(1.5, 12.0, 5 * 1024)];
+    r.python = vec![time(20.0, 30.0, 60 * 1024)];
+    r.idle = Ok(vec![IdleReport {
+        sessions: 10_000,
+        rss_max_mib: 18.0,
+        ..IdleReport::default()
+    }]);
     let t = targets(&r);
     let met: Vec<bool> = t.iter().map(|t| t.met).collect();
     assert_eq!(met, [true, false, true, true]);
@@ -79,23 +70,12 @@ fn a_window_whose_waste_went_unfound_misses_the_findings_target() {
         },
         f1: 0.0,
     };
-    let mut r = PerfReport {
-        sessions: 1_000_000,
-        requests: 0,
-        costwatch: vec![time(1.8, 10.0, 30 * 1024)],
-        costwatch_scores: vec![
-            score(Kind::NoCache, 962, 0, 0),
-            score(Kind::RetryLoop, 526, 0, 0),
-        ],
-        scenario: Vec::new(),
-        scenario_scores: Vec::new(),
-        floor: Vec::new(),
-        python: Vec::new(),
-        python_flagged: BTreeMap::new(),
-        python_matches_rust: None,
-        python_scores: Vec::new(),
-        idle: Err("not measured".into()),
-    };
+    let mut r = PerfReport::new(1_000_000, 0);
+    r.costwatch = vec![time(1.8, 10.0, 30 * 1024)];
+    r.costwatch_scores = vec![
+        score(Kind::NoCache, 962, 0, 0),
+        score(Kind::RetryLoop, 526, 0, 0),
+    ];
     let found = |r: &PerfReport| {
         targets(r)
             .into_iter()
