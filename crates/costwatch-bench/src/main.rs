@@ -14,8 +14,8 @@ use costwatch_bench::perf::{self, PerfOptions};
 use costwatch_bench::quality;
 use costwatch_bench::quality::Serving;
 use costwatch_bench::sources::compare::{self, ServedSource, SourceOptions};
-use costwatch_bench::sources::langfuse::LANGFUSE;
-use costwatch_bench::sources::litellm::LITELLM;
+use costwatch_bench::sources::langfuse::{self, LANGFUSE};
+use costwatch_bench::sources::litellm::{self, LITELLM};
 use costwatch_bench::sources::otlp_files::{self, FilesOptions};
 use costwatch_bench::sources::receiver::{self as receiver_bench, ReceiverOptions};
 use costwatch_sim::server::{SimOptions, SimServer};
@@ -74,15 +74,21 @@ enum Cmd {
     /// under the exporter's own batches (protobuf and JSON bodies of 512
     /// spans), and the detection tick's latency during the flood.
     OtlpReceiver(OtlpReceiverArgs),
-    /// Fetch every page of `/sessions` over a range with costwatch's HTTP
-    /// client and parse nothing: the floor of the page path, measured by
-    /// `perf` (the admin key from `COSTWATCH_ADMIN_KEY`).
+    /// Fetch every page a source of costwatch requests over a range with
+    /// its HTTP client and parse nothing but the paging fields: the floor
+    /// of the page path, measured by `perf`, `litellm` and `langfuse` (the
+    /// admin, master or secret key from `COSTWATCH_ADMIN_KEY`).
     FetchPages(FetchPagesArgs),
 }
 
 #[derive(Debug, Args)]
 struct FetchPagesArgs {
-    /// The gateway's API base URL.
+    /// Whose pages: the reference gateway's sessions, a LiteLLM proxy's
+    /// spend logs or a Langfuse project's generations.
+    #[arg(long, value_enum, default_value_t = FloorSource::Reference)]
+    source: FloorSource,
+    /// The gateway's API base URL (the reference gateway's `.../v1`; the
+    /// proxy's or the Langfuse host's base URL).
     #[arg(long)]
     url: String,
     /// Start of the range (RFC 3339).
@@ -91,6 +97,25 @@ struct FetchPagesArgs {
     /// End of the range, exclusive (RFC 3339).
     #[arg(long)]
     to: chrono::DateTime<chrono::Utc>,
+    /// Read the range window by window, as `costwatch backtest` with this
+    /// window size does (default: the range as one window).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    window: Option<Duration>,
+    /// The Langfuse project's public key (with `--source langfuse`).
+    #[arg(long)]
+    public_key: Option<String>,
+}
+
+/// Whose pages `fetch-pages` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum FloorSource {
+    /// `GET /sessions`, by `next_cursor`.
+    Reference,
+    /// `GET /spend/logs/v2`, by page number, as costwatch's LiteLLM source.
+    Litellm,
+    /// `GET /api/public/v2/observations`, by `meta.cursor`, as costwatch's
+    /// Langfuse source.
+    Langfuse,
 }
 
 #[derive(Debug, Args)]
@@ -457,8 +482,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 
 async fn fetch_pages_cmd(a: FetchPagesArgs) -> anyhow::Result<()> {
     let key = std::env::var("COSTWATCH_ADMIN_KEY").context("COSTWATCH_ADMIN_KEY is not set")?;
-    let f = perf::floor::fetch_pages(&a.url, &key, a.from, a.to).await?;
-    println!("pages={} bytes={}", f.pages, f.bytes);
+    let windows = perf::floor::windows(a.from, a.to, a.window);
+    let f = match a.source {
+        FloorSource::Reference => perf::floor::fetch_pages(&a.url, &key, &windows).await?,
+        FloorSource::Litellm => litellm::fetch_pages(&a.url, &key, &windows).await?,
+        FloorSource::Langfuse => {
+            let public_key = a
+                .public_key
+                .context("--source langfuse needs --public-key")?;
+            langfuse::fetch_pages(&a.url, &public_key, &key, &windows).await?
+        }
+    };
+    println!("{}", f.line());
     Ok(())
 }
 

@@ -463,31 +463,16 @@ fn floor_runs(
     ];
     let env = [("COSTWATCH_ADMIN_KEY", served.admin_key.as_str())];
     let want = floor::pages_for(served.sessions);
-    let mut runs = Vec::new();
-    for i in 0..opts.runs {
-        let out = dir.join(format!("stdout-{i}"));
-        let r = measure::timed(
-            &opts.bench,
-            &args,
-            &env,
-            &out,
-            &dir.join(format!("stderr-{i}")),
-        )?;
-        let text =
-            std::fs::read_to_string(&out).map_err(|e| BenchError::setup("fetch-pages", e))?;
-        let pages = text
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("pages="))
-            .and_then(|n| n.parse::<u64>().ok());
-        if pages != Some(want) {
-            return Err(BenchError::Setup(format!(
-                "fetch-pages read {pages:?} pages of the window, not its {want}: `{}`",
-                text.trim()
-            )));
+    let (runs, _) = floor::timed_runs(&opts.bench, &args, &env, opts.runs, &dir, progress, |f| {
+        if f.pages == want {
+            Ok(())
+        } else {
+            Err(format!(
+                "read {} pages of the window, not its {want}",
+                f.pages
+            ))
         }
-        progress(&format!("fetch-pages run {}: {}", i + 1, r.summary()));
-        runs.push(r);
-    }
+    })?;
     Ok(runs)
 }
 

@@ -43,8 +43,9 @@ pub struct ServedSource {
     pub rows: &'static str,
     /// The configuration's `source` lines, given the simulator's root URL.
     pub config: fn(&str) -> String,
-    /// The script's arguments before the range, given the simulator.
-    pub script_args: fn(&Served) -> Vec<String>,
+    /// The arguments before the range that the script and `fetch-pages`
+    /// both take (the URL, a public key), given the simulator.
+    pub reader_args: fn(&Served) -> Vec<String>,
     /// The environment variable the script takes the secret key from.
     pub script_key_env: &'static str,
 }
@@ -221,7 +222,7 @@ pub fn run(
     if let Some(python) = &opts.python {
         let py_dir = run_dir(&opts.workdir, &format!("{}-py", source.name))?;
         let mut args = vec![opts.script.display().to_string()];
-        args.extend((source.script_args)(&served));
+        args.extend((source.reader_args)(&served));
         args.extend([
             "--start".to_owned(),
             rfc(from),
