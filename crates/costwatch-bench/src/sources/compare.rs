@@ -7,8 +7,11 @@
 //! over the same pages, grouped by session) reads it window by window too;
 //! each runs under `/usr/bin/time -v` (CPU = user + system of the whole
 //! process, peak RSS, as the kernel's `wait4` reports them). The script
-//! must count every call of the range. One more backtest runs under `perf
-//! record` for where its CPU goes.
+//! must count every call of the range. Beside them runs the floor of the
+//! path (`costwatch-bench fetch-pages`, [`crate::perf::floor`]): the pages
+//! costwatch's source requests, fetched with its HTTP client and nothing
+//! parsed but the paging fields; it must list every call of the range.
+//! One more backtest runs under `perf record` for where its CPU goes.
 //!
 //! What differs from source to source is a [`ServedSource`]: its name, its
 //! configuration and the script's arguments.
@@ -16,6 +19,7 @@
 use super::profile::{self, HotSpot};
 use crate::BenchError;
 use crate::measure::{self, TimeReport};
+use crate::perf::floor::{self, Fetched};
 use crate::perf::sweep::{scenario_params, windows_processed};
 use crate::perf::{
     Medians, Served, backtest_args, config_with_source, read_jsonl_findings, rfc, run_dir,
@@ -124,6 +128,10 @@ pub struct SourceReport {
     pub costwatch: Vec<TimeReport>,
     /// Findings of the first backtest.
     pub findings: usize,
+    /// `fetch-pages` runs: the same pages, nothing parsed (the floor).
+    pub floor: Vec<TimeReport>,
+    /// What the first of them fetched.
+    pub floor_fetched: Fetched,
     /// Script runs.
     pub python: Vec<TimeReport>,
     /// The summary line of the first script run (`148697 calls: ...`).
@@ -140,9 +148,29 @@ impl SourceReport {
 
     /// How many times more CPU the script used than costwatch.
     pub fn ratio(&self) -> Option<f64> {
-        (!self.python.is_empty()).then(|| {
-            Medians::of(&self.python).cpu_secs / Medians::of(&self.costwatch).cpu_secs.max(1e-9)
-        })
+        self.script_over(&self.costwatch)
+    }
+
+    /// How many times more CPU the script used than the floor.
+    pub fn floor_ratio(&self) -> Option<f64> {
+        self.script_over(&self.floor)
+    }
+
+    /// The script's median CPU over that of `runs`, when both ran.
+    fn script_over(&self, runs: &[TimeReport]) -> Option<f64> {
+        (!self.python.is_empty() && !runs.is_empty())
+            .then(|| Medians::of(&self.python).cpu_secs / Medians::of(runs).cpu_secs.max(1e-9))
+    }
+}
+
+/// Whether the floor listed the `in_range` calls of the range, each once.
+pub fn listed_every_call(f: &Fetched, in_range: u64) -> Result<(), String> {
+    match f.rows {
+        Some(rows) if rows == in_range => Ok(()),
+        rows => Err(format!(
+            "listed {} calls, not the {in_range} of the range",
+            rows.map_or("uncounted".to_owned(), |r| r.to_string())
+        )),
     }
 }
 
@@ -204,6 +232,8 @@ pub fn run(
         windows,
         costwatch: Vec::new(),
         findings: 0,
+        floor: Vec::new(),
+        floor_fetched: Fetched::default(),
         python: Vec::new(),
         python_summary: None,
         hot_spots: Vec::new(),
@@ -219,6 +249,30 @@ pub fn run(
     )?;
     report.costwatch = costwatch;
     report.findings = findings;
+    let mut floor_args = vec![
+        "fetch-pages".to_owned(),
+        "--source".to_owned(),
+        source.name.to_owned(),
+    ];
+    floor_args.extend((source.reader_args)(&served));
+    floor_args.extend([
+        "--from".to_owned(),
+        rfc(from),
+        "--to".to_owned(),
+        rfc(to),
+        "--window".to_owned(),
+        humantime::format_duration(opts.window).to_string(),
+    ]);
+    let in_range = served.in_range as u64;
+    (report.floor, report.floor_fetched) = floor::timed_runs(
+        &opts.bench,
+        &floor_args,
+        &env,
+        opts.runs,
+        &run_dir(&opts.workdir, &format!("{}-floor", source.name))?,
+        &mut progress,
+        |f| listed_every_call(f, in_range),
+    )?;
     if let Some(python) = &opts.python {
         let py_dir = run_dir(&opts.workdir, &format!("{}-py", source.name))?;
         let mut args = vec![opts.script.display().to_string()];
@@ -352,6 +406,19 @@ pub fn render_report(r: &SourceReport, markdown: bool) -> String {
         &r.costwatch,
         format!("{} findings", r.findings),
     )];
+    if !r.floor.is_empty() {
+        let f = &r.floor_fetched;
+        rows.push(row(
+            FLOOR_ROW,
+            &r.floor,
+            format!(
+                "{} pages, {:.0} MB, {} calls listed",
+                f.pages,
+                f.bytes as f64 / 1e6,
+                f.rows.unwrap_or(0)
+            ),
+        ));
+    }
     if !r.python.is_empty() {
         rows.push(row(
             &r.script,
@@ -378,28 +445,58 @@ pub fn render_report(r: &SourceReport, markdown: bool) -> String {
     out
 }
 
-/// The issue's targets for a source served over HTTP.
+/// The table's row of the floor.
+pub const FLOOR_ROW: &str = "fetch-pages: the same pages, nothing parsed (the floor)";
+
+/// The issue's targets for a source served over HTTP, each beside the
+/// floor of the path, and what the floor allows of the ratio.
 pub fn targets(r: &SourceReport) -> Vec<Target> {
     let mut out = Vec::new();
     let window = humantime::format_duration(r.window).to_string();
+    let floor = (!r.floor.is_empty()).then(|| Medians::of(&r.floor).cpu_secs);
     if let Some(ratio) = r.ratio() {
+        let alone = floor.map_or(String::new(), |s| {
+            format!("; fetching the pages alone: {s:.2} s")
+        });
         out.push(Target {
             what: format!(
                 ">= {MIN_RATIO:.0}x less CPU than {} with {window} windows",
                 r.script
             ),
             result: format!(
-                "{ratio:.1}x ({:.2} vs {:.2} s)",
+                "{ratio:.1}x ({:.2} vs {:.2} s{alone})",
                 Medians::of(&r.python).cpu_secs,
                 Medians::of(&r.costwatch).cpu_secs
             ),
             met: ratio >= MIN_RATIO,
         });
     }
+    if let Some(allows) = r.floor_ratio() {
+        let above = r.us_per_call(&r.costwatch) - r.us_per_call(&r.floor);
+        out.push(Target {
+            what: format!(
+                "the floor allows >= {MIN_RATIO:.0}x less CPU than {}",
+                r.script
+            ),
+            result: format!(
+                "the floor alone is {allows:.1}x less CPU than the script; costwatch above \
+                 the floor: {above:.1} us per call"
+            ),
+            met: allows >= MIN_RATIO,
+        });
+    }
     let us = r.us_per_call(&r.costwatch);
+    let alone = if r.floor.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " (fetching the pages alone: {:.1} us)",
+            r.us_per_call(&r.floor)
+        )
+    };
     out.push(Target {
         what: format!("<= {MAX_US_PER_CALL:.0} us of CPU per call, all in"),
-        result: format!("{us:.1} us"),
+        result: format!("{us:.1} us{alone}"),
         met: us <= MAX_US_PER_CALL,
     });
     out
@@ -432,10 +529,22 @@ mod tests {
             windows: 192,
             costwatch: vec![run(costwatch)],
             findings: 3,
+            floor: Vec::new(),
+            floor_fetched: Fetched::default(),
             python: vec![run(python)],
             python_summary: Some("100000 calls: no_cache 1".into()),
             hot_spots: Vec::new(),
         }
+    }
+
+    fn with_floor(mut r: SourceReport, floor: f64) -> SourceReport {
+        r.floor = vec![run(floor)];
+        r.floor_fetched = Fetched {
+            pages: 385,
+            bytes: 250_000_000,
+            rows: Some(100_000),
+        };
+        r
     }
 
     #[test]
@@ -454,6 +563,68 @@ mod tests {
         );
         assert!(text.contains("100000 calls as spend-log rows"), "{text}");
         assert!(text.contains("9.0x"), "{text}");
+    }
+
+    #[test]
+    fn the_floor_stands_beside_the_ratio_and_says_what_it_allows() {
+        // costwatch 1.3 s, the script 9 s, the floor 0.5 s: 6.9x not met,
+        // though the floor alone is 18x less CPU than the script.
+        let reachable = targets(&with_floor(report(1.3, 9.0), 0.5));
+        assert_eq!(reachable.len(), 3, "{reachable:?}");
+        assert_eq!(
+            reachable[0].result,
+            "6.9x (9.00 vs 1.30 s; fetching the pages alone: 0.50 s)"
+        );
+        assert!(!reachable[0].met);
+        assert_eq!(
+            reachable[1].what,
+            "the floor allows >= 8x less CPU than litellm.py"
+        );
+        assert_eq!(
+            reachable[1].result,
+            "the floor alone is 18.0x less CPU than the script; costwatch above the floor: \
+             8.0 us per call"
+        );
+        assert!(reachable[1].met);
+        assert_eq!(
+            reachable[2].result,
+            "13.0 us (fetching the pages alone: 5.0 us)"
+        );
+        // A floor of 2 s leaves 8x out of reach on this path.
+        let out_of_reach = targets(&with_floor(report(1.3, 9.0), 2.0));
+        assert!(
+            out_of_reach[1]
+                .result
+                .starts_with("the floor alone is 4.5x"),
+            "{out_of_reach:?}"
+        );
+        assert!(!out_of_reach[1].met);
+        let text = render_report(&with_floor(report(1.3, 9.0), 0.5), true);
+        let row = text
+            .lines()
+            .find(|l| l.contains(FLOOR_ROW))
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(
+            row.contains("| 385 pages, 250 MB, 100000 calls listed |"),
+            "{row}"
+        );
+        assert!(
+            text.contains("| NOT met |") && text.contains("| met "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_floor_must_list_every_call_of_the_range_once() {
+        let fetched = |rows| Fetched {
+            pages: 396,
+            bytes: 1,
+            rows,
+        };
+        assert_eq!(listed_every_call(&fetched(Some(148_645)), 148_645), Ok(()));
+        let err = listed_every_call(&fetched(Some(148_646)), 148_645).unwrap_err();
+        assert_eq!(err, "listed 148646 calls, not the 148645 of the range");
+        assert!(listed_every_call(&fetched(None), 1).is_err());
     }
 
     #[test]
