@@ -99,15 +99,29 @@ The simulator serves two days of the window sweep's scenario (seed 7,
 12,000 base sessions a day) as a LiteLLM proxy's spend logs
 (\`GET /spend/logs/v2\`, rows of about 1.7 KB shaped as LiteLLM 1.110.2
 writes them: \`crates/costwatch-sim/src/litellm\`), from its own process
-on 127.0.0.1. Two readers go through the same range with 15-minute
-windows, each a child process under \`/usr/bin/time -v\` (CPU = user +
-system of the whole process as \`wait4\` reports it, peak RSS):
+on 127.0.0.1. Two readers and the floor of their path go through the
+same range with 15-minute windows, each a child process under
+\`/usr/bin/time -v\` (CPU = user + system of the whole process as
+\`wait4\` reports it, peak RSS):
 
 - \`costwatch backtest\` with \`source.kind: litellm\`: the pipeline the
-  daemon runs, reading each window's pages of 1,000 rows through the
-  LiteLLM source (each page parsed once, into borrowed typed rows: only
-  the columns and the keys of \`metadata\` it uses), the shipped \`rules/\`,
-  drill-downs and all;
+  daemon runs, reading each window's pages of 500 rows (the default
+  \`source.page_limit\`) through the LiteLLM source (each page parsed
+  once, into borrowed typed rows: only the columns and the keys of
+  \`metadata\` it uses), the shipped \`rules/\`, drill-downs and all;
+- \`costwatch-bench fetch-pages --source litellm\`, the floor of this
+  path: the requests the LiteLLM source makes, the same URLs in the same
+  order (\`/model/info\` once, then each window's pages, the first with
+  its 6-hour session lookback; compared under strace on 2026-12-06),
+  fetched one after the other on one thread with costwatch's own HTTP
+  client (\`costwatch::http::HttpClient\`: reqwest, its settings and its
+  capped body reader), nothing parsed but what paging needs, found in
+  the bytes: each page's rows counted by their \`"startTime"\` keys (a
+  page of fewer rows than asked for is the last; one cut off is an
+  error), and the times of its first and last rows. The benchmark checks
+  it listed every call of the range once. What costwatch spends above it
+  is its own: reading the rows, the sessions, the rules, drill-downs,
+  state and output;
 - \`crates/costwatch-bench/litellm.py\`: what a user writes first
   (Python, \`requests\`): the same pages, rows grouped by \`session_id\`
   per window, the three static rules of the quality baseline.
@@ -145,14 +159,25 @@ day) as a Langfuse project's generations, one observation per call
 call, and the project's model definitions at \`GET /api/public/models\`:
 \`crates/costwatch-sim/src/langfuse\`), from its own process on
 127.0.0.1, behind HTTP Basic with the project's public and secret key.
-Two readers go through the same range with 15-minute windows, each a
-child process under \`/usr/bin/time -v\` (CPU = user + system of the
-whole process as \`wait4\` reports it, peak RSS):
+Two readers and the floor of their path go through the same range with
+15-minute windows, each a child process under \`/usr/bin/time -v\` (CPU
+= user + system of the whole process as \`wait4\` reports it, peak RSS):
 
 - \`costwatch backtest\` with \`source.kind: langfuse\`: the pipeline the
-  daemon runs, reading each window's pages of 1,000 generations through
-  the Langfuse source (the field groups it uses, the model definitions
-  matched to each call), the shipped \`rules/\`, drill-downs and all;
+  daemon runs, reading each window's pages of 500 generations (the
+  default \`source.page_limit\`) through the Langfuse source (the field
+  groups it uses, the model definitions matched to each call), the
+  shipped \`rules/\`, drill-downs and all;
+- \`costwatch-bench fetch-pages --source langfuse\`, the floor of this
+  path: the requests the Langfuse source makes, the same URLs in the
+  same order (every page of the model definitions once, then each
+  window's generations, the first with its 6-hour session lookback;
+  compared under strace on 2026-12-06), fetched as for LiteLLM with
+  costwatch's own HTTP client, nothing parsed but each page's
+  \`meta.cursor\`, found from its end (a page that does not end with a
+  whole \`meta\` is an error). A page with a cursor counts as full, the
+  last page's rows are counted by their \`"startTime"\` keys, and the
+  benchmark checks it listed every call of the range once;
 - \`crates/costwatch-bench/langfuse.py\`: what a Langfuse user writes
   first (Python, \`requests\`): the same observations with
   \`meta.cursor\` paging, grouped by \`sessionId\` per window, the
