@@ -5,8 +5,8 @@
 //! grouped by `sessionId` ([`super::compare`]).
 //!
 //! The floor of this path ([`fetch_pages`]) requests what costwatch's
-//! Langfuse source requests (`costwatch::source::langfuse`, whose query
-//! and field groups are private to it and so are written again here):
+//! Langfuse source requests, with its query and sign-in
+//! (`costwatch::source::langfuse`'s `observations_query`, `basic_auth`):
 //! every page of the model definitions once, then for each window the
 //! generations with `meta.cursor` paging until a page has no cursor. A
 //! page with a cursor counts as full; the last page's rows are counted.
@@ -14,13 +14,10 @@
 use super::compare::ServedSource;
 use crate::BenchError;
 use crate::perf::floor::{Fetched, PageClient, Range, endpoint, paging, read_from};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use chrono::SecondsFormat;
-use costwatch::source::langfuse::MAX_PAGE_LIMIT;
+use costwatch::secret::Secret;
+use costwatch::source::langfuse::{self, MAX_PAGE_LIMIT};
 use costwatch::source::{HttpLimits, SourceKind};
 use costwatch_sim::langfuse::DEFAULT_PUBLIC_KEY;
-use reqwest::header::HeaderValue;
 
 /// Langfuse at the simulator's root, read with the project's public key
 /// and the simulator's admin key as the secret key.
@@ -42,12 +39,6 @@ pub const LANGFUSE: ServedSource = ServedSource {
     script_key_env: "LANGFUSE_SECRET_KEY",
 };
 
-/// The field groups costwatch asks for.
-const FIELD_GROUPS: &str = "core,basic,metadata,model,usage,trace_context";
-
-/// The page size costwatch reads the model definitions with.
-const MODELS_PAGE_LIMIT: u32 = 100;
-
 /// Reads every page costwatch's Langfuse source requests over `windows`
 /// from Langfuse at `root`, signing in with the project's key pair.
 pub async fn fetch_pages(
@@ -56,39 +47,36 @@ pub async fn fetch_pages(
     secret_key: &str,
     windows: &[Range],
 ) -> Result<Fetched, BenchError> {
-    let token = STANDARD.encode(format!("{public_key}:{secret_key}"));
-    let mut auth = HeaderValue::from_str(&format!("Basic {token}"))
-        .map_err(|_| BenchError::Setup("the Langfuse keys cannot be a header".into()))?;
-    auth.set_sensitive(true);
+    let auth = langfuse::basic_auth(public_key, &Secret::new(secret_key))
+        .map_err(|e| BenchError::setup("the Langfuse keys", e))?;
     let client = PageClient::new(auth, &HttpLimits::default())?;
     let mut fetched = Fetched::default();
     // The model definitions, every page, read once per process.
-    let models = endpoint(root, "api/public/models")?;
+    let models = endpoint(root, langfuse::MODELS_PATH)?;
     for page in 1u64.. {
         let mut url = models.clone();
         url.query_pairs_mut()
             .append_pair("page", &page.to_string())
-            .append_pair("limit", &MODELS_PAGE_LIMIT.to_string());
+            .append_pair("limit", &langfuse::MODELS_PAGE_LIMIT.to_string());
         let body = client.get(url).await?;
         fetched.page(&body);
         if page >= total_pages(&body)? {
             break;
         }
     }
-    let observations = endpoint(root, "api/public/v2/observations")?;
+    let observations = endpoint(root, langfuse::PATH)?;
     let limit = SourceKind::Langfuse
         .default_page_limit()
         .clamp(1, MAX_PAGE_LIMIT);
-    let millis = |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(SecondsFormat::Millis, true);
     for (i, &(start, end)) in windows.iter().enumerate() {
         let mut first = observations.clone();
         first
             .query_pairs_mut()
-            .append_pair("type", "GENERATION")
-            .append_pair("fromStartTime", &millis(read_from(i, start)))
-            .append_pair("toStartTime", &millis(end))
-            .append_pair("fields", FIELD_GROUPS)
-            .append_pair("limit", &limit.to_string());
+            .extend_pairs(langfuse::observations_query(
+                read_from(i, start),
+                end,
+                limit,
+            ));
         let mut cursor: Option<String> = None;
         loop {
             let mut url = first.clone();

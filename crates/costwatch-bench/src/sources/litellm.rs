@@ -4,9 +4,8 @@
 //! rows with the master key, grouped by `session_id` ([`super::compare`]).
 //!
 //! The floor of this path ([`fetch_pages`]) requests what costwatch's
-//! LiteLLM source requests (`costwatch::source::litellm`, `listing.rs`
-//! and `query.rs`, whose query and paging are private to it and so are
-//! written again here): `GET /model/info` once, then for each window the
+//! LiteLLM source requests, with its query (`costwatch::source::litellm`'s
+//! `covering` and `page_query`): `GET /model/info` once, then for each window the
 //! listing's pages over the whole seconds that cover it, until a page
 //! holds fewer rows than the page size, and the second of a row sharing
 //! its millisecond with the last row of the page before, read whole in
@@ -19,6 +18,7 @@ use crate::perf::floor::{Fetched, PageClient, Range, endpoint, paging, read_from
 use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 use costwatch::http::bearer;
 use costwatch::secret::Secret;
+use costwatch::source::litellm::{self, covering};
 use costwatch::source::{HttpLimits, SourceKind};
 use url::Url;
 
@@ -34,10 +34,7 @@ pub const LITELLM: ServedSource = ServedSource {
 
 /// LiteLLM's largest `page_size`: a second read whole is read in pages of
 /// it.
-const MAX_PAGE_SIZE: u64 = 1000;
-
-/// The date format `/spend/logs/v2` parses.
-const DATE: &str = "%Y-%m-%d %H:%M:%S";
+const MAX_PAGE_SIZE: u64 = litellm::MAX_PAGE_SIZE as u64;
 
 /// Reads every page costwatch's LiteLLM source requests over `windows`
 /// from the proxy at `root`, with the master key `key`.
@@ -45,7 +42,7 @@ pub async fn fetch_pages(root: &str, key: &str, windows: &[Range]) -> Result<Fet
     let auth = bearer(&Secret::new(key))
         .ok_or_else(|| BenchError::Setup("the master key cannot be a header".into()))?;
     let client = PageClient::new(auth, &HttpLimits::default())?;
-    let logs = endpoint(root, "spend/logs/v2")?;
+    let logs = endpoint(root, litellm::SPEND_LOGS)?;
     let mut fetched = Fetched::default();
     // The catalogue, read once per process.
     fetched.page(&client.get(endpoint(root, "model/info")?).await?);
@@ -136,29 +133,13 @@ fn start_time(body: &[u8], at: Option<usize>) -> Result<Option<String>, BenchErr
         .map(|t| String::from_utf8_lossy(t).into_owned()))
 }
 
-/// The whole seconds that cover `[start, end)`, both included by LiteLLM.
-fn covering(start: DateTime<Utc>, end: DateTime<Utc>) -> Range {
-    let end_floor = end.trunc_subsecs(0);
-    let ceil = if end_floor == end {
-        end
-    } else {
-        end_floor + TimeDelta::seconds(1)
-    };
-    (start.trunc_subsecs(0), ceil)
-}
-
-/// Page `page` of the listing over `seconds`, sorted by `startTime`
-/// ascending, model calls only.
-fn page_url(logs: &Url, (from, to): Range, page: u64, page_size: u64) -> Url {
+/// Page `page` of the listing over `seconds`, as costwatch's source asks
+/// for it.
+fn page_url(logs: &Url, seconds: Range, page: u64, page_size: u64) -> Url {
+    let size = u32::try_from(page_size).unwrap_or(litellm::MAX_PAGE_SIZE);
     let mut url = logs.clone();
     url.query_pairs_mut()
-        .append_pair("start_date", &from.format(DATE).to_string())
-        .append_pair("end_date", &to.format(DATE).to_string())
-        .append_pair("page", &page.to_string())
-        .append_pair("page_size", &page_size.to_string())
-        .append_pair("sort_by", "startTime")
-        .append_pair("sort_order", "asc")
-        .append_pair("span_type", "llm");
+        .extend_pairs(litellm::page_query(seconds, page, size, None));
     url
 }
 

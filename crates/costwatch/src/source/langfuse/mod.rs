@@ -107,10 +107,13 @@ use url::Url;
 pub const MAX_PAGE_LIMIT: u32 = 1000;
 
 /// The observations API, below the host's base URL.
-const PATH: &str = "api/public/v2/observations";
+pub const PATH: &str = "api/public/v2/observations";
 
 /// The model definitions, below the host's base URL.
-const MODELS_PATH: &str = "api/public/models";
+pub const MODELS_PATH: &str = "api/public/models";
+
+/// The page size the model definitions are read with.
+pub const MODELS_PAGE_LIMIT: u32 = models::PAGE_LIMIT;
 
 /// The field groups asked for.
 const FIELD_GROUPS: &str = "core,basic,metadata,model,usage,trace_context";
@@ -119,6 +122,22 @@ const FIELD_GROUPS: &str = "core,basic,metadata,model,usage,trace_context";
 const KEYS_HINT: &str = "check the public key in source.public_key (or \
     COSTWATCH_SOURCE__PUBLIC_KEY) and the secret key in COSTWATCH_ADMIN_KEY \
     (or source.admin_key_file), and that both belong to the same project";
+
+/// The query of the first observations page over `[start, end)`: the
+/// generations, the field groups read, `limit` a page.
+pub fn observations_query(
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    limit: u32,
+) -> [(&'static str, String); 5] {
+    [
+        ("type", row::GENERATION.to_owned()),
+        ("fromStartTime", rfc3339(start)),
+        ("toStartTime", rfc3339(end)),
+        ("fields", FIELD_GROUPS.to_owned()),
+        ("limit", limit.to_string()),
+    ]
+}
 
 /// Reads a Langfuse project's generations through the public API.
 #[derive(Clone)]
@@ -180,11 +199,7 @@ impl LangfuseReader {
         let mut url = self.endpoint.clone();
         {
             let mut q = url.query_pairs_mut();
-            q.append_pair("type", row::GENERATION)
-                .append_pair("fromStartTime", &rfc3339(start))
-                .append_pair("toStartTime", &rfc3339(end))
-                .append_pair("fields", FIELD_GROUPS)
-                .append_pair("limit", &self.page_limit.to_string());
+            q.extend_pairs(observations_query(start, end, self.page_limit));
             if let Some((name, value)) = filter {
                 q.append_pair(name, value);
             }
@@ -380,7 +395,7 @@ impl RowReader for LangfuseReader {
 }
 
 /// `Basic base64(public:secret)`, marked sensitive.
-fn basic_auth(public_key: &str, secret_key: &Secret) -> Result<HeaderValue, SourceError> {
+pub fn basic_auth(public_key: &str, secret_key: &Secret) -> Result<HeaderValue, SourceError> {
     let public_key = public_key.trim();
     if public_key.is_empty() {
         return Err(SourceError::Rejected(

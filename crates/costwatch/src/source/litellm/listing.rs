@@ -52,7 +52,7 @@ use url::Url;
 pub(super) const RECENT_IDS: usize = 10_000;
 
 /// The path of the spend-log listing below the proxy's base URL.
-pub(super) const SPEND_LOGS: &str = "spend/logs/v2";
+pub const SPEND_LOGS: &str = "spend/logs/v2";
 
 /// The rows read so far in one listing, as far as repeats need them.
 #[derive(Debug, Default)]

@@ -108,6 +108,9 @@ mod wire;
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
+pub use self::listing::SPEND_LOGS;
+pub use self::query::{MAX_PAGE_SIZE, covering, page_query};
+
 use self::errors::explain;
 use self::wire::ModelInfoList;
 use super::fetch::PageFetcher;

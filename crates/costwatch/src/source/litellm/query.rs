@@ -10,14 +10,14 @@
 use chrono::{DateTime, SubsecRound, TimeDelta, Utc};
 
 /// LiteLLM's largest `page_size` (`le=1000` since 1.95.0).
-pub(super) const MAX_PAGE_SIZE: u32 = 1000;
+pub const MAX_PAGE_SIZE: u32 = 1000;
 
 /// The date format `/spend/logs/v2` parses (`%Y-%m-%d %H:%M:%S`).
 const DATE: &str = "%Y-%m-%d %H:%M:%S";
 
 /// The whole seconds that cover `[start, end)`: `start` rounded down,
 /// `end` rounded up; both are included by LiteLLM.
-pub(super) fn covering(start: DateTime<Utc>, end: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
+pub fn covering(start: DateTime<Utc>, end: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
     let floor = start.trunc_subsecs(0);
     let end_floor = end.trunc_subsecs(0);
     let ceil = if end_floor == end {
@@ -31,7 +31,7 @@ pub(super) fn covering(start: DateTime<Utc>, end: DateTime<Utc>) -> (DateTime<Ut
 /// The query of page `page` (1-based) over the seconds `covering` gave,
 /// sorted by `startTime` ascending, model calls only, optionally one
 /// session's rows (LiteLLM matches `session_id` as a substring).
-pub(super) fn page_query(
+pub fn page_query(
     (from, to): (DateTime<Utc>, DateTime<Utc>),
     page: u64,
     page_size: u32,
