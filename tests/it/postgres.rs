@@ -292,6 +292,7 @@ async fn held_contract(store: &SqlStore) {
         },
         quiet_at: t(quiet),
         alone: quiet % 2 == 0,
+        peers: None,
     };
     fn commit(
         held: Option<&[Held]>,
@@ -339,6 +340,14 @@ async fn held_contract(store: &SqlStore) {
         },
         quiet_at: t(60),
         alone: false,
+        // What a finding of a thin group waits for reads back as written.
+        peers: Some(costwatch::detect::PeerWait {
+            min_peers: 5,
+            min_peer_cached_share: 0.15,
+            until: t(1500),
+            peers: 3,
+            median: Some(0.625),
+        }),
     };
     // (Read back in session, then kind order.)
     let second = [oversized, held("s-3", 50)];

@@ -443,7 +443,7 @@ where
         // Findings held before this window stand or go by what it showed:
         // whether their session ended.
         let fresh = std::mem::take(&mut judgement.held);
-        let settled = held.settle(window, fresh);
+        let settled = held.settle(window, fresh, &judgement.baselines);
         judgement.findings.extend(settled.stand);
         let all = judgement.findings.len();
         let new_findings = self

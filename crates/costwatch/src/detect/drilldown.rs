@@ -53,6 +53,9 @@ impl Drilldown {
                 Some(no_cache::Judged::Going(f, quiet_at)) => {
                     out.held.push(Held::new(f, quiet_at));
                 }
+                Some(no_cache::Judged::Thin(f, quiet_at, wait)) => {
+                    out.held.push(Held::waiting(f, quiet_at, wait));
+                }
                 None => {}
             }
         }

@@ -18,6 +18,7 @@ pub use baseline::{GroupBaseline, GroupStats, Ring};
 pub use catalogue::Catalogue;
 pub use drilldown::{Confirmed, Drilldown};
 pub use held::{Held, HeldFindings, Settled};
+pub use no_cache::PeerWait;
 pub use settings::DetectionConfig;
 pub use window::{Detector, Judgement, Rejudge, WindowAnalysis};
 

@@ -23,6 +23,7 @@ use super::rules::NoCacheRule;
 use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::source::{RequestRecord, RequestStatus, SessionRecord, Window};
 use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -409,12 +410,16 @@ struct Peers {
 fn peers(stats: &GroupStats, rule: &NoCacheRule) -> Option<Peers> {
     let median = stats.cache_median;
     let cold_start = stats.cache_peers < rule.min_peers;
-    if median.is_some_and(|m| m < rule.min_peer_cached_share) || !cold_start && median.is_none() {
+    let waits = cold_start && !rule.wait_for_peers.is_zero();
+    if !waits && median.is_some_and(|m| m < rule.min_peer_cached_share)
+        || !cold_start && median.is_none()
+    {
         // The peers do not cache either: nothing unusual about this
         // session. Said by fewer than `min_peers` too: a thin baseline is
         // not evidence against its own sessions (a new batch feature whose
         // shared template is below the minimum caches nothing from the
-        // start).
+        // start). Unless the candidate waits for more peers: its own
+        // uncached share may be most of what so few say.
         return None;
     }
     Some(Peers {
@@ -467,6 +472,52 @@ pub enum Judged {
     /// `judge_once_ended`; see [`super::held`]). The time is when a cache
     /// lifetime will have passed since its last call.
     Going(Finding, DateTime<Utc>),
+    /// Its finding, in a group with too few peers to compare (the rule's
+    /// `wait_for_peers`): held until the group's sessions say whether it
+    /// caches ([`super::held`]). The time is as for [`Judged::Going`].
+    Thin(Finding, DateTime<Utc>, PeerWait),
+}
+
+/// What a finding of a group with too few peers waits for: `min_peers` of
+/// them, whose median cached share decides, until `until`; and what the
+/// group's sessions said when it was last seen.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PeerWait {
+    /// Peers the group needs.
+    pub min_peers: usize,
+    /// The median cached share they must reach for the finding to stand.
+    pub min_peer_cached_share: f64,
+    /// When the wait is over: the finding is decided by the peers there
+    /// are then.
+    pub until: DateTime<Utc>,
+    /// The group's eligible sessions when it was last seen (the finding's
+    /// own among them when it told of its group).
+    pub peers: usize,
+    /// Their median cached share.
+    pub median: Option<f64>,
+}
+
+impl PeerWait {
+    /// Notes what the group's sessions say now.
+    pub fn saw(&mut self, peers: usize, median: Option<f64>) {
+        self.peers = peers;
+        self.median = median;
+    }
+
+    /// Whether the finding is decided by the end of `now`: `Some(true)` it
+    /// stands, `Some(false)` it goes, `None` it waits on. With `min_peers`
+    /// peers it stands when they cache; still too few once the wait is
+    /// over, unless the few seen cache nothing.
+    pub fn decide(&self, now: DateTime<Utc>) -> Option<bool> {
+        let caches = self.median.is_none_or(|m| m >= self.min_peer_cached_share);
+        if self.peers >= self.min_peers {
+            Some(self.median.is_some() && caches)
+        } else if now >= self.until {
+            Some(caches)
+        } else {
+            None
+        }
+    }
 }
 
 /// Judges a candidate from its request rows (oldest first).
@@ -504,8 +555,20 @@ pub fn confirm(
     let quiet_at = chrono::Duration::from_std(lifetime)
         .ok()
         .and_then(|l| s.last_request_at.checked_add_signed(l));
-    Some(match quiet_at {
-        Some(at) if rule.judge_once_ended && !ended => Judged::Going(f, at),
+    let wait = chrono::Duration::from_std(rule.wait_for_peers).ok();
+    let until = wait.and_then(|w| window.end.checked_add_signed(w));
+    Some(match (quiet_at, until) {
+        (Some(at), Some(until)) if check.peers.cold_start && !rule.wait_for_peers.is_zero() => {
+            let wait = PeerWait {
+                min_peers: rule.min_peers,
+                min_peer_cached_share: rule.min_peer_cached_share,
+                until,
+                peers: check.peers.count,
+                median: check.peers.median,
+            };
+            Judged::Thin(f, at, wait)
+        }
+        (Some(at), _) if rule.judge_once_ended && !ended => Judged::Going(f, at),
         _ => Judged::Found(f),
     })
 }
@@ -577,6 +640,10 @@ fn finding(
             "while {} peers in {group} cached a median {:.0}%",
             peers.count,
             m * 100.0
+        ),
+        _ if !rule.wait_for_peers.is_zero() => format!(
+            "and {group} had too few peers to compare when it was found ({} of {})",
+            peers.count, rule.min_peers
         ),
         _ => format!(
             "and {group} has too little history to compare ({} peers), so the rule alone decided",

@@ -272,7 +272,7 @@ fn run_findings(
         j.confirmed(confirmed);
         // As the pipeline does: what was held stands once its session ended.
         let fresh = std::mem::take(&mut j.held);
-        let settled = before.settle(w, fresh);
+        let settled = before.settle(w, fresh, &j.baselines);
         held = settled.held;
         found.append(&mut j.findings);
         found.extend(settled.stand);

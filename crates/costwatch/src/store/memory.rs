@@ -224,6 +224,13 @@ mod tests {
             },
             quiet_at: t(75),
             alone: false,
+            peers: Some(crate::detect::PeerWait {
+                min_peers: 5,
+                min_peer_cached_share: 0.15,
+                until: t(1500),
+                peers: 2,
+                median: Some(0.4),
+            }),
         };
         let held = [
             waiting,
@@ -231,6 +238,7 @@ mod tests {
                 finding: finding("s-held", window(0)),
                 quiet_at: t(20),
                 alone: true,
+                peers: None,
             },
         ];
         out.push(format!("{:?}", store.watermark("j").await.unwrap()));

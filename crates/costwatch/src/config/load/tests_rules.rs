@@ -48,7 +48,7 @@ fn rule_problems_are_all_reported_with_positions() -> TestResult {
         (
             "bad_types.yaml",
             &[
-                "bad_types.yaml:4:5: no_cache[0].min_request: unknown field `min_request`, expected one of `name`, `severity`, `match`, `enabled`, `min_requests`, `min_avg_input_tokens`, `min_cacheable_tokens`, `model_min_cacheable_tokens`, `cache_lifetime_seconds`, `model_cache_lifetime_seconds`, `min_missed_calls`, `judge_once_ended`, `max_cached_share`, `min_peer_cached_share`, `min_peers`, `min_impact_usd`",
+                "bad_types.yaml:4:5: no_cache[0].min_request: unknown field `min_request`, expected one of `name`, `severity`, `match`, `enabled`, `min_requests`, `min_avg_input_tokens`, `min_cacheable_tokens`, `model_min_cacheable_tokens`, `cache_lifetime_seconds`, `model_cache_lifetime_seconds`, `min_missed_calls`, `judge_once_ended`, `max_cached_share`, `min_peer_cached_share`, `min_peers`, `wait_for_peers`, `min_impact_usd`",
                 "bad_types.yaml:5:23: no_cache[0].max_cached_share: invalid type: string \"lots\", expected a number",
                 "bad_types.yaml:6:5: no_cache[1]: missing field `name`",
                 "bad_types.yaml:6:15: no_cache[1].severity: unknown variant `urgent`, expected one of `info`, `warning`, `critical`",

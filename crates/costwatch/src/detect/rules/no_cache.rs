@@ -1,7 +1,7 @@
 //! The settings of a `no_cache` rule.
 
 use super::{Rule, RuleSettings, Rules};
-use crate::settings::units::{seconds, seconds_by_model};
+use crate::settings::units::{seconds, seconds_by_model, with_unit};
 use crate::settings::{Issue, Settings};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -68,6 +68,17 @@ pub struct NoCache {
     /// either.
     #[schemars(range(min = 1))]
     pub min_peers: usize,
+    /// How long an uncached session of a group with fewer than `min_peers`
+    /// eligible sessions waits for its group to have them: its finding is
+    /// held, and stands once the group's sessions show it caches (their
+    /// median cached share at least `min_peer_cached_share`) or is dropped
+    /// once they show it does not. Still too few when the wait is over, it
+    /// stands unless the few seen cache nothing. 0 judges it at once
+    /// against the few there are, itself among them. A duration with a
+    /// unit, such as `1d` or `6h`.
+    #[serde(with = "with_unit")]
+    #[schemars(with = "crate::settings::units::DurationText")]
+    pub wait_for_peers: Duration,
     /// Smallest estimated waste worth a finding, in USD.
     #[schemars(range(min = 0.0))]
     pub min_impact_usd: f64,
@@ -87,6 +98,7 @@ impl Default for NoCache {
             max_cached_share: 0.05,
             min_peer_cached_share: 0.15,
             min_peers: 5,
+            wait_for_peers: Duration::from_secs(86_400),
             min_impact_usd: 0.0,
         }
     }

@@ -330,32 +330,132 @@ fn a_new_group_that_caches_nothing_is_not_flagged_while_its_baseline_is_thin() {
         &[1_283, 1_200, 1_516, 1_478],
         &[1_139, 1_153, 1_317, 1_273],
     ];
-    let judged = |feature: &str, uncached_sessions: usize, cached_peers: usize| {
-        let mut last = Vec::new();
-        let mut rows = HashMap::new();
-        for (k, sizes) in bursts.iter().enumerate().take(uncached_sessions) {
-            let id = format!("{feature}-{k}");
-            last.push(uncached(&id, feature, LUNA, sizes));
-            rows.insert(id.clone(), prompts(&id, LUNA, sizes));
-        }
-        // Peers that cache: conversations of the same group.
-        for k in 0..cached_peers {
-            last.push(chat(&format!("{feature}-chat-{k}"), feature, 0, 4));
-        }
-        let windows = with_history(healthy_history(4, 6), last);
-        run_findings(shipped_rules(), windows, &rows)
+    // `uncached_sessions` of them and `cached_peers` conversations that
+    // cache in the group's first window; then `next` in the window after.
+    let judged =
+        |feature: &str, uncached_sessions: usize, cached_peers: usize, next: Vec<SessionRecord>| {
+            let mut last = Vec::new();
+            let mut rows = HashMap::new();
+            for (k, sizes) in bursts.iter().enumerate().take(uncached_sessions) {
+                let id = format!("{feature}-{k}");
+                last.push(uncached(&id, feature, LUNA, sizes));
+                rows.insert(id.clone(), prompts(&id, LUNA, sizes));
+            }
+            for k in 0..cached_peers {
+                last.push(chat(&format!("{feature}-chat-{k}"), feature, 0, 4));
+            }
+            let windows = with_history(with_history(healthy_history(4, 6), last), next);
+            run_findings(shipped_rules(), windows, &rows)
+                .into_iter()
+                .filter(|f| f.kind == Kind::NoCache)
+                .collect::<Vec<_>>()
+        };
+    let more_batch = |n: usize| -> Vec<SessionRecord> {
+        (0..n)
+            .map(|k| uncached(&format!("batch-next-{k}"), "batch", LUNA, bursts[k % 3]))
+            .collect()
+    };
+    // Three sessions (fewer than min_peers), none caching, then two more
+    // alike: the group does not cache, nothing unusual.
+    assert!(judged("batch", 3, 0, more_batch(2)).is_empty());
+    // The first session alone, then four more alike: the same. (Judged by
+    // itself alone, its group had no peer to compare.)
+    assert!(judged("batch", 1, 0, more_batch(4)).is_empty());
+    // Beside three peers that cache, one such session stands out once the
+    // group has its fifth: it waited for it, and says so.
+    let found = judged("fresh", 1, 3, vec![chat("fresh-chat-3", "fresh", 0, 4)]);
+    assert_eq!(ids(&found), ["fresh-0"], "{found:?}");
+    assert_eq!(found[0].evidence["waited_for_peers"], true);
+    assert_eq!(found[0].evidence["cold_start"], false);
+    assert_eq!(found[0].evidence["peers"], 5);
+    assert_eq!(found[0].window, window(5));
+    let text = &found[0].explanation;
+    assert!(
+        text.contains("feature=fresh had too few peers to compare when it was found (4 of 5)")
+            && text.ends_with("; once feature=fresh had 5 peers, they cached a median 67%"),
+        "{text}"
+    );
+    // Until then, it waits.
+    assert!(judged("fresh", 1, 3, Vec::new()).is_empty());
+}
+
+#[test]
+fn a_new_groups_first_session_that_never_caches_is_found_once_its_peers_cache() {
+    // The first hours of a `faq` feature (adversarial family, seed 5678):
+    // the group's first eligible session is a client whose cache never
+    // works, and the conversations that cache come in the next windows.
+    // Its own uncached share was all the group's history had: judged at
+    // once, the group looked as if it did not cache, and it was missed.
+    let broken: &[u64] = &[1_300, 1_420, 1_560, 1_700];
+    let mut rows = HashMap::new();
+    rows.insert("faq-broken".to_owned(), prompts("faq-broken", LUNA, broken));
+    let peers = |w: i64| -> Vec<SessionRecord> {
+        (0..2)
+            .map(|k| chat(&format!("faq-chat-{w}-{k}"), "faq", 0, 4))
+            .collect()
+    };
+    let windows = || {
+        let first = with_history(
+            healthy_history(4, 6),
+            vec![uncached("faq-broken", "faq", LUNA, broken)],
+        );
+        with_history(with_history(first, peers(5)), peers(6))
+    };
+    let found_with = |rules: Rules| -> Vec<Finding> {
+        run_findings(rules, windows(), &rows)
+            .into_iter()
+            .filter(|f| f.kind == Kind::NoCache)
+            .collect()
+    };
+    let found = found_with(shipped_rules());
+    assert_eq!(ids(&found), ["faq-broken"], "{found:?}");
+    // Decided in the window that gave its group a fifth eligible session.
+    assert_eq!(found[0].window, window(6));
+    assert_eq!(found[0].evidence["peers"], 5);
+    assert_eq!(found[0].evidence["cold_start"], false);
+    assert_eq!(found[0].evidence["missed_calls"], 3);
+    // Judged at once (no wait), its own share was the group's history.
+    let at_once = rules_from("no_cache:\n  - name: nc\n    wait_for_peers: 0s\n");
+    assert!(found_with(at_once).is_empty());
+}
+
+#[test]
+fn a_finding_whose_group_stays_thin_is_decided_when_the_wait_ends() {
+    // A rare feature: one uncached conversation beside two that cache,
+    // and no other session for a day.
+    let broken: &[u64] = &[1_300, 1_420, 1_560, 1_700];
+    let mut rows = HashMap::new();
+    rows.insert(
+        "rare-broken".to_owned(),
+        prompts("rare-broken", LUNA, broken),
+    );
+    let first = vec![
+        uncached("rare-broken", "rare", LUNA, broken),
+        chat("rare-chat-0", "rare", 0, 4),
+        chat("rare-chat-1", "rare", 0, 4),
+    ];
+    let quiet = |windows: usize| {
+        let mut w = with_history(healthy_history(4, 6), first.clone());
+        w.extend(std::iter::repeat_with(Vec::new).take(windows));
+        run_findings(shipped_rules(), w, &rows)
             .into_iter()
             .filter(|f| f.kind == Kind::NoCache)
             .collect::<Vec<_>>()
     };
-    // Three peers (fewer than min_peers), none caching: nothing unusual.
-    assert!(judged("batch", 3, 0).is_empty());
-    // Beside three peers that cache, one such session stands out; the thin
-    // baseline is said.
-    let found = judged("fresh", 1, 3);
-    assert_eq!(found.len(), 1, "{found:?}");
+    // A day is 96 windows of 15 minutes after the one that found it.
+    assert!(quiet(95).is_empty());
+    let found = quiet(96);
+    assert_eq!(ids(&found), ["rare-broken"], "{found:?}");
+    assert_eq!(found[0].window, window(4 + 96));
     assert_eq!(found[0].evidence["cold_start"], true);
-    assert_eq!(found[0].evidence["peers"], 4);
+    assert_eq!(found[0].evidence["waited_for_peers"], true);
+    assert!(
+        found[0].explanation.ends_with(
+            "feature=rare still had 3 peers when the wait for more ended, so the rule alone decided"
+        ),
+        "{}",
+        found[0].explanation
+    );
 }
 
 /// The no_cache findings of every window when the uncached session `id`
@@ -493,16 +593,25 @@ fn short_conversations_below_the_minimum_do_not_make_a_new_group_look_uncached()
         rows.insert(id.clone(), prompts(&id, LUNA, sizes));
     }
     let broken_session = uncached("faq-broken", "faq", LUNA, broken);
-    let mut windows = with_history(
-        with_history(healthy_history(4, 6), first),
-        vec![broken_session],
+    // Two more conversations that cache come next: the group has its
+    // five eligible sessions.
+    let next = vec![
+        chat("faq-chat-2", "faq", 0, 4),
+        chat("faq-chat-3", "faq", 0, 3),
+    ];
+    let windows = with_history(
+        with_history(
+            with_history(healthy_history(4, 6), first),
+            vec![broken_session],
+        ),
+        next,
     );
-    windows.push(Vec::new());
     rows.insert("faq-broken".to_owned(), prompts("faq-broken", LUNA, broken));
     let found: Vec<Finding> = run_findings(shipped_rules(), windows, &rows)
         .into_iter()
         .filter(|f| f.kind == Kind::NoCache)
         .collect();
     assert_eq!(ids(&found), ["faq-broken"], "{found:?}");
-    assert_eq!(found[0].evidence["cold_start"], true);
+    assert_eq!(found[0].evidence["peers"], 5);
+    assert_eq!(found[0].evidence["waited_for_peers"], true);
 }

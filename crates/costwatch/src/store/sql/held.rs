@@ -2,7 +2,8 @@
 //! row per job, session and kind. The table's `group_move` column, written
 //! when oversized_model findings waited on their group's next sessions, is
 //! no longer read or written: such a row reads back as a finding waiting
-//! for its session. A window's commit replaces them in its
+//! for its session. `peer_wait` is what a finding of a group with too few
+//! peers waits for, as JSON. A window's commit replaces them in its
 //! transaction when they changed; skipping windows drops them, since the
 //! skipped windows were never looked at.
 
@@ -12,7 +13,7 @@ use crate::detect::Held;
 
 pub(super) async fn held_findings(store: &SqlStore, job: &str) -> Result<Vec<Held>, StoreError> {
     let rows = sqlx::query(
-        "SELECT quiet_at_ms, alone, finding FROM held_findings \
+        "SELECT quiet_at_ms, alone, finding, peer_wait FROM held_findings \
          WHERE job = $1 ORDER BY session_id, kind",
     )
     .bind(job)
@@ -27,10 +28,16 @@ pub(super) async fn held_findings(store: &SqlStore, job: &str) -> Result<Vec<Hel
             let finding: String = r.try_get("finding").map_err(c)?;
             let finding: Finding = serde_json::from_str(&finding)
                 .map_err(|e| StoreError::Corrupt(format!("held finding: {e}")))?;
+            let peers: Option<String> = r.try_get("peer_wait").map_err(c)?;
+            let peers = peers
+                .map(|p| serde_json::from_str(&p))
+                .transpose()
+                .map_err(|e| StoreError::Corrupt(format!("held finding's peer wait: {e}")))?;
             Ok(Held {
                 finding,
                 quiet_at,
                 alone: alone != 0,
+                peers,
             })
         })
         .collect()
@@ -50,9 +57,9 @@ pub(super) async fn replace_held(
         .map_err(unavailable)?;
     for chunk in held.chunks(ROWS_PER_STATEMENT) {
         let sql = format!(
-            "INSERT INTO held_findings (job, session_id, kind, quiet_at_ms, alone, finding) \
+            "INSERT INTO held_findings (job, session_id, kind, quiet_at_ms, alone, finding, peer_wait) \
              VALUES {}",
-            value_tuples(backend, chunk.len(), 6)
+            value_tuples(backend, chunk.len(), 7)
         );
         // Only numbered placeholders are formatted in; the values are bound.
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
@@ -63,7 +70,8 @@ pub(super) async fn replace_held(
                 .bind(h.finding.kind.as_str())
                 .bind(ms(h.quiet_at))
                 .bind(i64::from(h.alone))
-                .bind(json(&h.finding)?);
+                .bind(json(&h.finding)?)
+                .bind(h.peers.as_ref().map(json).transpose()?);
         }
         q.execute(&mut **tx).await.map_err(unavailable)?;
     }
