@@ -105,18 +105,11 @@ pub(crate) enum FloorSource {
 
 #[derive(Debug, Args)]
 pub(crate) struct SourceArgs {
-    /// Days of the scenario served.
-    #[arg(long, default_value_t = 2)]
-    pub(crate) days: u32,
-    /// Base sessions per day (the sweep's busier gateway).
-    #[arg(long, default_value_t = 12_000)]
-    pub(crate) per_day: u32,
+    #[command(flatten)]
+    pub(crate) scenario: ScenarioArgs,
     /// Window size of both readers.
     #[arg(long, default_value = "15m", value_parser = humantime::parse_duration)]
     pub(crate) window: Duration,
-    /// Dataset seed.
-    #[arg(long, default_value_t = 7)]
-    pub(crate) seed: u64,
     /// Runs of each measured program (medians are reported).
     #[arg(long, default_value_t = 3)]
     pub(crate) runs: usize,
@@ -138,18 +131,11 @@ pub(crate) struct SourceArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct OtlpFilesArgs {
-    /// Days of the scenario in the first folder.
-    #[arg(long, default_value_t = 2)]
-    pub(crate) days: u32,
-    /// Base sessions per day (the sweep's busier gateway).
-    #[arg(long, default_value_t = 12_000)]
-    pub(crate) per_day: u32,
+    #[command(flatten)]
+    pub(crate) scenario: ScenarioArgs,
     /// Window size.
     #[arg(long, default_value = "15m", value_parser = humantime::parse_duration)]
     pub(crate) window: Duration,
-    /// Dataset seed.
-    #[arg(long, default_value_t = 7)]
-    pub(crate) seed: u64,
     /// How many times as long each folder is as the first.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
     pub(crate) multiples: Vec<u32>,
@@ -173,15 +159,8 @@ pub(crate) struct OtlpFilesArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct OtlpReceiverArgs {
-    /// Days of the scenario posted.
-    #[arg(long, default_value_t = 2)]
-    pub(crate) days: u32,
-    /// Base sessions per day (the sweep's busier gateway).
-    #[arg(long, default_value_t = 12_000)]
-    pub(crate) per_day: u32,
-    /// Dataset seed.
-    #[arg(long, default_value_t = 7)]
-    pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) scenario: ScenarioArgs,
     /// Export requests in flight at once.
     #[arg(long, default_value_t = 2)]
     pub(crate) concurrency: usize,
@@ -227,13 +206,8 @@ pub(crate) struct MissesArgs {
 
 #[derive(Debug, Args)]
 pub(crate) struct SweepArgs {
-    /// Days of the scenario served for the sweep.
-    #[arg(long, default_value_t = 2)]
-    pub(crate) days: u32,
-    /// Base sessions per day of the sweep's scenario (the simulator's
-    /// default is 2,400; five times that is a busier gateway).
-    #[arg(long, default_value_t = 12_000)]
-    pub(crate) per_day: u32,
+    #[command(flatten)]
+    pub(crate) scenario: ScenarioArgs,
     /// Window sizes of the sweep.
     #[arg(long, value_delimiter = ',', default_value = "5m,15m,1h,6h", value_parser = humantime::parse_duration)]
     pub(crate) windows: Vec<Duration>,
@@ -250,9 +224,6 @@ pub(crate) struct SweepArgs {
     /// read with the smallest window size; 0 or 1 skips them.
     #[arg(long, default_value_t = 8)]
     pub(crate) empty_days: u32,
-    /// Dataset seed.
-    #[arg(long, default_value_t = 7)]
-    pub(crate) seed: u64,
     /// Runs of each measured program (medians are reported).
     #[arg(long, default_value_t = 3)]
     pub(crate) runs: usize,
@@ -261,6 +232,22 @@ pub(crate) struct SweepArgs {
     /// Print Markdown tables.
     #[arg(long)]
     pub(crate) markdown: bool,
+}
+
+/// The scenario the source and sweep commands serve: days of the
+/// simulator's traffic, five times as busy as its default.
+#[derive(Debug, Args)]
+pub(crate) struct ScenarioArgs {
+    /// Days of the scenario.
+    #[arg(long, default_value_t = 2)]
+    pub(crate) days: u32,
+    /// Base sessions per day (the simulator's default is 2,400; five
+    /// times that is a busier gateway).
+    #[arg(long, default_value_t = 12_000)]
+    pub(crate) per_day: u32,
+    /// Dataset seed.
+    #[arg(long, default_value_t = 7)]
+    pub(crate) seed: u64,
 }
 
 /// The programs the performance commands measure, and where they work.

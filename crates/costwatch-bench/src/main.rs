@@ -263,14 +263,14 @@ async fn perf_cmd(a: PerfArgs) -> anyhow::Result<()> {
 async fn sweep_cmd(a: SweepArgs) -> anyhow::Result<()> {
     let p = a.programs.resolve()?;
     let opts = SweepOptions {
-        days: a.days,
-        per_day: a.per_day,
+        days: a.scenario.days,
+        per_day: a.scenario.per_day,
         windows: a.windows,
         long_days: a.long_days,
         long_per_day: a.long_per_day,
         long_window: a.long_window,
         empty_days: a.empty_days,
-        seed: a.seed,
+        seed: a.scenario.seed,
         runs: a.runs.max(1),
         costwatch: p.costwatch,
         bench: p.bench,
@@ -290,9 +290,9 @@ fn source_cmd(source: &ServedSource, a: SourceArgs) -> anyhow::Result<()> {
         .script
         .unwrap_or_else(|| PathBuf::from(format!("crates/costwatch-bench/{}.py", source.name)));
     let opts = SourceOptions {
-        days: a.days,
-        per_day: a.per_day,
-        seed: a.seed,
+        days: a.scenario.days,
+        per_day: a.scenario.per_day,
+        seed: a.scenario.seed,
         window: a.window,
         runs: a.runs.max(1),
         profile: a.profile,
@@ -311,9 +311,9 @@ fn source_cmd(source: &ServedSource, a: SourceArgs) -> anyhow::Result<()> {
 fn otlp_files_cmd(a: OtlpFilesArgs) -> anyhow::Result<()> {
     let p = a.programs.resolve()?;
     let opts = FilesOptions {
-        days: a.days,
-        per_day: a.per_day,
-        seed: a.seed,
+        days: a.scenario.days,
+        per_day: a.scenario.per_day,
+        seed: a.scenario.seed,
         window: a.window,
         multiples: a.multiples,
         file_megabytes: a.file_megabytes,
@@ -333,9 +333,9 @@ async fn otlp_receiver_cmd(a: OtlpReceiverArgs) -> anyhow::Result<()> {
     let mut states = vec!["sqlite".to_owned()];
     states.extend(a.postgres);
     let opts = ReceiverOptions {
-        days: a.days,
-        per_day: a.per_day,
-        seed: a.seed,
+        days: a.scenario.days,
+        per_day: a.scenario.per_day,
+        seed: a.scenario.seed,
         concurrency: a.concurrency.max(1),
         runs: a.runs.max(1),
         states,
