@@ -121,16 +121,30 @@ async fn unreadable_packed_bytes_are_reported_as_corrupt() {
     assert!(err.to_string().contains("baseline of g"), "{err}");
 }
 
-#[tokio::test]
-async fn held_findings_of_0014_read_back_as_no_cache_after_0015() {
-    use crate::config::Severity;
-    use crate::detect::{Finding, Kind};
-    // A state file last migrated by 0014, holding one no_cache finding.
+/// A state file in a fresh folder (kept while the first value lives), its
+/// URL, and a pool on it with the migrations up to `version` applied, to
+/// fill as an earlier release left it before the store opens it.
+async fn state_file_migrated_to(version: i64) -> (tempfile::TempDir, String, sqlx::AnyPool) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!(
         "sqlite://{}?mode=rwc",
         dir.path().join("state.db").display()
     );
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::migrate!("../../migrations/sqlite")
+        .run_to(version, &pool)
+        .await
+        .unwrap();
+    (dir, url, pool)
+}
+
+#[tokio::test]
+async fn held_findings_of_0014_read_back_as_no_cache_after_0015() {
+    use crate::config::Severity;
+    use crate::detect::{Finding, Kind};
+    // A state file last migrated by 0014, holding one no_cache finding.
+    let (_dir, url, pool) = state_file_migrated_to(14).await;
     let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
     let finding = Finding {
         kind: Kind::NoCache,
@@ -148,32 +162,26 @@ async fn held_findings_of_0014_read_back_as_no_cache_after_0015() {
         evidence: serde_json::json!({"missed_calls": 1}),
         explanation: "1 missed read".into(),
     };
-    {
-        sqlx::any::install_default_drivers();
-        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
-        sqlx::migrate!("../../migrations/sqlite")
-            .run_to(14, &pool)
-            .await
-            .unwrap();
-        sqlx::query(
-            "INSERT INTO held_findings (job, session_id, quiet_at_ms, alone, finding) \
-             VALUES ('job', 's-1', $1, 0, $2)",
-        )
-        .bind((t0 + Duration::minutes(20)).timestamp_millis())
-        .bind(serde_json::to_string(&finding).unwrap())
-        .execute(&pool)
-        .await
-        .unwrap();
-        pool.close().await;
-    }
-    // Opening the store applies 0015: the row keeps its finding, as a
-    // no_cache one without a group move.
+    sqlx::query(
+        "INSERT INTO held_findings (job, session_id, quiet_at_ms, alone, finding) \
+         VALUES ('job', 's-1', $1, 0, $2)",
+    )
+    .bind((t0 + Duration::minutes(20)).timestamp_millis())
+    .bind(serde_json::to_string(&finding).unwrap())
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    // Opening the store applies 0015 and the rest: the row keeps its
+    // finding, as a no_cache one without a group move, waiting for no
+    // peers.
     let store = SqlStore::open(&url).await.unwrap();
     let held = store.held_findings("job").await.unwrap();
     assert_eq!(held.len(), 1);
     assert_eq!(held[0].finding, finding);
     assert_eq!(held[0].quiet_at, t0 + Duration::minutes(20));
     assert!(!held[0].alone);
+    assert_eq!(held[0].peers, None);
     use sqlx::Row;
     let kind: String = sqlx::query("SELECT kind FROM held_findings")
         .fetch_one(&store.pool)
@@ -189,32 +197,20 @@ async fn received_calls_of_0017_are_kept_by_0018_and_still_stored_once() {
     use crate::source::otlp::SpanCall;
     use crate::source::rows::CallRow;
     use crate::store::calls::CallStore;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!(
-        "sqlite://{}?mode=rwc",
-        dir.path().join("state.db").display()
-    );
     let t0 = Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0).unwrap();
     // A state file last migrated by 0017, holding one received call.
-    {
-        sqlx::any::install_default_drivers();
-        let pool = sqlx::AnyPool::connect(&url).await.unwrap();
-        sqlx::migrate!("../../migrations/sqlite")
-            .run_to(17, &pool)
-            .await
-            .unwrap();
-        sqlx::query(
-            "INSERT INTO otlp_calls (span_id, trace_id, conversation_id, created_ms, model, \
-             failed, input_tokens, cached_tokens, cache_reported, cache_write_tokens, \
-             output_tokens, labels, received_ms, provider) \
-             VALUES ('00000000000000aa', 't', 's-1', $1, 'm', 0, 1200, 0, 1, 0, 40, '{}', $1, 'p')",
-        )
-        .bind(t0.timestamp_millis())
-        .execute(&pool)
-        .await
-        .unwrap();
-        pool.close().await;
-    }
+    let (_dir, url, pool) = state_file_migrated_to(17).await;
+    sqlx::query(
+        "INSERT INTO otlp_calls (span_id, trace_id, conversation_id, created_ms, model, \
+         failed, input_tokens, cached_tokens, cache_reported, cache_write_tokens, \
+         output_tokens, labels, received_ms, provider) \
+         VALUES ('00000000000000aa', 't', 's-1', $1, 'm', 0, 1200, 0, 1, 0, 40, '{}', $1, 'p')",
+    )
+    .bind(t0.timestamp_millis())
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
     let store = SqlStore::open(&url).await.unwrap();
     let call = |span: &str, at| SpanCall {
         trace_id: "t".into(),
