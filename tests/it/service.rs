@@ -382,6 +382,67 @@ async fn sighup_with_broken_rules_keeps_the_old_rules() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_rebuilds_mcp_with_a_rotated_token_and_turns_it_off() {
+    let sim = start_sim(seed_dataset()).await;
+    let (_receiver, url) = start_receiver().await;
+    let dir = TempDir::new().unwrap();
+    let rules = copy_rules(&dir);
+    let cfg = config(&dir, &rules, &url);
+    let token_file = dir.path().join("mcp_token");
+    let (first, second) = ("first-token-6c0d9e1f2a3b", "second-token-4d5e6f7a8b9c");
+    std::fs::write(&token_file, first).unwrap();
+    let yaml = std::fs::read_to_string(&cfg).unwrap();
+    let with_mcp = |on: bool| {
+        yaml.replace(
+            "server:\n  listen: null\n",
+            &format!(
+                "server:\n  listen: null\n  mcp: {on}\n  mcp_token_file: {}\n",
+                token_file.display()
+            ),
+        )
+    };
+    std::fs::write(&cfg, with_mcp(true)).unwrap();
+    let state = format!("sqlite://{}", dir.path().join("state.db").display());
+    let listen = format!("127.0.0.1:{}", free_port());
+    let d = Daemon::start_with(
+        &cfg,
+        &sim.base_url(),
+        &state,
+        &[("COSTWATCH_SERVER__LISTEN", &listen)],
+    );
+    d.wait_for_log("tick done", 1).await;
+    let http = reqwest::Client::new();
+    let ping = |token: &'static str| {
+        let req = http
+            .post(format!("http://{listen}/mcp"))
+            .bearer_auth(token)
+            .header("accept", "application/json, text/event-stream")
+            .json(&serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+        async move { req.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(ping(first).await, 200);
+    assert_eq!(ping(second).await, 401);
+
+    // The token is rotated in its file: in force after the reload.
+    std::fs::write(&token_file, second).unwrap();
+    d.signal("-HUP");
+    d.wait_for_log("configuration reloaded", 1).await;
+    assert_eq!(ping(second).await, 200);
+    assert_eq!(ping(first).await, 401, "the old token no longer admits");
+
+    // server.mcp turned off: the endpoint answers 404 after the reload.
+    std::fs::write(&cfg, with_mcp(false)).unwrap();
+    d.signal("-HUP");
+    d.wait_for_log("configuration reloaded", 2).await;
+    assert_eq!(ping(second).await, 404);
+    // And on again.
+    std::fs::write(&cfg, with_mcp(true)).unwrap();
+    d.signal("-HUP");
+    d.wait_for_log("configuration reloaded", 3).await;
+    assert_eq!(ping(second).await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_alert_reports_each_channel() {
     let (receiver, url) = start_receiver().await;
     let dir = TempDir::new().unwrap();

@@ -3,16 +3,20 @@
 //! `/metrics` + `/healthz` endpoint with the status page at `/`, until
 //! SIGTERM.
 
+use super::any::AnySource;
 use super::{App, AppError, chain};
 use crate::alerting::DELIVERY_INTERVAL;
 use crate::config;
 use crate::daemon::TickReport;
 use crate::logtools::WindowCalls;
+use crate::mcp_server::McpServer;
+use crate::mcp_server::http::Access;
 use crate::ops::http::{HealthFn, HealthReport};
 use crate::ops::stall::TickWatch;
 use crate::ops::status::{Parts, ReplicaFn, ReplicaView, StatusPage};
 use crate::ops::systemd;
 use crate::pipeline::Schedule;
+use crate::store::SqlStore;
 use chrono::{DateTime, Utc};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -72,11 +76,13 @@ impl App {
         }
     }
 
-    /// `/mcp` with `server.mcp`: the log tools over the source (answering
-    /// from the pipeline's what the last window read) and costwatch's own
-    /// over the state database. Built once: a change to them takes a
-    /// restart, not SIGHUP.
-    async fn mcp_routes(&self) -> Result<Option<axum::Router>, AppError> {
+    /// What `/mcp` serves with `server.mcp`: the log tools over the source
+    /// (answering from the pipeline's what the last window read) and
+    /// costwatch's own over the state database, to the token's holders.
+    /// Made again on every reload.
+    async fn mcp_served(
+        &self,
+    ) -> Result<Option<(McpServer<AnySource, SqlStore>, Access)>, AppError> {
         if !self.config.server.mcp {
             return Ok(None);
         }
@@ -90,7 +96,7 @@ impl App {
         .await?;
         let access = super::mcp_access(&self.config);
         tracing::info!(token = access.token.is_some(), "serving MCP at /mcp");
-        Ok(Some(crate::mcp_server::http::router(server, access)))
+        Ok(Some((server, access)))
     }
 
     /// Runs the service until SIGTERM or SIGINT; SIGHUP reloads the
@@ -101,6 +107,7 @@ impl App {
         let health = Arc::new(Mutex::new(Health::default()));
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut status = None;
+        let mut mcp = None;
         let _endpoint = match self.config.server.listen {
             Some(listen) => {
                 let h = health.clone();
@@ -117,11 +124,19 @@ impl App {
                     ),
                 );
                 status = Some(page.clone());
-                let mcp = self.mcp_routes().await?;
+                let (routes, endpoint) = crate::mcp_server::http::router(self.mcp_served().await?);
+                mcp = Some(endpoint);
                 Some(
-                    crate::ops::http::serve(listen, metrics, f, Some(page), mcp, stop_rx.clone())
-                        .await
-                        .map_err(|e| AppError::failed("cannot listen for /metrics", e))?,
+                    crate::ops::http::serve(
+                        listen,
+                        metrics,
+                        f,
+                        Some(page),
+                        Some(routes),
+                        stop_rx.clone(),
+                    )
+                    .await
+                    .map_err(|e| AppError::failed("cannot listen for /metrics", e))?,
                 )
             }
             None => None,
@@ -184,6 +199,12 @@ impl App {
                     self = self.reload().await;
                     if let Some(page) = &status {
                         page.replace(self.status_parts());
+                    }
+                    if let Some(endpoint) = &mcp {
+                        match self.mcp_served().await {
+                            Ok(served) => endpoint.replace(served),
+                            Err(e) => tracing::error!(error = %chain(&e), "/mcp keeps serving what it served before the reload"),
+                        }
                     }
                     next = self.next_tick(clock.now());
                     let _ = systemd::notify_ready();

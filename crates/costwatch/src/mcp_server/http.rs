@@ -12,6 +12,11 @@
 //!   required when `server.listen` is not loopback: without it, or with
 //!   another, `401` with `WWW-Authenticate: Bearer`.
 //! - **Bodies** over [`MAX_BODY_BYTES`] are `413`.
+//!
+//! A reload (SIGHUP) swaps the server and who may call it whole
+//! ([`McpEndpoint::replace`]): a rotated token file or a changed source is
+//! in force from the next request, one in flight finishes with what it
+//! started with, and with `server.mcp` turned off the route answers `404`.
 
 use super::{Era, HANDSHAKE_VERSIONS, McpServer, PARSE_ERROR, RoutingHeaders, RpcError, response};
 use crate::secret::BearerToken;
@@ -25,7 +30,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::Value;
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use url::Url;
 
 /// The largest request body read.
@@ -53,19 +58,48 @@ struct Shared<S, St> {
     access: Access,
 }
 
-/// The `/mcp` route over `server`, open to `access`.
-pub fn router<S, St>(server: McpServer<S, St>, access: Access) -> Router
+/// What `/mcp` answers with: the server and who may call it, or nothing
+/// while `server.mcp` is off. Replaced whole by a reload.
+pub struct McpEndpoint<S, St> {
+    current: RwLock<Option<Arc<Shared<S, St>>>>,
+}
+
+impl<S, St> McpEndpoint<S, St> {
+    /// Serves `server` to `access` from the next request on; `None` turns
+    /// the route off (`404`).
+    pub fn replace(&self, served: Option<(McpServer<S, St>, Access)>) {
+        let next = served.map(|(server, access)| Arc::new(Shared { server, access }));
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = next;
+    }
+
+    fn current(&self) -> Option<Arc<Shared<S, St>>> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+/// The `/mcp` route, serving `served` (`None`: off until a reload turns it
+/// on), and the handle a reload replaces it with.
+pub fn router<S, St>(
+    served: Option<(McpServer<S, St>, Access)>,
+) -> (Router, Arc<McpEndpoint<S, St>>)
 where
     S: Source + 'static,
     St: Inspect + WindowStore + 'static,
 {
-    let shared = Arc::new(Shared { server, access });
-    Router::new()
+    let endpoint = Arc::new(McpEndpoint {
+        current: RwLock::new(None),
+    });
+    endpoint.replace(served);
+    let router = Router::new()
         .route(
             "/mcp",
             post(handle::<S, St>).get(not_allowed).delete(not_allowed),
         )
-        .with_state(shared)
+        .with_state(endpoint.clone());
+    (router, endpoint)
 }
 
 async fn not_allowed() -> Response {
@@ -101,7 +135,7 @@ fn header_text(headers: &HeaderMap, name: &str) -> Option<String> {
 }
 
 async fn handle<S, St>(
-    State(shared): State<Arc<Shared<S, St>>>,
+    State(endpoint): State<Arc<McpEndpoint<S, St>>>,
     headers: HeaderMap,
     body: Body,
 ) -> Response
@@ -109,6 +143,13 @@ where
     S: Source + 'static,
     St: Inspect + WindowStore + 'static,
 {
+    let Some(shared) = endpoint.current() else {
+        return (
+            StatusCode::NOT_FOUND,
+            "costwatch serves MCP here only with server.mcp: true\n",
+        )
+            .into_response();
+    };
     if let Some(origin) = header_text(&headers, "origin")
         && !origin_allowed(&origin, &shared.access)
     {
