@@ -91,6 +91,15 @@ impl Daemon {
         Daemon { child, log }
     }
 
+    /// Like [`Daemon::start`], with a SQLite state file in `dir` and
+    /// `server.listen` on a free loopback port, which it returns.
+    fn start_listening(config: &Path, sim_url: &str, dir: &TempDir) -> (Daemon, String) {
+        let state = format!("sqlite://{}", dir.path().join("state.db").display());
+        let listen = format!("127.0.0.1:{}", free_port());
+        let env = [("COSTWATCH_SERVER__LISTEN", listen.as_str())];
+        (Daemon::start_with(config, sim_url, &state, &env), listen)
+    }
+
     fn signal(&self, sig: &str) {
         let ok = Command::new("kill")
             .args([sig, &self.child.id().to_string()])
@@ -330,14 +339,7 @@ async fn sighup_with_broken_rules_keeps_the_old_rules() {
     let dir = TempDir::new().unwrap();
     let rules = copy_rules(&dir);
     let cfg = config(&dir, &rules, &url);
-    let state = format!("sqlite://{}", dir.path().join("state.db").display());
-    let listen = format!("127.0.0.1:{}", free_port());
-    let mut d = Daemon::start_with(
-        &cfg,
-        &sim.base_url(),
-        &state,
-        &[("COSTWATCH_SERVER__LISTEN", &listen)],
-    );
+    let (mut d, listen) = Daemon::start_listening(&cfg, &sim.base_url(), &dir);
     d.wait_for_log("tick done", 1).await;
     let reload_ok = || async {
         let page = reqwest::get(format!("http://{listen}/metrics"))
@@ -402,14 +404,7 @@ async fn sighup_rebuilds_mcp_with_a_rotated_token_and_turns_it_off() {
         )
     };
     std::fs::write(&cfg, with_mcp(true)).unwrap();
-    let state = format!("sqlite://{}", dir.path().join("state.db").display());
-    let listen = format!("127.0.0.1:{}", free_port());
-    let d = Daemon::start_with(
-        &cfg,
-        &sim.base_url(),
-        &state,
-        &[("COSTWATCH_SERVER__LISTEN", &listen)],
-    );
+    let (d, listen) = Daemon::start_listening(&cfg, &sim.base_url(), &dir);
     d.wait_for_log("tick done", 1).await;
     let http = reqwest::Client::new();
     let ping = |token: &'static str| {
