@@ -6,6 +6,7 @@
 pub mod caching;
 pub mod fetch;
 pub mod gateway;
+mod json;
 pub mod langfuse;
 pub mod learned;
 pub mod litellm;

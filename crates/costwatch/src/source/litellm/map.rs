@@ -6,12 +6,12 @@
 
 use super::check::{self, MAX_COST_USD, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES};
 use super::check::{MAX_LABEL_VALUE_BYTES, MAX_LABELS};
-use super::json::{Scalar, Text};
 use super::metadata::{self, Metadata, MetadataColumn, TagsColumn};
 use super::usage;
 use super::wire::{SCHEMA_HINT, WireRow};
 use crate::printable::printable;
 use crate::source::RequestStatus;
+use crate::source::json::{Scalar, Text};
 use crate::source::rows::{CallRow, LabelField, RowSettings, SessionKey};
 use chrono::{DateTime, Utc};
 use std::borrow::Cow;

@@ -14,7 +14,7 @@
 //! Either column may come as the JSON text of its value (the raw query
 //! hands JSONB out as text); that text is read when the row is mapped.
 
-use super::json::{AnyScalar, Entries, Field, Keys, Kind, Object, Scalar, Strings, Text};
+use crate::source::json::{AnyScalar, Entries, Field, Keys, Kind, Object, Scalar, Strings, Text};
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;

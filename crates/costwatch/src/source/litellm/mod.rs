@@ -95,7 +95,6 @@
 
 mod check;
 mod errors;
-mod json;
 mod listing;
 mod map;
 mod metadata;

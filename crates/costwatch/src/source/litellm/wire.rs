@@ -15,8 +15,8 @@
 //! those of a `Value` (no line and column, fields in key order). A body
 //! that is not JSON at all is retried by the page fetcher ([`whole_json`]).
 
-use super::json::Text;
 use super::metadata::{MetadataColumn, TagsColumn};
+use crate::source::json::Text;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;

@@ -1,5 +1,6 @@
-//! The pieces of JSON a spend-log row is read into, borrowed from the
-//! page's text where they can be: strings, the string, number or boolean
+//! The pieces of JSON a row of a gateway's page is read into (a LiteLLM
+//! spend-log row, a Langfuse observation), borrowed from the page's text
+//! where they can be: strings, the string, number or boolean
 //! of a free-form value, and objects of which only chosen keys are read.
 //!
 //! Each reads the same from a page's text and from a
@@ -57,7 +58,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
 }
 
 /// What kind of JSON value something is, for messages (as
-/// [`super::check::kind`] names a `Value`'s).
+/// the LiteLLM source's `check::kind` names a `Value`'s).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     Null,
