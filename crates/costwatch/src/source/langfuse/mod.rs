@@ -236,11 +236,19 @@ impl LangfuseReader {
                 url.query_pairs_mut().append_pair("cursor", c);
             }
             let what = format!("observations page {}", stats.pages + 1);
-            let page: Page = self.fetch.get_json(url, &what, &mut stats).await?;
-            let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
-            let (rows, next) = self
-                .check(page, &mut order, start, end)
-                .map_err(|e| SourceError::Invalid(format!("{what}: {e}")))?;
+            // Parsed and checked where the body was read, borrowing its
+            // text; the order so far is followed on a copy, kept once the
+            // whole page passed.
+            let parse = |body: &[u8]| {
+                let page: Page<'_> = super::wire::parse(body)?;
+                let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
+                let mut followed = order.clone();
+                let (rows, next) = self.check(page, &mut followed, start, end)?;
+                Ok((rows, next, followed, listed))
+            };
+            let (rows, next, followed, listed) =
+                self.fetch.get_parsed(url, &what, &mut stats, parse).await?;
+            order = followed;
             stats.pages += 1;
             stats.rows += listed;
             for row in rows {
@@ -311,7 +319,7 @@ impl LangfuseReader {
     /// handed on.
     fn check(
         &self,
-        page: Page,
+        page: Page<'_>,
         order: &mut Order,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
@@ -327,18 +335,18 @@ impl LangfuseReader {
             ));
         }
         let mut rows = Vec::with_capacity(data.len());
-        for (i, obs) in data.into_iter().enumerate() {
+        for (i, obs) in data.iter().enumerate() {
             let at = |e: String| format!("data[{i}].{e}");
-            let started = Mapper::start_time(&obs).map_err(at)?;
+            let started = Mapper::start_time(obs).map_err(at)?;
             order
-                .follow(started, Mapper::id(&obs).map_err(at)?)
+                .follow(started, Mapper::id(obs).map_err(at)?)
                 .map_err(at)?;
             let row = self.mapper.map(obs).map_err(at)?;
             if start <= started && started < end {
                 rows.push(row);
             }
         }
-        Ok((rows, meta.cursor))
+        Ok((rows, meta.cursor.map(|c| c.0.into_owned())))
     }
 }
 

@@ -19,7 +19,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use std::collections::HashSet;
 
 /// The rows of one listing so far.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Order {
     /// The `startTime` of the latest row.
     last: Option<DateTime<Utc>>,

@@ -5,13 +5,13 @@
 //! puts the row's place in front (`data[3].`).
 
 use super::limits::{self, Key, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS};
-use super::wire::{Observation, text};
+use super::wire::{Metadata, Observation, text};
 use super::{status, usage};
 use crate::printable::printable;
+use crate::source::json::{Scalar, Text};
 use crate::source::rows::{CallRow, LabelField, RowSettings, SessionKey};
 use crate::source::{Labels, RequestStatus};
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 
 /// The only observation type read: a model call.
 pub(super) const GENERATION: &str = "GENERATION";
@@ -61,13 +61,13 @@ impl Mapper {
     }
 
     /// The observation's start time, which every row must have.
-    pub(super) fn start_time(obs: &Observation) -> Result<DateTime<Utc>, String> {
+    pub(super) fn start_time(obs: &Observation<'_>) -> Result<DateTime<Utc>, String> {
         obs.start_time
             .ok_or_else(|| format!("startTime: missing; {CHANGED}"))
     }
 
     /// The observation's id, which every row must have (1 to 256 bytes).
-    pub(super) fn id(obs: &Observation) -> Result<&str, String> {
+    pub(super) fn id<'o>(obs: &'o Observation<'_>) -> Result<&'o str, String> {
         let id = obs
             .id
             .as_deref()
@@ -77,9 +77,9 @@ impl Mapper {
     }
 
     /// Checks one observation and maps it.
-    pub(super) fn map(&self, obs: Observation) -> Result<CallRow, String> {
-        let request_id = Self::id(&obs)?.to_owned();
-        let created_at = Self::start_time(&obs)?;
+    pub(super) fn map(&self, obs: &Observation<'_>) -> Result<CallRow, String> {
+        let request_id = Self::id(obs)?.to_owned();
+        let created_at = Self::start_time(obs)?;
         match obs.kind.as_deref() {
             Some(GENERATION) => {}
             Some(other) => {
@@ -100,15 +100,15 @@ impl Mapper {
             .ok_or_else(|| format!("usageDetails: missing (field group usage); {CHANGED}"))?;
         let tokens = usage::tokens(usage_details)?;
         let cost_usd = usage::cost(obs.total_cost, obs.cost_details.as_ref())?;
-        let model = model(&obs)?;
+        let model = model(obs)?;
         let (status, http_status, error_type) = if level == "ERROR" {
             let (http, class) = status::classify(text(&obs.status_message));
             (RequestStatus::Error, http, Some(class))
         } else {
             (RequestStatus::Success, None, None)
         };
-        let session_id = self.session(&obs)?;
-        let labels = self.labels(&obs)?;
+        let session_id = self.session(obs)?;
+        let labels = self.labels(obs)?;
         Ok(CallRow {
             request_id,
             session_id,
@@ -131,7 +131,7 @@ impl Mapper {
     }
 
     /// The session the call belongs to under `source.session_key`.
-    fn session(&self, obs: &Observation) -> Result<Option<String>, String> {
+    fn session(&self, obs: &Observation<'_>) -> Result<Option<String>, String> {
         let value = match &self.session_key {
             SessionKey::Session => text(&obs.session_id).map(str::to_owned),
             SessionKey::User => text(&obs.user_id).map(str::to_owned),
@@ -158,7 +158,7 @@ impl Mapper {
     /// the label limits are not labels. A configured label wins over a
     /// metadata key of the same name, even when the call has no value for
     /// it.
-    fn labels(&self, obs: &Observation) -> Result<Labels, String> {
+    fn labels(&self, obs: &Observation<'_>) -> Result<Labels, String> {
         let mut labels = Labels::new();
         for (name, field) in &self.labels {
             let value = match field {
@@ -177,21 +177,22 @@ impl Mapper {
                 labels.insert(name.clone(), value);
             }
         }
-        let Some(Value::Object(metadata)) = &obs.metadata else {
+        let Some(Metadata(Some(metadata))) = &obs.metadata else {
             return Ok(labels);
         };
-        for (key, value) in metadata {
+        for (key, value) in &metadata.0 {
             if labels.len() >= MAX_LABELS {
                 break;
             }
             if key.is_empty()
                 || key.len() > MAX_LABEL_KEY_BYTES
-                || self.labels.iter().any(|(name, _)| name == key)
+                || self.labels.iter().any(|(name, _)| name.as_str() == &**key)
             {
                 continue;
             }
-            if let Some(value) = scalar(value).filter(|v| v.len() <= MAX_LABEL_VALUE_BYTES) {
-                labels.insert(key.clone(), value);
+            let value = value.as_ref().and_then(scalar);
+            if let Some(value) = value.filter(|v| v.len() <= MAX_LABEL_VALUE_BYTES) {
+                labels.insert(key.to_string(), value);
             }
         }
         Ok(labels)
@@ -201,13 +202,13 @@ impl Mapper {
 /// The model the call names: `providedModelName` (the published name), else
 /// `model` (what the server sends); [`UNKNOWN_MODEL`] when it names none.
 /// One of the keys must be there: the `model` field group was asked for.
-fn model(obs: &Observation) -> Result<String, String> {
+fn model(obs: &Observation<'_>) -> Result<String, String> {
     if obs.model.is_none() && obs.provided_model_name.is_none() {
         return Err(format!(
             "model: missing, and no providedModelName (field group model); {CHANGED}"
         ));
     }
-    let named = |v: &Option<Option<String>>| {
+    let named = |v: &Option<Option<Text<'_>>>| {
         v.as_ref()
             .and_then(|v| v.as_deref())
             .map(str::trim)
@@ -228,18 +229,13 @@ fn model(obs: &Observation) -> Result<String, String> {
 /// A metadata value that can be a key or a label: a non-empty string, a
 /// number or a boolean, as text. Langfuse parses metadata values that read
 /// as JSON, so `"42"` comes back as the number `42`.
-fn scalar(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
+fn scalar(value: &Scalar<'_>) -> Option<String> {
+    value.text()
 }
 
-fn metadata_value(obs: &Observation, key: &str) -> Option<String> {
+fn metadata_value(obs: &Observation<'_>, key: &str) -> Option<String> {
     match &obs.metadata {
-        Some(Value::Object(m)) => m.get(key).and_then(scalar),
+        Some(Metadata(Some(m))) => m.get(key).and_then(scalar),
         _ => None,
     }
 }
@@ -247,7 +243,7 @@ fn metadata_value(obs: &Observation, key: &str) -> Option<String> {
 /// The value of the first `<prefix>:<value>` tag. Tags belong to the trace;
 /// Langfuse copies them onto each observation (field group
 /// `trace_context`).
-fn tag_value(obs: &Observation, prefix: &str) -> Option<String> {
+fn tag_value(obs: &Observation<'_>, prefix: &str) -> Option<String> {
     obs.tags.as_ref()?.iter().find_map(|tag| {
         tag.strip_prefix(prefix)?
             .strip_prefix(':')
@@ -257,7 +253,7 @@ fn tag_value(obs: &Observation, prefix: &str) -> Option<String> {
 }
 
 /// The value of one of [`FIELDS`].
-fn field_value<'a>(obs: &'a Observation, name: &str) -> Option<&'a str> {
+fn field_value<'a>(obs: &'a Observation<'_>, name: &str) -> Option<&'a str> {
     match name {
         "name" => text(&obs.name),
         "environment" => text(&obs.environment),

@@ -249,7 +249,7 @@ fn cached_tokens_are_read_in_every_spelling() {
         ("no usage at all", json!({}), Tokens::default()),
     ];
     for (what, usage, want) in cases {
-        let details = serde_json::from_value(usage.clone()).unwrap();
+        let details = serde::Deserialize::deserialize(&usage).unwrap();
         assert_eq!(tokens(&details).unwrap(), want, "{what}");
         // The same through a whole row.
         let row = one(with(fern_row(), "usageDetails", usage)).unwrap();
@@ -376,7 +376,8 @@ fn a_row_without_a_required_field_names_it() {
 #[test]
 fn a_page_of_another_shape_is_one_clear_error() {
     let check = |body: Value| {
-        let page: Page = crate::source::wire::parse(body.to_string().as_bytes())?;
+        let body = body.to_string();
+        let page: Page = crate::source::wire::parse(body.as_bytes())?;
         let (start, end) = (ts("2026-01-01T00:00:00Z"), ts("2027-01-01T00:00:00Z"));
         reader()
             .check(page, &mut Order::default(), start, end)
@@ -405,7 +406,8 @@ fn rows_outside_the_range_are_checked_and_left_out() {
         with(with(fern_row(), "id", json!("edge")), "startTime", json!("2026-10-11T11:00:00.000Z")),
         with(with(fern_row(), "id", json!("early")), "startTime", json!("2026-10-11T10:59:59.999Z")),
     ], "meta": {"cursor": "abc"}});
-    let page: Page = crate::source::wire::parse(body.to_string().as_bytes()).unwrap();
+    let body = body.to_string();
+    let page: Page = crate::source::wire::parse(body.as_bytes()).unwrap();
     let (rows, next) = reader()
         .check(
             page,

@@ -44,9 +44,8 @@
 //! Langfuse itself prices it twice; nothing on the wire tells it apart.
 
 use super::limits::{Key, MAX_COST_USD, MAX_COUNT, usd};
-use super::wire::UsageKey;
+use super::wire::Details;
 use serde_json::Number;
-use std::collections::BTreeMap;
 
 /// A call's tokens, `input` being the whole prompt.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -80,7 +79,7 @@ impl Sum {
 
 /// Reads `usageDetails` (see the module documentation); a value that is
 /// not a whole count from 0 to [`MAX_COUNT`] fails with its key.
-pub(super) fn tokens(details: &BTreeMap<UsageKey, Number>) -> Result<Tokens, String> {
+pub(super) fn tokens(details: &Details<'_, Number>) -> Result<Tokens, String> {
     let (mut input, mut cached, mut write, mut output) = (
         Sum::default(),
         Sum::default(),
@@ -88,7 +87,7 @@ pub(super) fn tokens(details: &BTreeMap<UsageKey, Number>) -> Result<Tokens, Str
         Sum::default(),
     );
     let (mut names_input, mut names_output) = (false, false);
-    for (key, value) in details {
+    for (key, value) in details.iter() {
         let n = count(key, value)?;
         let is_input = key.contains("input");
         if is_input || key.starts_with("cached_modality_") {
@@ -139,7 +138,7 @@ pub(super) fn is_cache_write(key: &str) -> bool {
 }
 
 /// The count under `key`, if there is one.
-fn raw(details: &BTreeMap<UsageKey, Number>, key: &str) -> Result<Option<u64>, String> {
+fn raw(details: &Details<'_, Number>, key: &str) -> Result<Option<u64>, String> {
     details.get(key).map(|v| count(key, v)).transpose()
 }
 
@@ -176,10 +175,10 @@ fn count(key: &str, value: &Number) -> Result<u64, String> {
 /// zero keeps its zero `costDetails`, and costs zero.
 pub(super) fn cost(
     total: Option<f64>,
-    details: Option<&BTreeMap<UsageKey, f64>>,
+    details: Option<&Details<'_, f64>>,
 ) -> Result<Option<f64>, String> {
     if let Some(details) = details {
-        for (key, v) in details {
+        for (key, v) in details.iter() {
             usd(Key("costDetails", key), *v)?;
         }
     }

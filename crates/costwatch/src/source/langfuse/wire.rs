@@ -9,135 +9,159 @@
 //! every row (`latency`, `modelId`, `inputUsage`, ...) that costwatch does
 //! not read.
 
+use crate::source::json::{Entries, Field, Text};
 use chrono::{DateTime, Utc};
-use serde::de::{self, Visitor};
+use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::{Number, Value};
-use std::borrow::{Borrow, Cow};
-use std::collections::BTreeMap;
+use serde_json::Number;
 use std::fmt;
-use std::ops::Deref;
+use std::marker::PhantomData;
 
-/// One page: `{"data": [...], "meta": {"cursor": "..."}}`.
+/// One page: `{"data": [...], "meta": {"cursor": "..."}}`, its strings
+/// borrowed from the page's text ([`Text`]).
 #[derive(Debug, Deserialize)]
-pub(super) struct Page {
+pub(super) struct Page<'a> {
     /// The observations of the page.
-    #[serde(default)]
-    pub data: Option<Vec<Observation>>,
+    #[serde(default, borrow)]
+    pub data: Option<Vec<Observation<'a>>>,
     /// Paging: `cursor` is absent on the last page.
-    #[serde(default)]
-    pub meta: Option<Meta>,
+    #[serde(default, borrow)]
+    pub meta: Option<Meta<'a>>,
 }
 
 /// The `meta` object of a page.
 #[derive(Debug, Default, Deserialize)]
-pub(super) struct Meta {
+pub(super) struct Meta<'a> {
     /// The cursor of the next page; absent (or `null`) on the last one.
-    #[serde(default)]
-    pub cursor: Option<String>,
+    #[serde(default, borrow)]
+    pub cursor: Option<Text<'a>>,
 }
 
 /// One observation, with the fields of the groups costwatch asks for
 /// (`core`, `basic`, `metadata`, `model`, `usage`, `trace_context`).
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct Observation {
+pub(super) struct Observation<'a> {
     // core
-    pub id: Option<String>,
-    pub trace_id: Option<String>,
+    #[serde(default, borrow)]
+    pub id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub trace_id: Option<Text<'a>>,
     pub start_time: Option<DateTime<Utc>>,
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
+    #[serde(default, borrow, rename = "type")]
+    pub kind: Option<Text<'a>>,
     // basic
-    pub name: Option<String>,
-    pub level: Option<String>,
-    pub status_message: Option<String>,
-    pub version: Option<String>,
-    pub environment: Option<String>,
-    pub user_id: Option<String>,
-    pub session_id: Option<String>,
+    #[serde(default, borrow)]
+    pub name: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub level: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub status_message: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub version: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub environment: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub user_id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub session_id: Option<Text<'a>>,
     // metadata
-    pub metadata: Option<Value>,
+    #[serde(default, borrow)]
+    pub metadata: Option<Metadata<'a>>,
     // model: the server writes the provided model name as `model`; the
     // published definition calls it `providedModelName`. Whether the key
     // is there at all matters (the group was honoured), so `null` and a
     // missing key are told apart.
-    #[serde(default, deserialize_with = "present")]
-    pub model: Option<Option<String>>,
-    #[serde(default, deserialize_with = "present")]
-    pub provided_model_name: Option<Option<String>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub model: Option<Option<Text<'a>>>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub provided_model_name: Option<Option<Text<'a>>>,
     // usage
-    pub usage_details: Option<BTreeMap<UsageKey, Number>>,
-    pub cost_details: Option<BTreeMap<UsageKey, f64>>,
+    #[serde(default, borrow)]
+    pub usage_details: Option<Details<'a, Number>>,
+    #[serde(default, borrow)]
+    pub cost_details: Option<Details<'a, f64>>,
     pub total_cost: Option<f64>,
     // trace_context
-    pub trace_name: Option<String>,
-    pub tags: Option<Vec<String>>,
-    pub release: Option<String>,
+    #[serde(default, borrow)]
+    pub trace_name: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    pub tags: Option<Vec<Text<'a>>>,
+    #[serde(default, borrow)]
+    pub release: Option<Text<'a>>,
 }
 
-/// A key of `usageDetails` or `costDetails`. The usage types the
-/// integrations write (see [`super::usage`]) are not copied for every
-/// row; any other is kept as its own text. Keys compare as their text.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct UsageKey(Cow<'static, str>);
+/// `metadata`: any JSON value, of which only an object's string, number
+/// and boolean entries are kept (in key order, the last of a key given
+/// twice, as a `serde_json::Map` holds them); `None` for any other value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Metadata<'a>(pub Option<Entries<'a>>);
 
-impl UsageKey {
-    /// The usage types Langfuse's integrations write.
-    const KNOWN: [&'static str; 16] = [
-        "input",
-        "output",
-        "total",
-        "input_cached_tokens",
-        "input_audio_tokens",
-        "input_cache_read",
-        "input_cache_creation",
-        "input_cache_write",
-        "output_reasoning_tokens",
-        "output_audio_tokens",
-        "output_accepted_prediction_tokens",
-        "output_rejected_prediction_tokens",
-        "cache_read_input_tokens",
-        "cache_creation_input_tokens",
-        "prompt_tokens",
-        "completion_tokens",
-    ];
-
-    fn of(text: &str) -> UsageKey {
-        match Self::KNOWN.iter().find(|k| **k == text) {
-            Some(known) => UsageKey(Cow::Borrowed(known)),
-            None => UsageKey(Cow::Owned(text.to_owned())),
-        }
-    }
-}
-
-impl Deref for UsageKey {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl Borrow<str> for UsageKey {
-    fn borrow(&self) -> &str {
-        &self.0
-    }
-}
-
-impl<'de> Deserialize<'de> for UsageKey {
+impl<'de: 'a, 'a> Deserialize<'de> for Metadata<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = UsageKey;
+        Ok(Metadata(
+            Field::<'de, Entries<'de>>::deserialize(d)?.object(),
+        ))
+    }
+}
+
+/// `usageDetails` or `costDetails`: usage type to value, held as a map
+/// holds them (in key order, the last of a key given twice) in a list,
+/// without a tree built per row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Details<'a, V>(Vec<(Text<'a>, V)>);
+
+impl<'a, V> Details<'a, V> {
+    /// The value under `key`.
+    pub(super) fn get(&self, key: &str) -> Option<&V> {
+        self.0
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &self.0[i].1)
+    }
+
+    /// Whether there is no entry.
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The entries, in key order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&str, &V)> {
+        self.0.iter().map(|(k, v)| (&**k, v))
+    }
+
+    /// The values, in key order.
+    pub(super) fn values(&self) -> impl Iterator<Item = &V> {
+        self.0.iter().map(|(_, v)| v)
+    }
+}
+
+impl<'de: 'a, 'a, V: Deserialize<'de>> Deserialize<'de> for Details<'a, V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Pairs<'a, V>(PhantomData<(&'a (), V)>);
+        impl<'de: 'a, 'a, V: Deserialize<'de>> Visitor<'de> for Pairs<'a, V> {
+            type Value = Details<'a, V>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a usage type")
+                f.write_str("a map")
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<UsageKey, E> {
-                Ok(UsageKey::of(v))
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out: Vec<(Text<'a>, V)> =
+                    Vec::with_capacity(map.size_hint().unwrap_or(16).min(16));
+                while let Some(key) = map.next_key::<Text<'a>>()? {
+                    let value = map.next_value::<V>()?;
+                    out.push((key, value));
+                }
+                if !out.windows(2).all(|w| w[0].0 < w[1].0) {
+                    // Stable: among equal keys the latest given comes
+                    // first, and is the one kept.
+                    out.reverse();
+                    out.sort_by(|a, b| a.0.cmp(&b.0));
+                    out.dedup_by(|later, earlier| later.0 == earlier.0);
+                }
+                Ok(Details(out))
             }
         }
-        d.deserialize_str(V)
+        d.deserialize_map(Pairs(PhantomData))
     }
 }
 
@@ -153,6 +177,6 @@ where
 
 /// A string field that Langfuse sends as `""` when it is not set (its
 /// table stores empty strings, not nulls): `None` for both.
-pub(super) fn text(value: &Option<String>) -> Option<&str> {
+pub(super) fn text<'v>(value: &'v Option<Text<'_>>) -> Option<&'v str> {
     value.as_deref().filter(|s| !s.is_empty())
 }
