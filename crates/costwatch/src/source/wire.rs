@@ -419,7 +419,7 @@ impl serde::de::Visitor<'_> for Time {
 
 /// `YYYY-MM-DDTHH:MM:SS[.fff]Z` (up to nine fractional digits); `None` for
 /// any other shape, which the caller hands to chrono.
-fn fast_utc(t: &str) -> Option<DateTime<Utc>> {
+pub(super) fn fast_utc(t: &str) -> Option<DateTime<Utc>> {
     let b = t.as_bytes();
     if b.len() < 20
         || b[4] != b'-'

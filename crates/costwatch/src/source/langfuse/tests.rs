@@ -374,6 +374,27 @@ fn a_row_without_a_required_field_names_it() {
 }
 
 #[test]
+fn a_start_time_reads_as_chrono_reads_it_whatever_its_form() {
+    for t in [
+        "2026-10-11T11:24:03.120Z",
+        "2026-10-11T11:24:03.12Z",
+        "2026-10-11T11:24:03.120000000Z",
+        "2026-10-11T13:24:03.12+02:00",
+        "2026-10-11t11:24:03.120z",
+    ] {
+        let row = one(with(fern_row(), "startTime", json!(t))).unwrap();
+        assert_eq!(row.created_at, ts("2026-10-11T11:24:03.120Z"), "{t}");
+    }
+    // A time chrono refuses fails with chrono's words.
+    for bad in [json!("noon"), json!("2026-02-30T00:00:00Z"), json!(5)] {
+        let err = page_error(with(fern_row(), "startTime", bad.clone()));
+        let chrono = serde_json::from_value::<DateTime<Utc>>(bad).unwrap_err();
+        assert!(err.starts_with("data[3].startTime: "), "{err}");
+        assert!(err.contains(&chrono.to_string()), "{err} / {chrono}");
+    }
+}
+
+#[test]
 fn a_page_of_another_shape_is_one_clear_error() {
     let check = |body: Value| {
         let body = body.to_string();

@@ -89,17 +89,17 @@ pub(super) fn tokens(details: &Details<'_, Number>) -> Result<Tokens, String> {
     let (mut names_input, mut names_output) = (false, false);
     for (key, value) in details.iter() {
         let n = count(key, value)?;
-        let is_input = key.contains("input");
-        if is_input || key.starts_with("cached_modality_") {
-            names_input |= is_input;
+        let part = Part::of(key);
+        if part.input {
+            names_input |= part.names_input;
             input.add(n, "input")?;
-            if is_cache_read(key) {
+            if part.read {
                 cached.add(n, "cache read")?;
-            } else if is_cache_write(key) {
+            } else if part.write {
                 write.add(n, "cache write")?;
             }
         }
-        if key.contains("output") {
+        if part.output {
             names_output = true;
             output.add(n, "output")?;
         }
@@ -126,15 +126,106 @@ pub(super) fn tokens(details: &Details<'_, Number>) -> Result<Tokens, String> {
     })
 }
 
+/// What one usage type counts toward (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Part {
+    /// It names the input (`input` is in the key).
+    names_input: bool,
+    /// It counts in the whole prompt.
+    input: bool,
+    /// A cache read, of the prompt.
+    read: bool,
+    /// A cache write, of the prompt.
+    write: bool,
+    /// It counts in the completion.
+    output: bool,
+}
+
+impl Part {
+    const NONE: Part = Part {
+        names_input: false,
+        input: false,
+        read: false,
+        write: false,
+        output: false,
+    };
+    const INPUT: Part = Part {
+        names_input: true,
+        input: true,
+        ..Part::NONE
+    };
+    const INPUT_READ: Part = Part {
+        read: true,
+        ..Part::INPUT
+    };
+    const INPUT_WRITE: Part = Part {
+        write: true,
+        ..Part::INPUT
+    };
+    const OUTPUT: Part = Part {
+        output: true,
+        ..Part::NONE
+    };
+
+    /// The part of `key`: the usage types the integrations write are
+    /// looked up (the rule gives each the same, see the test), any other
+    /// is read by the rule ([`Part::by_rule`]).
+    fn of(key: &str) -> Part {
+        match key {
+            "input" | "input_audio_tokens" => Part::INPUT,
+            "input_cached_tokens" | "input_cache_read" | "cache_read_input_tokens" => {
+                Part::INPUT_READ
+            }
+            "input_cache_creation" | "input_cache_write" | "cache_creation_input_tokens" => {
+                Part::INPUT_WRITE
+            }
+            "output"
+            | "output_reasoning_tokens"
+            | "output_audio_tokens"
+            | "output_accepted_prediction_tokens"
+            | "output_rejected_prediction_tokens" => Part::OUTPUT,
+            "total" | "prompt_tokens" | "completion_tokens" => Part::NONE,
+            _ => Part::by_rule(key),
+        }
+    }
+
+    /// The part of any key, by the words in it.
+    fn by_rule(key: &str) -> Part {
+        let names_input = has(key, "input");
+        let input = names_input || key.starts_with("cached_modality_");
+        let read = input && is_cache_read(key);
+        Part {
+            names_input,
+            input,
+            read,
+            write: input && !read && is_cache_write(key),
+            output: has(key, "output"),
+        }
+    }
+}
+
 pub(super) fn is_cache_read(key: &str) -> bool {
-    key.contains("cache_read")
-        || key.contains("cached")
-        || key.contains("cache_hit")
+    has(key, "cache_read")
+        || has(key, "cached")
+        || has(key, "cache_hit")
         || key.starts_with("cached_modality_")
 }
 
 pub(super) fn is_cache_write(key: &str) -> bool {
-    key.contains("cache_creation") || key.contains("cache_write")
+    has(key, "cache_creation") || has(key, "cache_write")
+}
+
+/// Whether `key` holds `part`, as `str::contains` says, by comparing at
+/// each place: for a key of a few bytes, cheaper than setting up the
+/// searcher `contains` builds for every call (which showed in profiles).
+fn has(key: &str, part: &str) -> bool {
+    let part = part.as_bytes();
+    let Some(&first) = part.first() else {
+        return true;
+    };
+    key.as_bytes()
+        .windows(part.len())
+        .any(|w| w[0] == first && w == part)
 }
 
 /// The count under `key`, if there is one.
@@ -201,4 +292,62 @@ pub(super) fn cost(
         ));
     }
     Ok(Some(sum))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_usage_types_looked_up_are_what_the_rule_makes_of_them() {
+        let looked_up = [
+            "input",
+            "input_audio_tokens",
+            "input_cached_tokens",
+            "input_cache_read",
+            "cache_read_input_tokens",
+            "input_cache_creation",
+            "input_cache_write",
+            "cache_creation_input_tokens",
+            "output",
+            "output_reasoning_tokens",
+            "output_audio_tokens",
+            "output_accepted_prediction_tokens",
+            "output_rejected_prediction_tokens",
+            "total",
+            "prompt_tokens",
+            "completion_tokens",
+        ];
+        for key in looked_up {
+            assert_eq!(Part::of(key), Part::by_rule(key), "{key}");
+        }
+        assert_eq!(Part::of("input_cached_tokens"), Part::INPUT_READ);
+        assert_eq!(Part::of("cache_creation_input_tokens"), Part::INPUT_WRITE);
+        assert_eq!(Part::of("output_audio_tokens"), Part::OUTPUT);
+        // Keys not looked up go by the rule.
+        assert_eq!(
+            Part::of("cached_modality_image"),
+            Part::by_rule("cached_modality_image")
+        );
+        assert!(
+            Part::of("cached_modality_image").read
+                && !Part::of("cached_modality_image").names_input
+        );
+        assert!(Part::of("input_cache_creation_5m").write);
+    }
+
+    #[test]
+    fn has_finds_a_part_where_contains_does() {
+        for (key, part) in [
+            ("input_cached_tokens", "cached"),
+            ("input", "input"),
+            ("inpu", "input"),
+            ("x_cache_hit", "cache_hit"),
+            ("", "a"),
+            ("abc", ""),
+            ("aaab", "aab"),
+        ] {
+            assert_eq!(has(key, part), key.contains(part), "{key} {part}");
+        }
+    }
 }

@@ -10,8 +10,9 @@
 //! not read.
 
 use crate::source::json::{Entries, Field, Text};
-use chrono::{DateTime, Utc};
-use serde::de::{MapAccess, Visitor};
+use crate::source::wire::fast_utc;
+use chrono::{DateTime, FixedOffset, Utc};
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Number;
 use std::fmt;
@@ -47,6 +48,7 @@ pub(super) struct Observation<'a> {
     pub id: Option<Text<'a>>,
     #[serde(default, borrow)]
     pub trace_id: Option<Text<'a>>,
+    #[serde(default, deserialize_with = "start_time")]
     pub start_time: Option<DateTime<Utc>>,
     #[serde(default, borrow, rename = "type")]
     pub kind: Option<Text<'a>>,
@@ -163,6 +165,35 @@ impl<'de: 'a, 'a, V: Deserialize<'de>> Deserialize<'de> for Details<'a, V> {
         }
         d.deserialize_map(Pairs(PhantomData))
     }
+}
+
+/// `startTime`: Langfuse's own form (`2026-10-11T11:24:03.120Z`) read
+/// directly, anything else as chrono's `Deserialize` reads it (with its
+/// words when it fails); `null` is `None`.
+fn start_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    struct Rfc3339;
+    impl Visitor<'_> for Rfc3339 {
+        type Value = DateTime<Utc>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an RFC 3339 formatted date and time string")
+        }
+        fn visit_str<E: de::Error>(self, t: &str) -> Result<DateTime<Utc>, E> {
+            match fast_utc(t) {
+                Some(v) => Ok(v),
+                None => t
+                    .parse::<DateTime<FixedOffset>>()
+                    .map(|v| v.with_timezone(&Utc))
+                    .map_err(E::custom),
+            }
+        }
+    }
+    struct Started(DateTime<Utc>);
+    impl<'de> Deserialize<'de> for Started {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            d.deserialize_str(Rfc3339).map(Started)
+        }
+    }
+    Option::<Started>::deserialize(d).map(|t| t.map(|t| t.0))
 }
 
 /// A field whose presence matters: missing is `None`, `null` is
