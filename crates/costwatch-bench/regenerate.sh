@@ -365,12 +365,16 @@ quality_secs=0 held_out_secs=0 perf_secs=0 sweep_secs=0
 if [ -z "$SKIP_QUALITY" ]; then
     log "quality: $QUALITY_CMD"
     started=$(date +%s)
-    quality=$("$BIN/costwatch-bench" quality --seeds "$SEEDS" --days 4 --markdown)
+    quality="$(measured_on).
+
+$("$BIN/costwatch-bench" quality --seeds "$SEEDS" --days 4 --markdown)"
     quality_secs=$(( $(date +%s) - started ))
 
     log "held-out: $HELD_OUT_CMD"
     started=$(date +%s)
-    held_out=$("$BIN/costwatch-bench" quality --held-out --days 4 --markdown)
+    held_out="$(measured_on).
+
+$("$BIN/costwatch-bench" quality --held-out --days 4 --markdown)"
     held_out_secs=$(( $(date +%s) - started ))
     printf '%s\n' "$quality" > "$WORK/quality.md"
     printf '%s\n' "$held_out" > "$WORK/held-out.md"
