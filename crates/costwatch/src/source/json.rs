@@ -9,6 +9,8 @@
 //! its last value, `null` is absent, anything of another kind is kept as
 //! its kind for messages, never an error.
 
+pub(in crate::source) mod scanner;
+
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Number;

@@ -417,17 +417,21 @@ impl serde::de::Visitor<'_> for Time {
     }
 }
 
-/// `YYYY-MM-DDTHH:MM:SS[.fff]Z` (up to nine fractional digits); `None` for
-/// any other shape, which the caller hands to chrono.
+/// `YYYY-MM-DDTHH:MM:SS[.fff]` (up to nine fractional digits) followed by
+/// `Z` or `+00:00`; `None` for any other shape, which the caller hands to
+/// chrono.
 pub(super) fn fast_utc(t: &str) -> Option<DateTime<Utc>> {
     let b = t.as_bytes();
-    if b.len() < 20
+    let b = match b.strip_suffix(b"Z") {
+        Some(head) => head,
+        None => b.strip_suffix(b"+00:00")?,
+    };
+    if b.len() < 19
         || b[4] != b'-'
         || b[7] != b'-'
         || b[10] != b'T'
         || b[13] != b':'
         || b[16] != b':'
-        || *b.last()? != b'Z'
     {
         return None;
     }
@@ -437,7 +441,7 @@ pub(super) fn fast_utc(t: &str) -> Option<DateTime<Utc>> {
         })
     };
     let date = chrono::NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)?;
-    let frac = &b[19..b.len() - 1];
+    let frac = &b[19..];
     let nanos = match frac {
         [] => 0,
         [b'.', digits @ ..] if (1..=9).contains(&digits.len()) => {

@@ -100,6 +100,7 @@ mod map;
 mod metadata;
 mod models;
 mod query;
+mod scan;
 mod usage;
 mod wire;
 

@@ -29,8 +29,8 @@ use super::check;
 use super::metadata::{Details, Metadata, Usage};
 use serde_json::Value;
 
-/// A count at one spelling: its path below `metadata`, and how it is
-/// found there.
+/// A count at one spelling: its path in the row (`metadata.…`), and how
+/// it is found there.
 type Spelling = (
     &'static str,
     for<'m> fn(&'m Metadata<'_>) -> Option<&'m Value>,
@@ -50,43 +50,46 @@ fn details(u: Option<&Usage>) -> Option<&Details> {
 
 /// Where prompt tokens read from the cache are found, first match wins.
 pub(super) const READ: &[Spelling] = &[
-    ("additional_usage_values.cache_read_input_tokens", |m| {
-        additional(m)?.cache_read_input_tokens.as_ref()
-    }),
     (
-        "additional_usage_values.prompt_tokens_details.cached_tokens",
+        "metadata.additional_usage_values.cache_read_input_tokens",
+        |m| additional(m)?.cache_read_input_tokens.as_ref(),
+    ),
+    (
+        "metadata.additional_usage_values.prompt_tokens_details.cached_tokens",
         |m| details(additional(m))?.cached_tokens.as_ref(),
     ),
-    ("usage_object.cache_read_input_tokens", |m| {
+    ("metadata.usage_object.cache_read_input_tokens", |m| {
         usage_object(m)?.cache_read_input_tokens.as_ref()
     }),
-    ("usage_object.prompt_tokens_details.cached_tokens", |m| {
-        details(usage_object(m))?.cached_tokens.as_ref()
-    }),
+    (
+        "metadata.usage_object.prompt_tokens_details.cached_tokens",
+        |m| details(usage_object(m))?.cached_tokens.as_ref(),
+    ),
 ];
 
 /// Where prompt tokens written to the cache are found, first match wins.
 pub(super) const WRITE: &[Spelling] = &[
-    ("additional_usage_values.cache_creation_input_tokens", |m| {
-        additional(m)?.cache_creation_input_tokens.as_ref()
-    }),
     (
-        "additional_usage_values.prompt_tokens_details.cache_creation_tokens",
+        "metadata.additional_usage_values.cache_creation_input_tokens",
+        |m| additional(m)?.cache_creation_input_tokens.as_ref(),
+    ),
+    (
+        "metadata.additional_usage_values.prompt_tokens_details.cache_creation_tokens",
         |m| details(additional(m))?.cache_creation_tokens.as_ref(),
     ),
     (
-        "additional_usage_values.prompt_tokens_details.cache_write_tokens",
+        "metadata.additional_usage_values.prompt_tokens_details.cache_write_tokens",
         |m| details(additional(m))?.cache_write_tokens.as_ref(),
     ),
-    ("usage_object.cache_creation_input_tokens", |m| {
+    ("metadata.usage_object.cache_creation_input_tokens", |m| {
         usage_object(m)?.cache_creation_input_tokens.as_ref()
     }),
     (
-        "usage_object.prompt_tokens_details.cache_creation_tokens",
+        "metadata.usage_object.prompt_tokens_details.cache_creation_tokens",
         |m| details(usage_object(m))?.cache_creation_tokens.as_ref(),
     ),
     (
-        "usage_object.prompt_tokens_details.cache_write_tokens",
+        "metadata.usage_object.prompt_tokens_details.cache_write_tokens",
         |m| details(usage_object(m))?.cache_write_tokens.as_ref(),
     ),
 ];
@@ -98,7 +101,7 @@ pub(super) struct Part {
     /// Tokens.
     pub tokens: u64,
     /// The field it came from; empty when no spelling was present.
-    pub field: String,
+    pub field: &'static str,
 }
 
 /// The cache reads and writes of one row's `metadata` (zero when absent),
@@ -111,14 +114,16 @@ fn first(metadata: &Metadata<'_>, spellings: &[Spelling]) -> Result<Part, String
     for (path, find) in spellings {
         // A null count is read as absent: `Usage` holds none.
         if let Some(v) = find(metadata) {
-            let field = format!("metadata.{path}");
-            let tokens = check::json_count(&field, v)?;
-            return Ok(Part { tokens, field });
+            let tokens = check::json_count(path, v)?;
+            return Ok(Part {
+                tokens,
+                field: path,
+            });
         }
     }
     Ok(Part {
         tokens: 0,
-        field: String::new(),
+        field: "",
     })
 }
 

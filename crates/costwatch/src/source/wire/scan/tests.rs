@@ -5,41 +5,9 @@
 
 use super::super::{Page, WireRequest, WireSession, parse};
 use super::{Scan, page};
+use crate::source::json::scanner::testing::{Gen, Pool, Rng, Tally, corrupted};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
-
-/// xorshift64*: deterministic, so a failure names a reproducible page.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-        from[self.below(from.len())]
-    }
-}
-
-/// Text being built, and whether it is still in the plain shape.
-struct Gen {
-    rng: Rng,
-    plain: bool,
-}
-
-/// Values of each kind: plain ones the reader reads, then the rest.
-struct Pool {
-    plain: &'static [&'static str],
-    other: &'static [&'static str],
-}
 
 const STR: Pool = Pool {
     plain: &[
@@ -148,59 +116,8 @@ const OPT_STR: Pool = Pool {
     plain: &["null", "\"RateLimitError\"", "\"\""],
     other: &["\"Time\\/out\"", "3", "[]"],
 };
-/// Values of unknown fields: the reader skips the plain ones.
-const ANY: Pool = Pool {
-    plain: &[
-        "null",
-        "true",
-        "false",
-        "0",
-        "-1.5e-7",
-        "\"x\"",
-        "[]",
-        "{}",
-        "[1,[2,[3]],{\"a\":null}]",
-        "{\"x\":{\"y\":[true,false,\"z\"]}}",
-    ],
-    other: &[
-        "\"esc\\\"aped\"",
-        "[1,]",
-        "{\"a\"}",
-        "nul",
-        "tru",
-        "01",
-        "1.e5",
-        "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
-    ],
-};
 
 impl Gen {
-    fn new(seed: u64) -> Gen {
-        Gen {
-            rng: Rng(seed | 1),
-            plain: true,
-        }
-    }
-
-    /// Whitespace JSON allows between tokens.
-    fn ws(&mut self) -> &'static str {
-        if self.rng.chance(85) {
-            ""
-        } else {
-            self.rng.pick(&[" ", "\n", "\t", " \r\n  "])
-        }
-    }
-
-    /// A value from `pool`, rarely one outside the plain shape.
-    fn value(&mut self, pool: &Pool, odd_percent: u64) -> String {
-        if self.rng.chance(odd_percent) {
-            self.plain = false;
-            self.rng.pick(pool.other).to_owned()
-        } else {
-            self.rng.pick(pool.plain).to_owned()
-        }
-    }
-
     fn usage(&mut self) -> String {
         let mut fields = Vec::new();
         for (key, pool) in [
@@ -233,55 +150,6 @@ impl Gen {
             fields.push(("m".to_owned(), "3".to_owned()));
         }
         self.object(fields, false)
-    }
-
-    /// An object of `fields`, shuffled, perhaps with an unknown field (in
-    /// a struct, not in a map such as `by_model`).
-    fn object(&mut self, mut fields: Vec<(String, String)>, is_struct: bool) -> String {
-        for i in (1..fields.len()).rev() {
-            fields.swap(i, self.rng.below(i + 1));
-        }
-        if is_struct && self.rng.chance(10) {
-            let v = self.value(&ANY, 15);
-            let at = self.rng.below(fields.len() + 1);
-            fields.insert(at, ("surprise".to_owned(), v));
-        }
-        let mut out = format!("{}{{", self.ws());
-        for (i, (k, v)) in fields.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            let (a, b, c) = (self.ws(), self.ws(), self.ws());
-            out.push_str(&format!("{a}\"{k}\"{b}:{c}{v}"));
-        }
-        out.push_str(self.ws());
-        out.push('}');
-        out
-    }
-
-    /// The fields of a row: each required one present, or rarely missing
-    /// (no longer plain), each optional one perhaps, rarely one twice.
-    fn fields(&mut self, spec: &[(&str, &Pool, bool)]) -> Vec<(String, String)> {
-        let mut fields = Vec::new();
-        for (key, pool, required) in spec {
-            let present = if *required {
-                let keep = !self.rng.chance(1);
-                self.plain &= keep;
-                keep
-            } else {
-                self.rng.chance(70)
-            };
-            if present {
-                let v = self.value(pool, 1);
-                fields.push(((*key).to_owned(), v));
-            }
-        }
-        if !fields.is_empty() && self.rng.chance(1) {
-            self.plain = false;
-            let again = fields[self.rng.below(fields.len())].clone();
-            fields.push(again);
-        }
-        fields
     }
 
     fn session(&mut self) -> String {
@@ -348,35 +216,12 @@ impl Gen {
     }
 }
 
-/// What happened to one text.
-#[derive(Default)]
-struct Tally {
-    read: usize,
-    stepped_aside: usize,
-    refused: usize,
-}
-
 /// Checks the reader against serde on `text`; `plain` says the reader must
 /// read it.
 fn agree<T: Scan + DeserializeOwned + Debug>(text: &str, plain: bool, tally: &mut Tally) {
-    let fast = page::<T>(text);
-    let slow = parse::<Page<T>>(text.as_bytes());
-    match (&fast, &slow) {
-        (Some(f), Ok(s)) => {
-            assert_eq!(
-                format!("{f:?}"),
-                format!("{s:?}"),
-                "the two readers differ on {text}"
-            );
-            tally.read += 1;
-        }
-        (Some(_), Err(e)) => panic!("the reader read a page serde refuses ({e}): {text}"),
-        (None, Ok(_)) => tally.stepped_aside += 1,
-        (None, Err(_)) => tally.refused += 1,
-    }
-    if plain {
-        assert!(fast.is_some(), "a plain page was not read: {text}");
-    }
+    let fast = page::<T>(text).map(|p| format!("{p:?}"));
+    let slow = parse::<Page<T>>(text.as_bytes()).map(|p| format!("{p:?}"));
+    tally.agree(text, plain, fast, slow);
 }
 
 fn generated<T: Scan + DeserializeOwned + Debug>(row: fn(&mut Gen) -> String) -> Tally {
@@ -408,49 +253,23 @@ fn generated_request_pages_read_as_serde_reads_them() {
 
 /// Plain pages with one byte deleted, inserted, replaced, or the text cut:
 /// whatever the reader still reads, serde reads the same.
-fn corrupted<T: Scan + DeserializeOwned + Debug>(row: fn(&mut Gen) -> String) -> Tally {
-    const BYTES: &[u8] = b"{}[]\":,0123456789.-+eEnulltrfas \\\n";
-    let mut tally = Tally::default();
-    let mut rng = Rng(0x5EED);
-    let mut seed = 0u64;
-    while tally.read + tally.stepped_aside + tally.refused < 20_000 {
-        seed += 1;
-        let mut g = Gen::new(seed.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        let text = g.page(row);
-        if !g.plain || !text.is_ascii() {
-            continue;
-        }
-        for _ in 0..10 {
-            let mut b = text.clone().into_bytes();
-            let at = rng.below(b.len());
-            let byte = BYTES[rng.below(BYTES.len())];
-            match rng.below(4) {
-                0 => {
-                    b.remove(at);
-                }
-                1 => b.insert(at, byte),
-                2 => b[at] = byte,
-                _ => b.truncate(at),
-            }
-            let Ok(bad) = String::from_utf8(b) else {
-                continue;
-            };
-            agree::<T>(&bad, false, &mut tally);
-        }
-    }
-    tally
+fn corrupted_pages<T: Scan + DeserializeOwned + Debug>(row: fn(&mut Gen) -> String) -> Tally {
+    corrupted(
+        |g| g.page(row),
+        |text, tally| agree::<T>(text, false, tally),
+    )
 }
 
 #[test]
 fn corrupted_session_pages_read_as_serde_reads_them() {
-    let t = corrupted::<WireSession>(Gen::session);
+    let t = corrupted_pages::<WireSession>(Gen::session);
     assert!(t.read > 1000, "read {}", t.read);
     assert!(t.refused > 5000, "refused {}", t.refused);
 }
 
 #[test]
 fn corrupted_request_pages_read_as_serde_reads_them() {
-    let t = corrupted::<WireRequest>(Gen::request);
+    let t = corrupted_pages::<WireRequest>(Gen::request);
     assert!(t.read > 1000, "read {}", t.read);
     assert!(t.refused > 5000, "refused {}", t.refused);
 }
@@ -478,7 +297,7 @@ fn numbers_are_the_doubles_serde_json_makes() {
         texts.push(t);
     }
     for t in &texts {
-        let mut s = super::Scanner { text: t, at: 0 };
+        let mut s = super::Scanner::new(t);
         let fast = s.f64().map(f64::to_bits);
         let serde = serde_json::from_str::<f64>(t).ok().map(f64::to_bits);
         assert_eq!(fast, serde, "{t}");
