@@ -114,6 +114,19 @@ impl<'de: 'a, 'a> Deserialize<'de> for Metadata<'a> {
 pub(super) struct Details<'a, V>(Vec<(Text<'a>, V)>);
 
 impl<'a, V> Details<'a, V> {
+    /// The pairs of an object in the order given, held as a map holds
+    /// them: in key order, the last of a key given twice.
+    pub(super) fn from_pairs(mut pairs: Vec<(Text<'a>, V)>) -> Self {
+        if !pairs.windows(2).all(|w| w[0].0 < w[1].0) {
+            // Stable: among equal keys the latest given comes first, and
+            // is the one kept.
+            pairs.reverse();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            pairs.dedup_by(|later, earlier| later.0 == earlier.0);
+        }
+        Details(pairs)
+    }
+
     /// The value under `key`.
     pub(super) fn get(&self, key: &str) -> Option<&V> {
         self.0
@@ -153,14 +166,7 @@ impl<'de: 'a, 'a, V: Deserialize<'de>> Deserialize<'de> for Details<'a, V> {
                     let value = map.next_value::<V>()?;
                     out.push((key, value));
                 }
-                if !out.windows(2).all(|w| w[0].0 < w[1].0) {
-                    // Stable: among equal keys the latest given comes
-                    // first, and is the one kept.
-                    out.reverse();
-                    out.sort_by(|a, b| a.0.cmp(&b.0));
-                    out.dedup_by(|later, earlier| later.0 == earlier.0);
-                }
-                Ok(Details(out))
+                Ok(Details::from_pairs(out))
             }
         }
         d.deserialize_map(Pairs(PhantomData))
