@@ -91,7 +91,7 @@ impl Cost {
 
 impl OpenSession {
     /// A session of one call.
-    pub fn new(row: &CallRow, cost: Cost, keep: bool) -> OpenSession {
+    pub fn new(row: CallRow, cost: Cost, keep: bool) -> OpenSession {
         let mut s = OpenSession {
             first: row.created_at,
             last: row.created_at,
@@ -114,8 +114,9 @@ impl OpenSession {
         s
     }
 
-    /// Adds one call; `keep` says whether the call itself may be kept.
-    pub fn add(&mut self, row: &CallRow, cost: Cost, keep: bool) {
+    /// Adds one call; `keep` says whether the call itself may be kept (its
+    /// strings move into the kept call rather than being copied).
+    pub fn add(&mut self, mut row: CallRow, cost: Cost, keep: bool) {
         self.first = self.first.min(row.created_at);
         self.last = self.last.max(row.created_at);
         self.requests += 1;
@@ -146,9 +147,12 @@ impl OpenSession {
             usd,
         );
         // The first value seen of each label stays.
-        for (k, v) in &row.labels {
-            if !self.labels.contains_key(k) {
-                self.labels.insert(k.clone(), v.clone());
+        let labels = std::mem::take(&mut row.labels);
+        if self.labels.is_empty() {
+            self.labels = labels;
+        } else {
+            for (k, v) in labels {
+                self.labels.entry(k).or_insert(v);
             }
         }
         match (&mut self.calls, keep) {
@@ -203,21 +207,21 @@ pub(super) fn billed(row: &CallRow) -> Billed {
 }
 
 /// The request row of a call, as a drill-down returns it.
-pub(super) fn request_record(row: &CallRow, cost_usd: f64) -> RequestRecord {
+pub(super) fn request_record(row: CallRow, cost_usd: f64) -> RequestRecord {
     RequestRecord {
-        request_id: row.request_id.clone(),
-        session_id: row.session_id.clone().unwrap_or_default(),
+        request_id: row.request_id,
+        session_id: row.session_id.unwrap_or_default(),
         created_at: row.created_at,
-        model: row.model.clone(),
+        model: row.model,
         status: row.status,
         http_status: row.http_status,
-        error_type: row.error_type.clone(),
+        error_type: row.error_type,
         input_tokens: row.input_tokens,
         cached_tokens: row.cached_tokens,
         cache_write_tokens: row.cache_write_tokens,
         output_tokens: row.output_tokens,
         cost_usd,
-        provider: row.provider.clone(),
+        provider: row.provider,
     }
 }
 

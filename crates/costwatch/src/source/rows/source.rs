@@ -177,11 +177,9 @@ impl<R: RowReader> RowSource<R> {
             Cost::Reported(c) | Cost::Computed(c) => c,
             Cost::Unknown => 0.0,
         };
-        let call = super::aggregate::request_record(&row, usd);
-        Some(LabelledCall {
-            call,
-            labels: row.labels,
-        })
+        let labels = std::mem::take(&mut row.labels);
+        let call = super::aggregate::request_record(row, usd);
+        Some(LabelledCall { call, labels })
     }
 
     fn lookback(&self) -> TimeDelta {
@@ -267,7 +265,7 @@ impl Fold<'_> {
         match self.sessions.get_mut(&id) {
             Some(s) => {
                 let before = s.kept();
-                s.add(&row, cost, keep);
+                s.add(row, cost, keep);
                 self.kept = self.kept.saturating_sub(before) + s.kept();
             }
             None => {
@@ -278,7 +276,7 @@ impl Fold<'_> {
                         self.settings.max_open_sessions
                     )));
                 }
-                let s = OpenSession::new(&row, cost, keep);
+                let s = OpenSession::new(row, cost, keep);
                 self.kept += s.kept();
                 self.sessions.insert(id, s);
             }
@@ -428,7 +426,7 @@ impl<R: RowReader> Source for RowSource<R> {
                     Cost::Reported(c) | Cost::Computed(c) => c,
                     Cost::Unknown => 0.0,
                 };
-                super::aggregate::request_record(&row, usd)
+                super::aggregate::request_record(row, usd)
             })
             .collect();
         Ok(sorted(calls))
