@@ -19,7 +19,7 @@
 //! gives or steps aside, which its tests check against serde on generated
 //! and corrupted pages (`wire/scan/tests.rs`, `litellm/scan/tests.rs`).
 
-use super::{Field, Kind, Scalar, Text};
+use super::{Entries, Field, Kind, Scalar, Skipped, Text};
 use chrono::{DateTime, FixedOffset, Utc};
 use serde_json::Number;
 use std::borrow::Cow;
@@ -209,22 +209,26 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// A string, or `null` as `None`.
-    pub(in crate::source) fn opt_text(&mut self) -> Option<Option<Text<'a>>> {
+    /// `null` as `None`, any other value read by `read`.
+    pub(in crate::source) fn nullable<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Option<T>> {
         if self.peek()? == b'n' {
             self.literal("null")?;
             return Some(None);
         }
-        self.text().map(Some)
+        read(self).map(Some)
+    }
+
+    /// A string, or `null` as `None`.
+    pub(in crate::source) fn opt_text(&mut self) -> Option<Option<Text<'a>>> {
+        self.nullable(Self::text)
     }
 
     /// A string, or `null` as `None`.
     pub(in crate::source) fn opt_str(&mut self) -> Option<Option<&'a str>> {
-        if self.peek()? == b'n' {
-            self.literal("null")?;
-            return Some(None);
-        }
-        self.str().map(Some)
+        self.nullable(Self::str)
     }
 
     /// The text of a number, held to JSON's grammar: `-`? (`0` | [1-9][0-9]*)
@@ -324,6 +328,27 @@ impl<'a> Scanner<'a> {
         })
     }
 
+    /// An object whose keys are all skipped, as [`Skipped`] reads it.
+    pub(in crate::source) fn skipped(&mut self) -> Option<Skipped> {
+        self.skip(MAX_SKIP_DEPTH).map(|()| Skipped)
+    }
+
+    /// An object's string, number and boolean entries, as [`Entries`]
+    /// reads them.
+    pub(in crate::source) fn entries(&mut self) -> Option<Entries<'a>> {
+        let mut e = Entries::default();
+        self.object(|s, key| {
+            let value = match s.field(Self::skipped)? {
+                Field::Scalar(v) => Some(v),
+                _ => None,
+            };
+            e.0.push((Text::from(key), value));
+            Some(())
+        })?;
+        e.sort();
+        Some(e)
+    }
+
     /// A timestamp as `wire::time` reads it.
     pub(in crate::source) fn time(&mut self) -> Option<DateTime<Utc>> {
         let t = self.str()?;
@@ -336,11 +361,7 @@ impl<'a> Scanner<'a> {
 
     /// A timestamp, or `null` as `None`.
     pub(in crate::source) fn opt_time(&mut self) -> Option<Option<DateTime<Utc>>> {
-        if self.peek()? == b'n' {
-            self.literal("null")?;
-            return Some(None);
-        }
-        self.time().map(Some)
+        self.nullable(Self::time)
     }
 
     /// Walks an object, handing each key to `member`, which reads its value.
@@ -465,7 +486,7 @@ pub(in crate::source) mod testing;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::json::{AnyScalar, Skipped};
+    use crate::source::json::AnyScalar;
 
     #[test]
     fn a_string_is_read_as_serde_reads_it_or_left_to_serde() {
@@ -531,9 +552,7 @@ mod tests {
         ] {
             // A value read standalone must also be the whole text ("01").
             let mut s = Scanner::new(t);
-            let fast = s
-                .field(|s| s.skip(MAX_SKIP_DEPTH).map(|()| Skipped))
-                .filter(|_| s.at_end());
+            let fast = s.field(Scanner::skipped).filter(|_| s.at_end());
             let serde = serde_json::from_str::<AnyScalar<'_>>(t).ok();
             assert_eq!(fast, serde, "{t}");
             if let Some(Field::Scalar(Scalar::Number(n))) = &fast {

@@ -10,10 +10,9 @@
 //! equal on generated pages and on the same pages corrupted byte by byte.
 
 use super::wire::{Details, Meta, Metadata, Observation, Page};
+use crate::source::json::Text;
 use crate::source::json::scanner::{MAX_SKIP_DEPTH, Scanner, first};
-use crate::source::json::{Entries, Text};
 use chrono::{DateTime, FixedOffset, Utc};
-use serde_json::Number;
 
 /// Reads a whole page, or `None` when any of it is not in the shape read
 /// here.
@@ -23,7 +22,7 @@ pub(super) fn page(text: &str) -> Option<Page<'_>> {
     let mut meta = None;
     s.object(|s, key| match key {
         "data" => {
-            let rows = nullable(s, |s| {
+            let rows = s.nullable(|s| {
                 let mut rows = Vec::with_capacity(512);
                 s.array(|s| {
                     rows.push(observation(s)?);
@@ -33,7 +32,7 @@ pub(super) fn page(text: &str) -> Option<Page<'_>> {
             })?;
             first(&mut data, rows)
         }
-        "meta" => first(&mut meta, nullable(s, page_meta)?),
+        "meta" => first(&mut meta, s.nullable(page_meta)?),
         _ => s.skip(MAX_SKIP_DEPTH),
     })?;
     if !s.at_end() {
@@ -43,18 +42,6 @@ pub(super) fn page(text: &str) -> Option<Page<'_>> {
         data: data.flatten(),
         meta: meta.flatten(),
     })
-}
-
-/// `null` as `None`, anything else read by `read`.
-fn nullable<'a, T>(
-    s: &mut Scanner<'a>,
-    read: impl FnOnce(&mut Scanner<'a>) -> Option<T>,
-) -> Option<Option<T>> {
-    if s.peek()? == b'n' {
-        s.literal("null")?;
-        return Some(None);
-    }
-    read(s).map(Some)
 }
 
 /// `meta`, as serde's derived reader of [`Meta`] reads it.
@@ -95,7 +82,7 @@ fn observation<'a>(s: &mut Scanner<'a>) -> Option<Observation<'a>> {
     s.object(|s, key| match key {
         "id" => first(&mut id, s.opt_text()?),
         "traceId" => first(&mut trace_id, s.opt_text()?),
-        "startTime" => first(&mut start_time, nullable(s, time)?),
+        "startTime" => first(&mut start_time, s.nullable(time)?),
         "type" => first(&mut kind, s.opt_text()?),
         "name" => first(&mut name, s.opt_text()?),
         "level" => first(&mut level, s.opt_text()?),
@@ -104,17 +91,17 @@ fn observation<'a>(s: &mut Scanner<'a>) -> Option<Observation<'a>> {
         "environment" => first(&mut environment, s.opt_text()?),
         "userId" => first(&mut user_id, s.opt_text()?),
         "sessionId" => first(&mut session_id, s.opt_text()?),
-        "metadata" => first(&mut metadata, nullable(s, observation_metadata)?),
+        "metadata" => first(&mut metadata, s.nullable(observation_metadata)?),
         "model" => first(&mut model, s.opt_text()?),
         "providedModelName" => first(&mut provided_model_name, s.opt_text()?),
-        "usageDetails" => first(&mut usage_details, nullable(s, |s| details(s, number))?),
-        "costDetails" => first(
-            &mut cost_details,
-            nullable(s, |s| details(s, Scanner::f64))?,
+        "usageDetails" => first(
+            &mut usage_details,
+            s.nullable(|s| details(s, Scanner::json_number))?,
         ),
-        "totalCost" => first(&mut total_cost, nullable(s, Scanner::f64)?),
+        "costDetails" => first(&mut cost_details, s.nullable(|s| details(s, Scanner::f64))?),
+        "totalCost" => first(&mut total_cost, s.nullable(Scanner::f64)?),
         "traceName" => first(&mut trace_name, s.opt_text()?),
-        "tags" => first(&mut tags, nullable(s, strings)?),
+        "tags" => first(&mut tags, s.nullable(strings)?),
         "release" => first(&mut release, s.opt_text()?),
         _ => s.skip(MAX_SKIP_DEPTH),
     })?;
@@ -157,25 +144,7 @@ fn time(s: &mut Scanner<'_>) -> Option<DateTime<Utc>> {
 /// `metadata` that is not `null`: an object's scalar entries, `None` for
 /// any other value.
 fn observation_metadata<'a>(s: &mut Scanner<'a>) -> Option<Metadata<'a>> {
-    Some(Metadata(s.field(entries)?.object()))
-}
-
-/// An object's string, number and boolean entries, as [`Entries`] reads
-/// them.
-fn entries<'a>(s: &mut Scanner<'a>) -> Option<Entries<'a>> {
-    let mut e = Entries::default();
-    s.object(|s, key| {
-        let value = s.field(|s| s.skip(MAX_SKIP_DEPTH))?.scalar().cloned();
-        e.0.push((Text::from(key), value));
-        Some(())
-    })?;
-    e.sort();
-    Some(e)
-}
-
-/// A usage figure, as serde_json reads a [`Number`].
-fn number(s: &mut Scanner<'_>) -> Option<Number> {
-    s.json_number()
+    Some(Metadata(s.field(Scanner::entries)?.object()))
 }
 
 /// `usageDetails` or `costDetails`: each value read by `value`.

@@ -13,7 +13,7 @@
 use super::metadata::{ErrorInformation, Metadata, MetadataColumn, TagsColumn, Usage};
 use super::wire::{Envelope, WireRow};
 use crate::source::json::scanner::{MAX_SKIP_DEPTH, Scanner, first};
-use crate::source::json::{Entries, Field, Kind, Scalar, Skipped, Text};
+use crate::source::json::{Field, Kind, Scalar, Text};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -33,8 +33,8 @@ pub(super) fn page(text: &str) -> Option<Envelope<'_>> {
             })?;
             first(&mut data, rows)
         }
-        "page" => first(&mut page, opt_u64(s)?),
-        "page_size" => first(&mut page_size, opt_u64(s)?),
+        "page" => first(&mut page, s.nullable(Scanner::u64)?),
+        "page_size" => first(&mut page_size, s.nullable(Scanner::u64)?),
         _ => s.skip(MAX_SKIP_DEPTH),
     })?;
     if !s.at_end() {
@@ -125,20 +125,6 @@ fn count(s: &mut Scanner<'_>) -> Option<i64> {
     i64::try_from(s.u64()?).ok()
 }
 
-/// `page` and `page_size`: a count, or `null`.
-fn opt_u64(s: &mut Scanner<'_>) -> Option<Option<u64>> {
-    if s.peek()? == b'n' {
-        s.literal("null")?;
-        return Some(None);
-    }
-    s.u64().map(Some)
-}
-
-/// An object whose keys are all skipped.
-fn skipped(s: &mut Scanner<'_>) -> Option<Skipped> {
-    s.skip(MAX_SKIP_DEPTH).map(|()| Skipped)
-}
-
 /// The scalar of a value read as a field.
 fn scalar<T>(field: Field<'_, T>) -> Option<Scalar<'_>> {
     match field {
@@ -149,18 +135,15 @@ fn scalar<T>(field: Field<'_, T>) -> Option<Scalar<'_>> {
 
 /// The `request_tags` column as [`TagsColumn`] reads it; `null` is `None`.
 fn tags_column<'a>(s: &mut Scanner<'a>) -> Option<Option<TagsColumn<'a>>> {
-    let column = match s.peek()? {
-        b'n' => {
-            s.literal("null")?;
-            return Some(None);
-        }
-        b'[' => TagsColumn::List(strings(s)?),
-        _ => match s.field(skipped)? {
-            Field::Scalar(Scalar::Text(t)) => TagsColumn::Text(t),
-            other => TagsColumn::Other(other.kind()),
-        },
-    };
-    Some(Some(column))
+    s.nullable(|s| {
+        Some(match s.peek()? {
+            b'[' => TagsColumn::List(strings(s)?),
+            _ => match s.field(Scanner::skipped)? {
+                Field::Scalar(Scalar::Text(t)) => TagsColumn::Text(t),
+                other => TagsColumn::Other(other.kind()),
+            },
+        })
+    })
 }
 
 /// The strings of a list, its other entries skipped, as `Strings` reads
@@ -168,7 +151,7 @@ fn tags_column<'a>(s: &mut Scanner<'a>) -> Option<Option<TagsColumn<'a>>> {
 fn strings<'a>(s: &mut Scanner<'a>) -> Option<Vec<Text<'a>>> {
     let mut list = Vec::new();
     s.array(|s| {
-        if let Field::Scalar(Scalar::Text(t)) = s.field(skipped)? {
+        if let Field::Scalar(Scalar::Text(t)) = s.field(Scanner::skipped)? {
             list.push(t);
         }
         Some(())
@@ -206,11 +189,11 @@ fn metadata<'a>(s: &mut Scanner<'a>) -> Option<Box<Metadata<'a>>> {
     m.top.0.reserve(32);
     s.object(|s, key| {
         let value = match key {
-            "spend_logs_metadata" => keep(&mut m.spend_logs_metadata, s.field(entries)?),
+            "spend_logs_metadata" => keep(&mut m.spend_logs_metadata, s.field(Scanner::entries)?),
             "error_information" => keep(&mut m.error_information, s.field(error_information)?),
             "additional_usage_values" => keep(&mut m.additional_usage_values, s.field(usage)?),
             "usage_object" => keep(&mut m.usage_object, s.field(usage)?),
-            _ => scalar(s.field(skipped)?),
+            _ => scalar(s.field(Scanner::skipped)?),
         };
         m.top.0.push((Text::from(key), value));
         Some(())
@@ -234,19 +217,6 @@ fn keep<'a, T>(slot: &mut Option<T>, value: Field<'a, T>) -> Option<Scalar<'a>> 
     }
 }
 
-/// An object's string, number and boolean entries, as [`Entries`] reads
-/// them.
-fn entries<'a>(s: &mut Scanner<'a>) -> Option<Entries<'a>> {
-    let mut e = Entries::default();
-    s.object(|s, key| {
-        let value = scalar(s.field(skipped)?);
-        e.0.push((Text::from(key), value));
-        Some(())
-    })?;
-    e.sort();
-    Some(e)
-}
-
 /// `error_information`, as its `Keys` reader reads it.
 fn error_information<'a>(s: &mut Scanner<'a>) -> Option<ErrorInformation<'a>> {
     let mut info = ErrorInformation::default();
@@ -256,7 +226,7 @@ fn error_information<'a>(s: &mut Scanner<'a>) -> Option<ErrorInformation<'a>> {
             "error_code" => &mut info.error_code,
             _ => return s.skip(MAX_SKIP_DEPTH),
         };
-        *slot = scalar(s.field(skipped)?);
+        *slot = scalar(s.field(Scanner::skipped)?);
         Some(())
     })?;
     Some(info)

@@ -61,6 +61,16 @@ pub(in crate::source) const ANY: Pool = Pool {
 };
 
 impl Gen {
+    /// A page's text, rarely with something after its end (no longer
+    /// plain).
+    pub(in crate::source) fn end_page(&mut self, mut out: String) -> String {
+        if self.rng.chance(2) {
+            self.plain = false;
+            out.push_str(self.rng.pick(&["x", "{}", ",", "]"]));
+        }
+        out
+    }
+
     pub(in crate::source) fn new(seed: u64) -> Gen {
         Gen {
             rng: Rng(seed | 1),
@@ -172,6 +182,22 @@ impl Tally {
             assert!(fast.is_some(), "a plain page was not read: {text}");
         }
     }
+}
+
+/// `count` pages from `page`, each handed to `check` (which tallies it)
+/// with whether it was generated in the plain shape.
+pub(in crate::source) fn generated(
+    count: u64,
+    mut page: impl FnMut(&mut Gen) -> String,
+    mut check: impl FnMut(&str, bool, &mut Tally),
+) -> Tally {
+    let mut tally = Tally::default();
+    for seed in 1..=count {
+        let mut g = Gen::new(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let text = page(&mut g);
+        check(&text, g.plain, &mut tally);
+    }
+    tally
 }
 
 /// Plain pages from `page` with one byte deleted, inserted, replaced, or
