@@ -1,6 +1,6 @@
 //! A direct reader of JSON text in one pass: the pages costwatch reads by
 //! the million (the reference gateway's sessions and requests, LiteLLM's
-//! spend logs) read without serde's visitors.
+//! spend logs, Langfuse's observations) read without serde's visitors.
 //!
 //! serde's derived readers go through a visitor for every key and value;
 //! they were about a third of the CPU of reading a million-session window
@@ -17,7 +17,8 @@
 //! rows or names the failing field. So a reader of this kind never decides
 //! a page's fate: for every text it either gives exactly the page serde
 //! gives or steps aside, which its tests check against serde on generated
-//! and corrupted pages (`wire/scan/tests.rs`, `litellm/scan/tests.rs`).
+//! and corrupted pages (`wire/scan/tests.rs`, `litellm/scan/tests.rs`,
+//! `langfuse/scan/tests.rs`).
 
 use super::{Entries, Field, Kind, Scalar, Skipped, Text};
 use chrono::{DateTime, FixedOffset, Utc};
@@ -58,12 +59,13 @@ impl<'a> Scanner<'a> {
         self.at == self.text.len()
     }
 
-    pub(in crate::source) fn bytes(&self) -> &'a [u8] {
+    /// The text's bytes.
+    fn bytes(&self) -> &'a [u8] {
         self.text.as_bytes()
     }
 
     /// Skips JSON whitespace.
-    pub(in crate::source) fn ws(&mut self) {
+    fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes().get(self.at) {
             self.at += 1;
         }
@@ -76,7 +78,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Consumes `c` if it comes next.
-    pub(in crate::source) fn eat_if(&mut self, c: u8) -> bool {
+    fn eat_if(&mut self, c: u8) -> bool {
         let next = self.peek() == Some(c);
         if next {
             self.at += 1;
@@ -85,7 +87,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Consumes `c`, or `None` when something else comes next.
-    pub(in crate::source) fn eat(&mut self, c: u8) -> Option<()> {
+    fn eat(&mut self, c: u8) -> Option<()> {
         self.eat_if(c).then_some(())
     }
 
@@ -338,10 +340,7 @@ impl<'a> Scanner<'a> {
     pub(in crate::source) fn entries(&mut self) -> Option<Entries<'a>> {
         let mut e = Entries::default();
         self.object(|s, key| {
-            let value = match s.field(Self::skipped)? {
-                Field::Scalar(v) => Some(v),
-                _ => None,
-            };
+            let value = s.field(Self::skipped)?.into_scalar();
             e.0.push((Text::from(key), value));
             Some(())
         })?;

@@ -125,14 +125,6 @@ fn count(s: &mut Scanner<'_>) -> Option<i64> {
     i64::try_from(s.u64()?).ok()
 }
 
-/// The scalar of a value read as a field.
-fn scalar<T>(field: Field<'_, T>) -> Option<Scalar<'_>> {
-    match field {
-        Field::Scalar(v) => Some(v),
-        _ => None,
-    }
-}
-
 /// The `request_tags` column as [`TagsColumn`] reads it; `null` is `None`.
 fn tags_column<'a>(s: &mut Scanner<'a>) -> Option<Option<TagsColumn<'a>>> {
     s.nullable(|s| {
@@ -193,7 +185,7 @@ fn metadata<'a>(s: &mut Scanner<'a>) -> Option<Box<Metadata<'a>>> {
             "error_information" => keep(&mut m.error_information, s.field(error_information)?),
             "additional_usage_values" => keep(&mut m.additional_usage_values, s.field(usage)?),
             "usage_object" => keep(&mut m.usage_object, s.field(usage)?),
-            _ => scalar(s.field(Scanner::skipped)?),
+            _ => s.field(Scanner::skipped)?.into_scalar(),
         };
         m.top.0.push((Text::from(key), value));
         Some(())
@@ -212,7 +204,7 @@ fn keep<'a, T>(slot: &mut Option<T>, value: Field<'a, T>) -> Option<Scalar<'a>> 
         }
         other => {
             *slot = None;
-            scalar(other)
+            other.into_scalar()
         }
     }
 }
@@ -226,7 +218,7 @@ fn error_information<'a>(s: &mut Scanner<'a>) -> Option<ErrorInformation<'a>> {
             "error_code" => &mut info.error_code,
             _ => return s.skip(MAX_SKIP_DEPTH),
         };
-        *slot = scalar(s.field(Scanner::skipped)?);
+        *slot = s.field(Scanner::skipped)?.into_scalar();
         Some(())
     })?;
     Some(info)

@@ -159,6 +159,23 @@ pub(in crate::source) struct Tally {
 }
 
 impl Tally {
+    /// Asserts that each outcome came at least as often as given, so that
+    /// the generator is seen to reach it.
+    pub(in crate::source) fn assert_at_least(
+        &self,
+        read: usize,
+        stepped_aside: usize,
+        refused: usize,
+    ) {
+        assert!(self.read >= read, "read {}", self.read);
+        assert!(
+            self.stepped_aside >= stepped_aside,
+            "stepped aside {}",
+            self.stepped_aside
+        );
+        assert!(self.refused >= refused, "refused {}", self.refused);
+    }
+
     /// Checks what the reader (`fast`) and serde (`slow`) made of `text`,
     /// each as its `Debug` text: whenever the reader reads it, serde reads
     /// the same; `plain` says the reader must read it.

@@ -228,17 +228,14 @@ fn generated_pages<T: Scan + DeserializeOwned + Debug>(row: fn(&mut Gen) -> Stri
 fn generated_session_pages_read_as_serde_reads_them() {
     let t = generated_pages::<WireSession>(Gen::session);
     // The generator reaches all three outcomes, each often.
-    assert!(t.read > 1000, "read {}", t.read);
-    assert!(t.stepped_aside > 100, "stepped aside {}", t.stepped_aside);
-    assert!(t.refused > 100, "refused {}", t.refused);
+    t.assert_at_least(1000, 100, 100);
 }
 
 #[test]
 fn generated_request_pages_read_as_serde_reads_them() {
     let t = generated_pages::<WireRequest>(Gen::request);
-    assert!(t.read > 1000, "read {}", t.read);
-    assert!(t.stepped_aside > 50, "stepped aside {}", t.stepped_aside);
-    assert!(t.refused > 100, "refused {}", t.refused);
+    // The generator reaches all three outcomes, each often.
+    t.assert_at_least(1000, 50, 100);
 }
 
 /// Plain pages with one byte deleted, inserted, replaced, or the text cut:
@@ -253,15 +250,13 @@ fn corrupted_pages<T: Scan + DeserializeOwned + Debug>(row: fn(&mut Gen) -> Stri
 #[test]
 fn corrupted_session_pages_read_as_serde_reads_them() {
     let t = corrupted_pages::<WireSession>(Gen::session);
-    assert!(t.read > 1000, "read {}", t.read);
-    assert!(t.refused > 5000, "refused {}", t.refused);
+    t.assert_at_least(1000, 0, 5000);
 }
 
 #[test]
 fn corrupted_request_pages_read_as_serde_reads_them() {
     let t = corrupted_pages::<WireRequest>(Gen::request);
-    assert!(t.read > 1000, "read {}", t.read);
-    assert!(t.refused > 5000, "refused {}", t.refused);
+    t.assert_at_least(1000, 0, 5000);
 }
 
 #[test]
