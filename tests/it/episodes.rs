@@ -72,6 +72,7 @@ async fn run(
             findings: &of_window,
             baselines: &baselines,
             models_seen: &models,
+            caching: costwatch::detect::CachingEvidence::none(),
             held: None,
             sessions: 10,
             pages: 1,

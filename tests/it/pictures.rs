@@ -229,6 +229,7 @@ async fn state(dir: &TempDir) -> SqlStore {
             findings: &found,
             baselines: &baselines,
             models_seen: &models,
+            caching: costwatch::detect::CachingEvidence::none(),
             held: None,
             sessions: 40,
             pages: 1,

@@ -556,6 +556,7 @@ async fn carried_baselines_find_and_store_what_reading_them_back_does() {
                     findings: &[],
                     baselines: &std::collections::HashMap::new(),
                     models_seen: &every_model,
+                    caching: costwatch::detect::CachingEvidence::none(),
                     held: None,
                     sessions: 0,
                     pages: 0,

@@ -37,6 +37,7 @@ async fn store_contract(store: &SqlStore) {
         findings: &[],
         baselines: &empty,
         models_seen: &models,
+        caching: costwatch::detect::CachingEvidence::none(),
         held: None,
         sessions: 3,
         pages: 1,
@@ -65,6 +66,7 @@ async fn store_contract(store: &SqlStore) {
     let with_baselines = costwatch::store::WindowCommit {
         baselines: &baselines,
         models_seen: &seen,
+        caching: costwatch::detect::CachingEvidence::none(),
         held: None,
         ..commit(t(1))
     };
@@ -306,6 +308,7 @@ async fn held_contract(store: &SqlStore) {
             findings: &[],
             baselines: &EMPTY,
             models_seen: &MODELS,
+            caching: costwatch::detect::CachingEvidence::none(),
             held,
             sessions: 1,
             pages: 1,
@@ -511,6 +514,7 @@ async fn overview_contract(store: &SqlStore) {
             findings: &found,
             baselines: &empty,
             models_seen: &models,
+            caching: costwatch::detect::CachingEvidence::none(),
             held: None,
             sessions: 3,
             pages: 1,

@@ -9,7 +9,8 @@
 use crate::clock::Clock;
 use crate::config::WindowConfig;
 use crate::detect::{
-    Catalogue, Confirmed, Detector, Diagnostic, Finding, GroupBaseline, Held, HeldFindings,
+    CachingEvidence, Catalogue, Confirmed, Detector, Diagnostic, Finding, GroupBaseline, Held,
+    HeldFindings,
 };
 use crate::source::{ModelPrice, RequestRecord, SessionRecord, Source, SourceError, Window};
 use crate::store::{StoreError, WindowCommit, WindowStore};
@@ -212,6 +213,9 @@ struct Carried {
     /// The findings held after the last window (see `detect::held`), read
     /// from the store once and then kept as committed.
     held: Option<Vec<Held>>,
+    /// What the traffic showed of the models' caches (`detect::caching`),
+    /// read from the store once and then kept as committed.
+    caching: Option<CachingEvidence>,
 }
 
 /// Request rows by session, with the aggregate row they were read for.
@@ -371,9 +375,6 @@ where
                 after: deadline.map(|d| d.after).unwrap_or_default(),
             })?
             .map_err(PipelineError::Models)?;
-        // What the source's prices leave out of a model's caching, the
-        // shipped caching facts fill.
-        let models = crate::source::caching::with_caching_facts(models);
         let mut reports = Vec::with_capacity(due.len());
         let mut carried: Option<Carried> = self.carrying.then(Carried::default);
         for window in due {
@@ -424,10 +425,14 @@ where
             Some(held) => held,
             None => self.store.held_findings(&self.schedule.job).await?,
         };
+        let caching = match carried.as_mut().and_then(|c| c.caching.take()) {
+            Some(caching) => caching,
+            None => self.store.caching_evidence().await?,
+        };
         let mut held = HeldFindings::new(prior);
         let read = Deadline::bound(
             deadline,
-            self.read_window(window, models, &mut held, carried.as_mut()),
+            self.read_window(window, models, &caching, &mut held, carried.as_mut()),
         )
         .await
         .ok_or_else(|| PipelineError::Deadline {
@@ -455,6 +460,7 @@ where
                     findings: &judgement.findings,
                     baselines: &judgement.baselines,
                     models_seen: &judgement.models_seen,
+                    caching: &judgement.caching,
                     held: settled.changed.then_some(settled.held.as_slice()),
                     sessions: judgement.sessions,
                     pages,
@@ -465,6 +471,9 @@ where
         let held_after = settled.held.len();
         if let Some(carried) = carried {
             carried.held = Some(settled.held);
+            let mut caching = caching;
+            caching.merge(&judgement.caching);
+            carried.caching = Some(caching);
             if let Some(seen) = &mut carried.models_seen {
                 for m in &judgement.models_seen {
                     seen.insert(m.clone(), window.end);
@@ -509,17 +518,23 @@ where
         &self,
         window: Window,
         models: &[ModelPrice],
+        caching: &CachingEvidence,
         held: &mut HeldFindings,
         mut carried: Option<&mut Carried>,
     ) -> Result<Read, PipelineError> {
         let since = window.start - ChronoDuration::days(MODELS_IN_USE_LOOKBACK_DAYS);
         let in_use = self.models_in_use(since, carried.as_deref_mut()).await?;
         // The catalogue is made once the window's calls are read, with the
-        // prices they taught laid on the source's (`Source::window_models`).
+        // prices they taught laid on the source's (`Source::window_models`),
+        // what the source's prices leave out of a model's caching filled
+        // from the shipped caching facts, and what the traffic showed of
+        // the models' caches laid over both.
         let begin = || {
-            let learned = crate::source::caching::with_caching_facts(self.source.window_models());
-            let models = crate::source::prices::overlay(models, learned);
-            let catalogue = Catalogue::new(models, in_use.iter().map(String::as_str));
+            let models = crate::source::prices::overlay(models, self.source.window_models());
+            let (models, tabled) = crate::source::caching::fill(models);
+            let mut catalogue =
+                Catalogue::new(models, in_use.iter().map(String::as_str)).with_tabled(tabled);
+            catalogue.learn(caching);
             self.detector.begin(window, catalogue)
         };
         let mut begun = None;

@@ -1,7 +1,12 @@
-//! Model prices and what counts as a premium model.
+//! Model prices, what counts as a premium model, and what is known of each
+//! model's prompt cache: the prior (the model's own row or the shipped
+//! table) and what the traffic showed ([`super::caching`]).
 
 use super::FastMap;
+use super::caching::{CachingEvidence, FactFrom, ModelCaching};
 use crate::source::ModelPrice;
+use crate::source::caching::Filled;
+use std::time::Duration;
 
 /// Prices of the models the gateway serves, and which of them are in use.
 #[derive(Debug, Clone, Default)]
@@ -10,6 +15,34 @@ pub struct Catalogue {
     cheapest_in_use: Option<(f64, String)>,
     /// The lowest positive blended price listed, in use or not.
     cheapest_listed: Option<f64>,
+    /// Which caching facts of each model the shipped table filled in.
+    tabled: FastMap<String, Filled>,
+    /// What the traffic showed of each model's cache.
+    evidence: CachingEvidence,
+    /// Its figures per model, worked out once.
+    observed: FastMap<String, Observed>,
+}
+
+/// What the traffic showed of one model's cache, as the checks use it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Observed {
+    /// The observed minimum cacheable prefix ([`ModelCaching::min_cacheable`]).
+    pub min_cacheable: Option<u64>,
+    /// The observed cache lifetime ([`ModelCaching::lifetime`]).
+    pub lifetime: Option<Duration>,
+    /// Sessions that say how the model caches, and their median cached
+    /// share ([`ModelCaching::peers`]).
+    pub peers: (usize, Option<f64>),
+}
+
+impl Observed {
+    fn of(m: &ModelCaching) -> Observed {
+        Observed {
+            min_cacheable: m.min_cacheable(),
+            lifetime: m.lifetime().map(Duration::from_secs),
+            peers: m.peers(),
+        }
+    }
 }
 
 /// A price that weighs prompt and completion tokens 3:1, the usual mix of
@@ -33,6 +66,9 @@ impl Catalogue {
             prices,
             cheapest_in_use: None,
             cheapest_listed,
+            tabled: FastMap::default(),
+            evidence: CachingEvidence::default(),
+            observed: FastMap::default(),
         };
         for m in in_use {
             cat.note_in_use(m);
@@ -63,21 +99,51 @@ impl Catalogue {
             .is_some_and(|p| p.supports_prompt_cache && p.cached_input_usd_per_mtok.is_some())
     }
 
-    /// The smallest prompt prefix the model caches, where the gateway's
-    /// catalogue gives it.
-    pub fn min_cacheable(&self, model: &str) -> Option<u64> {
-        self.prices
-            .get(model)
-            .and_then(|p| p.min_cacheable_prompt_tokens)
+    /// Notes which caching facts of the models the shipped table filled in
+    /// (`source::caching::fill`): those are the table's, the others the
+    /// models' own rows'.
+    pub fn with_tabled(mut self, tabled: impl IntoIterator<Item = (String, Filled)>) -> Self {
+        self.tabled.extend(tabled);
+        self
+    }
+
+    /// Takes in what the traffic showed of the models' caches.
+    pub fn learn(&mut self, evidence: &CachingEvidence) {
+        if evidence.is_empty() {
+            return;
+        }
+        self.evidence.merge(evidence);
+        self.observed = self
+            .evidence
+            .iter()
+            .map(|(m, e)| (m.clone(), Observed::of(e)))
+            .collect();
+    }
+
+    /// Everything the traffic showed so far.
+    pub fn evidence(&self) -> &CachingEvidence {
+        &self.evidence
+    }
+
+    /// What the traffic showed of `model`'s cache.
+    pub fn observed(&self, model: &str) -> Observed {
+        self.observed.get(model).copied().unwrap_or_default()
+    }
+
+    /// The smallest prompt prefix the model caches, where its row or the
+    /// shipped table gives it, and which of the two did.
+    pub fn min_cacheable(&self, model: &str) -> Option<(u64, FactFrom)> {
+        let v = self.prices.get(model)?.min_cacheable_prompt_tokens?;
+        let tabled = self.tabled.get(model).is_some_and(|f| f.min);
+        Some((v, origin(tabled)))
     }
 
     /// How long the model's cached prefix lives after its last use, where
-    /// the catalogue gives it.
-    pub fn cache_lifetime(&self, model: &str) -> Option<std::time::Duration> {
-        self.prices
-            .get(model)
-            .and_then(|p| p.cache_lifetime_seconds)
-            .map(std::time::Duration::from_secs)
+    /// its row or the shipped table gives it, and which of the two did.
+    pub fn cache_lifetime(&self, model: &str) -> Option<(Duration, FactFrom)> {
+        let v = self.prices.get(model)?.cache_lifetime_seconds?;
+        let tabled = self.tabled.get(model).is_some_and(|f| f.lifetime);
+        Some((Duration::from_secs(v), origin(tabled)))
     }
 
     /// How many times the cheapest model in use this model costs; `None` for
@@ -140,5 +206,13 @@ impl Catalogue {
                 + output as f64 * p.output_usd_per_mtok)
                 / 1e6,
         )
+    }
+}
+
+fn origin(tabled: bool) -> FactFrom {
+    if tabled {
+        FactFrom::Table
+    } else {
+        FactFrom::ModelsFile
     }
 }

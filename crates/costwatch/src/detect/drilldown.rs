@@ -6,7 +6,9 @@
 
 use super::retry_loop::Trigger;
 use super::rules::RetryLoopRule;
-use super::{Finding, GroupStats, Held, Kind, no_cache, oversized_model, retry_loop};
+use super::{
+    CachingEvidence, Finding, GroupStats, Held, Kind, no_cache, oversized_model, retry_loop,
+};
 use crate::source::{RequestRecord, SessionRecord, Window};
 
 /// A candidate waiting for its request rows.
@@ -46,6 +48,7 @@ impl Drilldown {
     /// Judges the candidate from its request rows (oldest first).
     pub fn confirm(&self, requests: &[RequestRecord], window: Window) -> Confirmed {
         let mut out = Confirmed::default();
+        out.caching.note_rows(requests, window);
         let found = &mut out.findings;
         if let Some(c) = &self.no_cache {
             match no_cache::confirm(&self.session, requests, c, &self.group, window) {
@@ -91,6 +94,8 @@ pub struct Confirmed {
     /// no_cache findings of sessions still going at the window's end, held
     /// for the next window (see [`super::held`]).
     pub held: Vec<Held>,
+    /// What the rows showed of their models' caches.
+    pub caching: CachingEvidence,
 }
 
 impl Confirmed {
@@ -98,5 +103,6 @@ impl Confirmed {
     pub fn extend(&mut self, other: Confirmed) {
         self.findings.extend(other.findings);
         self.held.extend(other.held);
+        self.caching.merge(&other.caching);
     }
 }

@@ -3,6 +3,7 @@
 //! becomes a diagnostic, never an error.
 
 pub mod baseline;
+pub mod caching;
 pub mod catalogue;
 pub mod drilldown;
 pub mod held;
@@ -15,6 +16,7 @@ mod suspects;
 pub mod window;
 
 pub use baseline::{GroupBaseline, GroupStats, Ring};
+pub use caching::{CachingEvidence, FactFrom, ModelCaching};
 pub use catalogue::Catalogue;
 pub use drilldown::{Confirmed, Drilldown};
 pub use held::{Held, HeldFindings, Settled};

@@ -20,7 +20,7 @@
 //! below the minimum never count.
 
 use super::rules::NoCacheRule;
-use super::{Catalogue, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
+use super::{Catalogue, FactFrom, Finding, GroupStats, Kind, avg_input, cached_share, ratio, usd};
 use crate::source::{RequestRecord, RequestStatus, SessionRecord, Window};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -28,25 +28,55 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-/// The smallest cacheable prefix of `model`: the rule's per-model value,
-/// else the gateway's catalogue, else the rule's default.
+/// The smallest cacheable prefix of `model`: see [`min_cacheable_from`].
 pub fn min_cacheable(model: &str, cat: &Catalogue, rule: &NoCacheRule) -> u64 {
-    rule.model_min_cacheable_tokens
-        .get(model)
-        .copied()
-        .or_else(|| cat.min_cacheable(model))
-        .unwrap_or(rule.min_cacheable_tokens)
-        .max(1)
+    min_cacheable_from(model, cat, rule).0
 }
 
-/// How long a cached prefix of `model` lives after its last use: the rule's
-/// per-model value, else the catalogue's, else the rule's default.
+/// The smallest cacheable prefix of `model` and where it came from: the
+/// rule's per-model value; else the smallest prefix the traffic showed read
+/// where it is below the prior; else the prior, the model's own row or the
+/// shipped table; else the rule's default.
+pub fn min_cacheable_from(model: &str, cat: &Catalogue, rule: &NoCacheRule) -> (u64, FactFrom) {
+    if let Some(v) = rule.model_min_cacheable_tokens.get(model) {
+        return ((*v).max(1), FactFrom::Rule);
+    }
+    let prior = cat
+        .min_cacheable(model)
+        .unwrap_or((rule.min_cacheable_tokens, FactFrom::Rule));
+    let fact = match cat.observed(model).min_cacheable {
+        Some(seen) if seen < prior.0 => (seen, FactFrom::Observed),
+        _ => prior,
+    };
+    (fact.0.max(1), fact.1)
+}
+
+/// How long a cached prefix of `model` lives after its last use: see
+/// [`cache_lifetime_from`].
 pub fn cache_lifetime(model: &str, cat: &Catalogue, rule: &NoCacheRule) -> Duration {
-    rule.model_cache_lifetime
-        .get(model)
-        .copied()
-        .or_else(|| cat.cache_lifetime(model))
-        .unwrap_or(rule.cache_lifetime)
+    cache_lifetime_from(model, cat, rule).0
+}
+
+/// How long a cached prefix of `model` lives after its last use, and where
+/// that came from: the rule's per-model value; else the longest pause the
+/// traffic showed a read after, where it is longer than the prior; else the
+/// prior, the model's own row or the shipped table; else the rule's
+/// default.
+pub fn cache_lifetime_from(
+    model: &str,
+    cat: &Catalogue,
+    rule: &NoCacheRule,
+) -> (Duration, FactFrom) {
+    if let Some(v) = rule.model_cache_lifetime.get(model) {
+        return (*v, FactFrom::Rule);
+    }
+    let prior = cat
+        .cache_lifetime(model)
+        .unwrap_or((rule.cache_lifetime, FactFrom::Rule));
+    match cat.observed(model).lifetime {
+        Some(seen) if seen > prior.0 => (seen, FactFrom::Observed),
+        _ => prior,
+    }
 }
 
 /// Whether any of the session's calls could have read the cache, as far as
@@ -270,7 +300,9 @@ impl Misses {
 struct ModelCache {
     model: String,
     min_tokens: u64,
+    min_from: FactFrom,
     lifetime: Duration,
+    lifetime_from: FactFrom,
     discount_usd_per_mtok: f64,
     write_premium_usd_per_mtok: f64,
 }
@@ -282,10 +314,14 @@ fn model_caches(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Vec<M
         .filter(|m| cat.supports_cache(m))
         .filter_map(|m| {
             let p = cat.get(m)?;
+            let (min_tokens, min_from) = min_cacheable_from(m, cat, rule);
+            let (lifetime, lifetime_from) = cache_lifetime_from(m, cat, rule);
             Some(ModelCache {
                 model: m.to_owned(),
-                min_tokens: min_cacheable(m, cat, rule),
-                lifetime: cache_lifetime(m, cat, rule),
+                min_tokens,
+                min_from,
+                lifetime,
+                lifetime_from,
                 discount_usd_per_mtok: p.input_usd_per_mtok - p.cached_input_usd_per_mtok?,
                 write_premium_usd_per_mtok: p
                     .cache_write_usd_per_mtok
@@ -429,12 +465,77 @@ fn peers(stats: &GroupStats, rule: &NoCacheRule) -> Option<Peers> {
     })
 }
 
+/// The other sessions on a model, for a conversation of a group too thin
+/// to say what it does: they cache (at least `min_peers` of them, with a
+/// median cached share of at least `min_peer_cached_share`).
+#[derive(Debug, Clone, PartialEq)]
+struct ModelPeers {
+    model: String,
+    count: usize,
+    median: f64,
+    /// The smallest prefix seen read on the model: a call below it is not
+    /// judged against them.
+    min_seen: Option<u64>,
+}
+
+/// The model a session of a thin group is judged on, when its other
+/// sessions cache: the session's cache-capable model with the most calls.
+fn model_peers(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Option<ModelPeers> {
+    let m = s
+        .by_model
+        .iter()
+        .filter(|m| cat.supports_cache(&m.model))
+        .max_by(|a, b| a.requests.cmp(&b.requests).then(b.model.cmp(&a.model)))?;
+    let seen = cat.observed(&m.model);
+    let (count, median) = seen.peers;
+    let median = median?;
+    (count >= rule.min_peers && median >= rule.min_peer_cached_share).then(|| ModelPeers {
+        model: m.model.clone(),
+        count,
+        median,
+        min_seen: seen.min_cacheable,
+    })
+}
+
+/// Fewest calls on one model that make a conversation's shape.
+pub const CONVERSATION_CALLS: usize = 3;
+
+/// Whether the session's successful calls on `model` (rows oldest first)
+/// are a conversation: at least [`CONVERSATION_CALLS`] of them, each
+/// holding the previous call's prompt, so the prompt grows by about the
+/// last answer plus a new turn: by at least half the last answer, and by no
+/// more than the prompt so far plus the last answer (a new turn no longer
+/// than all that came before it). A batch of unrelated prompts rises and
+/// falls.
+pub fn is_conversation(requests: &[RequestRecord], model: &str) -> bool {
+    let calls: Vec<&RequestRecord> = requests
+        .iter()
+        .filter(|r| r.status == RequestStatus::Success && r.model == model)
+        .collect();
+    calls.len() >= CONVERSATION_CALLS
+        && calls.windows(2).all(|w| {
+            let (a, b) = (w[0], w[1]);
+            let least = a
+                .input_tokens
+                .saturating_add(a.output_tokens / 2)
+                .max(a.input_tokens + 1);
+            let most = a
+                .input_tokens
+                .saturating_mul(2)
+                .saturating_add(a.output_tokens);
+            (least..=most).contains(&b.input_tokens)
+        })
+}
+
 /// A candidate whose peers cache, to judge from its request rows.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowCheck {
     peers: Peers,
     models: Vec<ModelCache>,
     rule: NoCacheRule,
+    /// For a candidate of a thin group: its model's other sessions, where
+    /// they cache.
+    by_model: Option<ModelPeers>,
 }
 
 /// Judges a candidate against its group: the rows to read when its peers
@@ -454,10 +555,15 @@ pub fn judge(
         return None;
     }
     let models = model_caches(s, cat, rule);
+    let by_model = peers
+        .cold_start
+        .then(|| model_peers(s, cat, rule))
+        .flatten();
     (!models.is_empty()).then(|| RowCheck {
         peers,
         models,
         rule: rule.clone(),
+        by_model,
     })
 }
 
@@ -521,6 +627,12 @@ impl PeerWait {
 }
 
 /// Judges a candidate from its request rows (oldest first).
+///
+/// A candidate of a group too thin to compare waits for its group's peers
+/// (`wait_for_peers`), unless it is a conversation ([`is_conversation`]) on
+/// a model whose other sessions cache: it is then judged against them at
+/// once, its calls below the smallest prefix seen read on that model left
+/// out. A feature broken from its first conversation is told.
 pub fn confirm(
     s: &SessionRecord,
     requests: &[RequestRecord],
@@ -529,7 +641,55 @@ pub fn confirm(
     window: Window,
 ) -> Option<Judged> {
     let rule = &check.rule;
-    let m = misses(requests, &check.models, window.end);
+    let conversation = check
+        .by_model
+        .as_ref()
+        .filter(|p| is_conversation(requests, &p.model));
+    if let Some(by_model) = conversation {
+        let models: Vec<ModelCache> = check
+            .models
+            .iter()
+            .map(|m| ModelCache {
+                min_tokens: m.min_tokens.max(by_model.min_seen.unwrap_or(0)),
+                ..m.clone()
+            })
+            .collect();
+        if let Some(f) = uncached(s, requests, check, &models, Some(by_model), group, window) {
+            return Some(going_or_found(s, f, &models, rule, window));
+        }
+    }
+    let f = uncached(s, requests, check, &check.models, None, group, window)?;
+    let wait = chrono::Duration::from_std(rule.wait_for_peers).ok();
+    let until = wait.and_then(|w| window.end.checked_add_signed(w));
+    match (quiet_at(s, &check.models), until) {
+        (Some(at), Some(until)) if check.peers.cold_start && !rule.wait_for_peers.is_zero() => {
+            let wait = PeerWait {
+                min_peers: rule.min_peers,
+                min_peer_cached_share: rule.min_peer_cached_share,
+                until,
+                peers: check.peers.count,
+                median: check.peers.median,
+            };
+            Some(Judged::Thin(f, at, wait))
+        }
+        _ => Some(going_or_found(s, f, &check.models, rule, window)),
+    }
+}
+
+/// The finding of a candidate whose rows (with `models`' minimums and
+/// lifetimes) show it uncached, judged against its group or, with
+/// `by_model`, against its model's other sessions.
+fn uncached(
+    s: &SessionRecord,
+    requests: &[RequestRecord],
+    check: &RowCheck,
+    models: &[ModelCache],
+    by_model: Option<&ModelPeers>,
+    group: &str,
+    window: Window,
+) -> Option<Finding> {
+    let rule = &check.rule;
+    let m = misses(requests, models, window.end);
     if m.missed < rule.min_missed_calls || m.could_read_input == 0 {
         return None;
     }
@@ -542,35 +702,41 @@ pub fn confirm(
     if impact < rule.min_impact_usd {
         return None;
     }
-    let f = finding(s, group, check, &m, read_share, impact, window);
-    let lifetime = check
-        .models
-        .iter()
-        .map(|m| m.lifetime)
-        .max()
-        .unwrap_or_default();
+    let judged = Judging {
+        peers: &check.peers,
+        rule,
+        models,
+        by_model,
+    };
+    Some(finding(s, group, &judged, &m, read_share, impact, window))
+}
+
+/// When a cache lifetime of `models` will have passed since the session's
+/// last call.
+fn quiet_at(s: &SessionRecord, models: &[ModelCache]) -> Option<DateTime<Utc>> {
+    let lifetime = models.iter().map(|m| m.lifetime).max().unwrap_or_default();
+    chrono::Duration::from_std(lifetime)
+        .ok()
+        .and_then(|l| s.last_request_at.checked_add_signed(l))
+}
+
+/// A finding that stands now, or, for a session still going at the
+/// window's end, is held until it ends (`judge_once_ended`).
+fn going_or_found(
+    s: &SessionRecord,
+    f: Finding,
+    models: &[ModelCache],
+    rule: &NoCacheRule,
+    window: Window,
+) -> Judged {
+    let lifetime = models.iter().map(|m| m.lifetime).max().unwrap_or_default();
     let ended = (window.end - s.last_request_at)
         .to_std()
         .is_ok_and(|quiet| quiet >= lifetime);
-    let quiet_at = chrono::Duration::from_std(lifetime)
-        .ok()
-        .and_then(|l| s.last_request_at.checked_add_signed(l));
-    let wait = chrono::Duration::from_std(rule.wait_for_peers).ok();
-    let until = wait.and_then(|w| window.end.checked_add_signed(w));
-    Some(match (quiet_at, until) {
-        (Some(at), Some(until)) if check.peers.cold_start && !rule.wait_for_peers.is_zero() => {
-            let wait = PeerWait {
-                min_peers: rule.min_peers,
-                min_peer_cached_share: rule.min_peer_cached_share,
-                until,
-                peers: check.peers.count,
-                median: check.peers.median,
-            };
-            Judged::Thin(f, at, wait)
-        }
-        (Some(at), _) if rule.judge_once_ended && !ended => Judged::Going(f, at),
+    match quiet_at(s, models) {
+        Some(at) if rule.judge_once_ended && !ended => Judged::Going(f, at),
         _ => Judged::Found(f),
-    })
+    }
 }
 
 /// The sentence naming the dominant cause and its dollars.
@@ -615,16 +781,26 @@ fn cause_text(m: &Misses, impact: f64) -> String {
     text
 }
 
+/// What a finding was judged with: its group's peers, the rule, the
+/// models' caching facts and, for a conversation of a thin group, the
+/// model's other sessions.
+struct Judging<'a> {
+    peers: &'a Peers,
+    rule: &'a NoCacheRule,
+    models: &'a [ModelCache],
+    by_model: Option<&'a ModelPeers>,
+}
+
 fn finding(
     s: &SessionRecord,
     group: &str,
-    check: &RowCheck,
+    judged: &Judging<'_>,
     m: &Misses,
     read_share: f64,
     impact: f64,
     window: Window,
 ) -> Finding {
-    let (peers, rule, models) = (&check.peers, &check.rule, &check.models);
+    let (peers, rule, models) = (judged.peers, judged.rule, judged.models);
     let share = cached_share(s);
     let names: Vec<&str> = s.by_model.iter().map(|m| m.model.as_str()).collect();
     let minimums: BTreeMap<&str, u64> = models
@@ -635,13 +811,31 @@ fn finding(
         .iter()
         .map(|m| (m.model.as_str(), m.lifetime.as_secs()))
         .collect();
-    let peers_text = match (peers.cold_start, peers.median) {
-        (false, Some(m)) => format!(
+    let facts_from: BTreeMap<&str, Value> = models
+        .iter()
+        .map(|m| {
+            let from = json!({
+                "min_cacheable_tokens": m.min_from.as_str(),
+                "cache_lifetime_seconds": m.lifetime_from.as_str(),
+            });
+            (m.model.as_str(), from)
+        })
+        .collect();
+    let peers_text = match (judged.by_model, peers.cold_start, peers.median) {
+        (Some(p), _, _) => format!(
+            "while {} other sessions on {} cached a median {:.0}% ({group} is too new to compare, {} of {} peers, and its prompts grow call by call as a conversation's do)",
+            p.count,
+            p.model,
+            p.median * 100.0,
+            peers.count,
+            rule.min_peers
+        ),
+        (None, false, Some(m)) => format!(
             "while {} peers in {group} cached a median {:.0}%",
             peers.count,
             m * 100.0
         ),
-        _ if !rule.wait_for_peers.is_zero() => format!(
+        (None, ..) if !rule.wait_for_peers.is_zero() => format!(
             "and {group} had too few peers to compare when it was found ({} of {})",
             peers.count, rule.min_peers
         ),
@@ -675,6 +869,7 @@ fn finding(
             "cache_lifetime_seconds": lifetimes,
             "cache_miss_causes": m.evidence(),
             "dominant_cause": m.dominant().map(Cause::name),
+            "caching_facts_from": facts_from,
             "peer_median_cached_share": peers.median.map(ratio),
             "peers": peers.count,
             "cold_start": peers.cold_start,
@@ -690,6 +885,14 @@ fn finding(
             cause_text(m, impact)
         ),
     };
+    if let (Some(p), Some(e)) = (judged.by_model, f.evidence.as_object_mut()) {
+        e.insert("judged_against".into(), "model".into());
+        e.insert(
+            "model_peers".into(),
+            json!({"model": p.model, "sessions": p.count, "median_cached_share": ratio(p.median)}),
+        );
+        e.insert("conversation".into(), true.into());
+    }
     super::note_computed_cost(s, &mut f);
     f
 }

@@ -19,8 +19,8 @@ use super::held::Held;
 use super::rules::{NoCacheRule, OversizedModelRule, RetryLoopRule, Rules, select};
 use super::suspects::Suspects;
 use super::{
-    Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model, retry_loop,
-    write_group_key,
+    CachingEvidence, Catalogue, Diagnostic, Finding, GroupStats, no_cache, oversized_model,
+    retry_loop, write_group_key,
 };
 use crate::source::{RequestRecord, SessionRecord, Window};
 use chrono::{DateTime, Utc};
@@ -126,6 +126,8 @@ pub struct WindowAnalysis<'d> {
     skipped_candidates: u64,
     diagnostics: Vec<Diagnostic>,
     models_seen: BTreeSet<String>,
+    /// What the window's sessions showed of their models' caches.
+    caching: CachingEvidence,
     /// The current session's group key, reused from session to session.
     key: String,
 }
@@ -151,6 +153,9 @@ pub struct Judgement {
     /// for the next window (see [`super::held`]). Filled by
     /// [`Judgement::confirmed`].
     pub held: Vec<Held>,
+    /// What the window's sessions and the rows read for them showed of
+    /// their models' caches ([`super::caching`]), to store.
+    pub caching: CachingEvidence,
 }
 
 impl Judgement {
@@ -161,6 +166,7 @@ impl Judgement {
             .sort_by(|a, b| (&a.session_id, a.kind).cmp(&(&b.session_id, b.kind)));
         self.findings.append(&mut c.findings);
         self.held.append(&mut c.held);
+        self.caching.merge(&c.caching);
     }
 }
 
@@ -183,6 +189,7 @@ impl Detector {
             skipped_candidates: 0,
             diagnostics: Vec::new(),
             models_seen: BTreeSet::new(),
+            caching: CachingEvidence::default(),
             key: String::new(),
         }
     }
@@ -300,10 +307,9 @@ impl<'d> WindowAnalysis<'d> {
             if s.requests > 0 {
                 b.log_requests.push((s.requests as f64).ln());
             }
-            let eligible = self
-                .det
-                .no_cache_rule(&s)
-                .filter(|r| no_cache::eligible(&s, &self.catalogue, r));
+            let rule = self.det.no_cache_rule(&s);
+            note_caching(&mut self.caching, &s, &self.catalogue, rule);
+            let eligible = rule.filter(|r| no_cache::eligible(&s, &self.catalogue, r));
             if let Some(rule) = eligible {
                 let share = no_cache::capable_cached_share(&s, &self.catalogue);
                 if share <= rule.max_cached_share {
@@ -382,6 +388,9 @@ impl<'d> WindowAnalysis<'d> {
     /// merged with this window's sessions, ready to judge against.
     fn verdicts(&mut self, mut history: HashMap<String, GroupBaseline>) -> Verdicts<'d> {
         let cap = self.det.baseline_samples;
+        // What the window's sessions showed of their models' caches counts
+        // in its own judgement.
+        self.catalogue.learn(&self.caching);
         let mut baselines = HashMap::new();
         let mut premium = std::mem::take(&mut self.premium);
         let mut uncached = std::mem::take(&mut self.uncached);
@@ -469,7 +478,9 @@ impl<'d> WindowAnalysis<'d> {
         for c in candidates {
             v.check(c.session, &c.group, c.nomination);
         }
-        v.into_judgement(self.diagnostics, self.sessions, self.models_seen)
+        let mut j = v.into_judgement(self.diagnostics, self.sessions, self.models_seen);
+        j.caching = self.caching;
+        j
     }
 
     /// For a window that [`overflowed`](WindowAnalysis::overflowed): judges
@@ -492,6 +503,7 @@ impl<'d> WindowAnalysis<'d> {
             diagnostics: self.diagnostics,
             sessions: self.sessions,
             models_seen: self.models_seen,
+            caching: self.caching,
             key: String::new(),
         }
     }
@@ -545,6 +557,7 @@ impl Verdicts<'_> {
             models_seen,
             drilldowns_skipped: skipped,
             held: Vec::new(),
+            caching: CachingEvidence::default(),
         }
     }
 
@@ -655,6 +668,7 @@ pub struct Rejudge<'d> {
     diagnostics: Vec<Diagnostic>,
     sessions: u64,
     models_seen: BTreeSet<String>,
+    caching: CachingEvidence,
     key: String,
 }
 
@@ -679,8 +693,46 @@ impl Rejudge<'_> {
     /// The judgement of the window: the baselines and counts of the first
     /// read, the findings and drill-downs of the second.
     pub fn finish(self) -> Judgement {
-        self.verdicts
-            .into_judgement(self.diagnostics, self.sessions, self.models_seen)
+        let mut j = self
+            .verdicts
+            .into_judgement(self.diagnostics, self.sessions, self.models_seen);
+        j.caching = self.caching;
+        j
+    }
+}
+
+/// Notes what a session, in the window of its first call, shows of its
+/// models' caches: each model's cache reads (the tokens read in all, at
+/// least the smallest one read), and, under a no_cache `rule`, the cached
+/// share of each cache-capable model its prompts could have cached on (two
+/// calls or more, averaging at least the model's minimum).
+fn note_caching(
+    into: &mut CachingEvidence,
+    s: &SessionRecord,
+    cat: &Catalogue,
+    rule: Option<&NoCacheRule>,
+) {
+    if s.cache_unreported {
+        return;
+    }
+    for m in &s.by_model {
+        let read = m.cached_tokens.min(m.input_tokens);
+        let could = rule.is_some_and(|r| {
+            cat.supports_cache(&m.model)
+                && m.requests >= 2
+                && m.input_tokens
+                    >= no_cache::min_cacheable(&m.model, cat, r).saturating_mul(m.requests)
+        });
+        if read == 0 && !could {
+            continue;
+        }
+        let Some(e) = into.model_mut(&m.model) else {
+            return;
+        };
+        e.note_read(read);
+        if could {
+            e.note_share(read as f64 / m.input_tokens as f64);
+        }
     }
 }
 

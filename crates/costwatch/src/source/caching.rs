@@ -7,8 +7,10 @@
 //!
 //! They fill what a price table leaves out: a model's own row (the
 //! gateway's catalogue, `source.models_file`, the shipped prices) wins
-//! where it gives a field, and a rule's `model_min_cacheable_tokens` and
-//! `model_cache_lifetime_seconds` win over both.
+//! where it gives a field. Both are only the prior: what the traffic shows
+//! (`detect::caching`) outranks them, and a rule's
+//! `model_min_cacheable_tokens` and `model_cache_lifetime_seconds` win over
+//! everything.
 
 use super::ModelPrice;
 use serde::Deserialize;
@@ -69,11 +71,32 @@ pub fn fact_for<'a>(facts: &'a [CachingFact], model: &str) -> Option<&'a Caching
 /// `models` with what the shipped facts know filled in where a model's own
 /// row says nothing: its minimum, its lifetime, and, for a model with a
 /// prompt cache, its write price.
-pub fn with_caching_facts(mut models: Vec<ModelPrice>) -> Vec<ModelPrice> {
+pub fn with_caching_facts(models: Vec<ModelPrice>) -> Vec<ModelPrice> {
+    fill(models).0
+}
+
+/// Which of a model's caching facts the shipped table filled in; the
+/// others, where it has them, came with its own row.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Filled {
+    /// Its minimum cacheable prefix.
+    pub min: bool,
+    /// Its cache lifetime.
+    pub lifetime: bool,
+}
+
+/// [`with_caching_facts`], and which facts of each model the table filled
+/// in (models it filled nothing of are left out).
+pub fn fill(mut models: Vec<ModelPrice>) -> (Vec<ModelPrice>, Vec<(String, Filled)>) {
     let (facts, _) = table();
+    let mut filled = Vec::new();
     for m in &mut models {
         let Some(f) = fact_for(&facts, &m.id) else {
             continue;
+        };
+        let marks = Filled {
+            min: m.min_cacheable_prompt_tokens.is_none() && f.min_cacheable_prompt_tokens.is_some(),
+            lifetime: m.cache_lifetime_seconds.is_none() && f.cache_lifetime_seconds.is_some(),
         };
         m.min_cacheable_prompt_tokens = m
             .min_cacheable_prompt_tokens
@@ -82,8 +105,11 @@ pub fn with_caching_facts(mut models: Vec<ModelPrice>) -> Vec<ModelPrice> {
         if m.supports_prompt_cache && m.cache_write_usd_per_mtok.is_none() {
             m.cache_write_usd_per_mtok = f.cache_write_multiplier.map(|x| x * m.input_usd_per_mtok);
         }
+        if marks != Filled::default() {
+            filled.push((m.id.clone(), marks));
+        }
     }
-    models
+    (models, filled)
 }
 
 /// Whether the facts leave `m`'s caching unknown: a cache-capable model

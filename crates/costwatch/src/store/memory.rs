@@ -19,7 +19,7 @@
 //! [`super::SqlStore`].
 
 use super::{StoreError, WindowCommit, WindowStore};
-use crate::detect::{Finding, GroupBaseline, Held};
+use crate::detect::{CachingEvidence, Finding, GroupBaseline, Held};
 use crate::source::Window;
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, HashMap};
@@ -47,6 +47,8 @@ struct State {
     models_seen: BTreeMap<String, DateTime<Utc>>,
     /// (session, kind) -> start of the window that first found it.
     first_found: HashMap<(String, &'static str), DateTime<Utc>>,
+    /// What the traffic showed of the models' caches.
+    caching: CachingEvidence,
 }
 
 impl MemoryStore {
@@ -115,6 +117,10 @@ impl WindowStore for MemoryStore {
             .collect())
     }
 
+    async fn caching_evidence(&self) -> Result<CachingEvidence, StoreError> {
+        Ok(self.state().caching.clone())
+    }
+
     async fn commit_window(
         &self,
         job: &str,
@@ -142,6 +148,7 @@ impl WindowStore for MemoryStore {
         for m in c.models_seen {
             state.models_seen.insert(m.clone(), window.end);
         }
+        state.caching.merge(c.caching);
         if let Some(held) = c.held {
             state.held.insert(job.to_owned(), held.to_vec());
         }
@@ -251,6 +258,7 @@ mod tests {
             findings,
             baselines,
             models_seen,
+            caching: crate::detect::CachingEvidence::none(),
             held,
             sessions: 2,
             pages: 1,

@@ -22,7 +22,7 @@ pub use silences::SilenceStore;
 pub use sql::{Backend, SqlStore};
 pub use status::StatusStore;
 
-use crate::detect::{Finding, GroupBaseline, Held};
+use crate::detect::{CachingEvidence, Finding, GroupBaseline, Held};
 use crate::incidents::{Incident, TickSpan};
 use crate::investigate::InvestigationReport;
 use crate::notify::Alert;
@@ -77,6 +77,9 @@ pub struct WindowCommit<'a> {
     pub baselines: &'a HashMap<String, GroupBaseline>,
     /// Models seen carrying traffic.
     pub models_seen: &'a BTreeSet<String>,
+    /// What the window showed of its models' caches, merged into what is
+    /// stored (`detect::caching`).
+    pub caching: &'a CachingEvidence,
     /// The findings held after the window (see `detect::held`), when they
     /// changed: they replace the job's; `None` leaves them as they are.
     pub held: Option<&'a [Held]>,
@@ -211,6 +214,10 @@ pub trait WindowStore: Send + Sync {
         &self,
         since: DateTime<Utc>,
     ) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// What the traffic showed so far of every model's prompt cache
+    /// (`detect::caching`).
+    fn caching_evidence(&self) -> impl Future<Output = Result<CachingEvidence, StoreError>> + Send;
 
     /// Every model seen carrying traffic, with the end of the last window
     /// it was seen in.

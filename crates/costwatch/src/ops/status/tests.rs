@@ -388,6 +388,7 @@ async fn state(dir: &tempfile::TempDir, now: DateTime<Utc>) -> SqlStore {
             findings: &found,
             baselines: &baselines,
             models_seen: &models,
+            caching: crate::detect::CachingEvidence::none(),
             held: None,
             sessions: 10,
             pages: 1,

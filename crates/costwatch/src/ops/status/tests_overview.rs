@@ -251,6 +251,7 @@ async fn overview_state(dir: &tempfile::TempDir) -> SqlStore {
             findings: &found,
             baselines: &baselines,
             models_seen: &models,
+            caching: crate::detect::CachingEvidence::none(),
             held: None,
             sessions: 10,
             pages: 1,

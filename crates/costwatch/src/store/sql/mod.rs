@@ -11,6 +11,7 @@
 //! [`status`] queries implement traits of their own.
 
 mod budget;
+mod caching;
 mod calibration;
 mod calls;
 mod held;
@@ -311,6 +312,10 @@ impl WindowStore for SqlStore {
 
     async fn models_last_seen(&self) -> Result<Vec<(String, DateTime<Utc>)>, StoreError> {
         windows::models_last_seen(self).await
+    }
+
+    async fn caching_evidence(&self) -> Result<crate::detect::CachingEvidence, StoreError> {
+        caching::load(self).await
     }
 
     async fn commit_window(

@@ -222,6 +222,7 @@ pub(super) async fn commit_window(
     upsert_baselines(&mut tx, store.backend, &baselines, now).await?;
     let models: Vec<&String> = c.models_seen.iter().collect();
     upsert_models_seen(&mut tx, store.backend, &models, ms(window.end)).await?;
+    super::caching::merge_in(&mut tx, store.backend, c.caching, now).await?;
     if let Some(held) = c.held {
         super::held::replace_held(&mut tx, store.backend, job, held).await?;
     }
