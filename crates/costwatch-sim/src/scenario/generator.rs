@@ -11,8 +11,8 @@
 use super::calls::{Call, Draft, Failure, Gap};
 use super::plan::{Plan, in_span};
 use super::{
-    FEATURE_SHARES, Feature, LUNA, MOVE_SALT, MOVED_CALLS, NIGHT_FLOOR, NO_CACHE_SHARE, NOVA,
-    ONBOARDING_NO_CACHE_SHARE, ONBOARDING_SHARE, OVERSIZED_SHARE, RETRY_LOOP_SHARE,
+    FEATURE_SHARES, Feature, GEMINI, LUNA, MOVE_SALT, MOVED_CALLS, NIGHT_FLOOR, NO_CACHE_SHARE,
+    NOVA, ONBOARDING_NO_CACHE_SHARE, ONBOARDING_SHARE, OVERSIZED_SHARE, RETRY_LOOP_SHARE,
     SCATTERED_LOOPS, SOL, SONNET, SPIKE_FACTOR, ScenarioParams, VOLUME_JITTER, catalogue,
 };
 use crate::dataset::{OVERSIZED_MODEL, SimModel, SimRequest, SimSession, Truth};
@@ -26,7 +26,7 @@ pub(super) struct Generator {
     /// The model moves' own stream: which sessions move, and how much.
     moves: SimRng,
     plan: Plan,
-    params: ScenarioParams,
+    pub(super) params: ScenarioParams,
     models: Vec<SimModel>,
     session_ids: HashSet<String>,
     request_ids: HashSet<String>,
@@ -66,7 +66,7 @@ impl Generator {
     }
 
     /// Relative volume of the hour starting at `t` (low at night, peak 15:00 UTC).
-    fn diurnal(t: DateTime<Utc>) -> f64 {
+    pub(super) fn diurnal(t: DateTime<Utc>) -> f64 {
         let h = f64::from(t.hour()) + 0.5;
         NIGHT_FLOOR + (-(h - 15.0).powi(2) / (2.0 * 4.0 * 4.0)).exp()
     }
@@ -178,6 +178,9 @@ impl Generator {
         let calls = match feature {
             Feature::SupportAgent | Feature::Onboarding => return self.support(false, 0.0),
             Feature::Triage => return self.triage(false),
+            Feature::Quotes => return self.quotes(false),
+            Feature::ReleaseNotes => return self.release_notes(false),
+            Feature::BulkTagging => return self.bulk_tagging(),
             Feature::Search => self.search(),
             Feature::Checkout => self.checkout(),
             Feature::Research => self.research(),
@@ -223,6 +226,7 @@ impl Generator {
             None => {
                 let (base, per_output) = match c.model {
                     SOL => (400, 15),
+                    GEMINI => (180, 4),
                     SONNET => (500, 20),
                     NOVA => (250, 8),
                     _ => (200, 6),
@@ -264,7 +268,7 @@ impl Generator {
     }
 
     /// Assigns ids, times, latencies and costs, and records the truth.
-    fn materialize(&mut self, feature: Feature, start: DateTime<Utc>, mut draft: Draft) {
+    pub(super) fn materialize(&mut self, feature: Feature, start: DateTime<Utc>, mut draft: Draft) {
         self.model_move(feature, start, &mut draft);
         let session_id = self.new_session_id(feature);
         let labels: BTreeMap<String, String> = [("feature", feature.name()), ("env", "prod")]

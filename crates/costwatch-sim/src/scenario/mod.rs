@@ -24,6 +24,12 @@
 //!   each session stays on Luna. The moves draw from a stream of their
 //!   own, so every other session is the same as without them.
 //!
+//! - `quotes`, `release-notes` and `bulk-tagging` (`evidence`): a model
+//!   whose cache minimum the shipped table states wrongly, broken for 90
+//!   minutes on day 2, and two groups of one session each on day 1: a
+//!   conversation that never caches (waste) and a batch of unrelated
+//!   prompts (not waste). Drawn after every other session.
+//!
 //! Layout: this file holds the tunables, the parameters, the features and
 //! [`generate`]; `models` the catalogue, `plan` the incident schedule,
 //! `calls` the calls before they become rows, `generator` the hour-by-hour
@@ -34,6 +40,7 @@
 
 pub mod adversarial;
 mod calls;
+mod evidence;
 mod features;
 mod generator;
 mod models;
@@ -42,7 +49,7 @@ mod plan;
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
-pub use self::models::{LUNA, NOVA, SOL, SONNET, catalogue};
+pub use self::models::{GEMINI, LUNA, NOVA, SOL, SONNET, catalogue};
 
 use self::generator::Generator;
 use super::dataset::Dataset;
@@ -106,6 +113,12 @@ pub const CHECKOUT_MOVE_SHARE: RangeInclusive<f64> = 0.40..=0.60;
 /// Calls of a session's sub-step sent to the premium model in a model move
 /// (fewer where the session would have none left on its small model).
 pub const MOVED_CALLS: RangeInclusive<usize> = 2..=4;
+/// `quotes` sessions a day (on Gemini), spread over the day like the rest.
+pub const QUOTES_PER_DAY: f64 = 220.0;
+/// Share of new `quotes` sessions whose prefix the release breaks.
+pub const QUOTES_BROKEN_SHARE: f64 = 0.5;
+/// Length of the `quotes` release that breaks the prefix, in minutes.
+pub const QUOTES_BROKEN_MINUTES: i64 = 90;
 /// Mixed into the seed of the model moves' own stream of draws.
 const MOVE_SALT: u64 = 0x6d6f_7665_d1ff_5eed;
 
@@ -164,6 +177,12 @@ pub enum Feature {
     LatencyTest,
     /// A group appearing on day 2, shaped like `support-agent`.
     Onboarding,
+    /// Short conversations on Gemini (cache minimum 1,024, 2,048 by the table).
+    Quotes,
+    /// A new service's only session: a conversation never cached.
+    ReleaseNotes,
+    /// A new service's only session: unrelated prompts.
+    BulkTagging,
 }
 
 impl Feature {
@@ -180,6 +199,9 @@ impl Feature {
             Feature::BatchExtract => "batch-extract",
             Feature::LatencyTest => "latency-test",
             Feature::Onboarding => "onboarding",
+            Feature::Quotes => "quotes",
+            Feature::ReleaseNotes => "release-notes",
+            Feature::BulkTagging => "bulk-tagging",
         }
     }
 }
@@ -197,5 +219,6 @@ fn run(mut g: Generator, p: &ScenarioParams) -> Dataset {
         }
     }
     g.scattered_loops();
+    g.evidence_situations();
     Dataset::new(catalogue(), g.sessions, g.truth)
 }

@@ -10,6 +10,10 @@ pub const LUNA: &str = "gpt-6-luna";
 pub const SOL: &str = "gpt-6.1-sol";
 /// The other premium model.
 pub const SONNET: &str = "claude-sonnet-5.5";
+/// A fast model whose provider caches prompts from 1,024 tokens, although
+/// the shipped caching table says 2,048 for its family (only the traffic
+/// can tell); no write premium.
+pub const GEMINI: &str = "gemini-3.6-flash";
 /// A cheap model without prompt cache.
 pub const NOVA: &str = "nova-lite";
 
@@ -39,5 +43,6 @@ pub fn catalogue() -> Vec<SimModel> {
         model(SOL, 2.50, Some(0.25), Some(3.125), 10.0),
         model(SONNET, 3.00, Some(0.30), Some(3.75), 15.0),
         model(NOVA, 0.20, None, None, 0.80),
+        model(GEMINI, 0.15, Some(0.0375), None, 0.60),
     ]
 }

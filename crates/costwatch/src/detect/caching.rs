@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// How many observations stand behind an observed minimum or lifetime.
-pub const KEEP: usize = 3;
+pub const KEEP: usize = 2;
 /// Buckets of the cached-share histogram, each `1 / BUCKETS` wide.
 pub const BUCKETS: usize = 20;
 /// The histogram's weight past which it is halved.
@@ -297,16 +297,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_minimum_needs_three_reads_and_is_the_third_smallest() {
+    fn the_minimum_needs_two_reads_and_is_the_second_smallest() {
         let mut m = ModelCaching::default();
         m.note_read(1_280);
         m.note_read(0);
-        m.note_read(1_024);
-        assert_eq!(m.min_cacheable(), None, "two reads are not enough");
+        assert_eq!(m.min_cacheable(), None, "one read is not enough");
         m.note_read(5_000);
         assert_eq!(m.min_cacheable(), Some(5_000));
         m.note_read(1_152);
-        assert_eq!(m.reads, vec![1_024, 1_152, 1_280]);
+        assert_eq!(m.reads, vec![1_152, 1_280]);
         assert_eq!(m.min_cacheable(), Some(1_280));
         // One odd row alone does not lower it below the others.
         m.note_read(3);
@@ -314,13 +313,13 @@ mod tests {
     }
 
     #[test]
-    fn the_lifetime_is_the_third_longest_pause_after_which_a_call_read() {
+    fn the_lifetime_is_the_second_longest_pause_after_which_a_call_read() {
         let mut m = ModelCaching::default();
         for g in [30, 400, 290, 310, 5] {
             m.note_gap(g);
         }
-        assert_eq!(m.read_gaps, vec![400, 310, 290]);
-        assert_eq!(m.lifetime(), Some(290));
+        assert_eq!(m.read_gaps, vec![400, 310]);
+        assert_eq!(m.lifetime(), Some(310));
     }
 
     #[test]

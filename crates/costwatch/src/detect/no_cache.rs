@@ -473,9 +473,6 @@ struct ModelPeers {
     model: String,
     count: usize,
     median: f64,
-    /// The smallest prefix seen read on the model: a call below it is not
-    /// judged against them.
-    min_seen: Option<u64>,
 }
 
 /// The model a session of a thin group is judged on, when its other
@@ -493,7 +490,6 @@ fn model_peers(s: &SessionRecord, cat: &Catalogue, rule: &NoCacheRule) -> Option
         model: m.model.clone(),
         count,
         median,
-        min_seen: seen.min_cacheable,
     })
 }
 
@@ -613,12 +609,11 @@ impl PeerWait {
     /// Whether the finding is decided by the end of `now`: `Some(true)` it
     /// stands, `Some(false)` it goes, `None` it waits on. With `min_peers`
     /// peers it stands when they cache; still too few once the wait is
-    /// over, unless the few seen cache nothing.
+    /// over, when the few seen cache. With no peer at all, nothing says
+    /// its group caches: it goes.
     pub fn decide(&self, now: DateTime<Utc>) -> Option<bool> {
-        let caches = self.median.is_none_or(|m| m >= self.min_peer_cached_share);
-        if self.peers >= self.min_peers {
-            Some(self.median.is_some() && caches)
-        } else if now >= self.until {
+        let caches = self.median.is_some_and(|m| m >= self.min_peer_cached_share);
+        if self.peers >= self.min_peers || now >= self.until {
             Some(caches)
         } else {
             None
@@ -631,8 +626,7 @@ impl PeerWait {
 /// A candidate of a group too thin to compare waits for its group's peers
 /// (`wait_for_peers`), unless it is a conversation ([`is_conversation`]) on
 /// a model whose other sessions cache: it is then judged against them at
-/// once, its calls below the smallest prefix seen read on that model left
-/// out. A feature broken from its first conversation is told.
+/// once. A feature broken from its first conversation is told.
 pub fn confirm(
     s: &SessionRecord,
     requests: &[RequestRecord],
@@ -646,16 +640,9 @@ pub fn confirm(
         .as_ref()
         .filter(|p| is_conversation(requests, &p.model));
     if let Some(by_model) = conversation {
-        let models: Vec<ModelCache> = check
-            .models
-            .iter()
-            .map(|m| ModelCache {
-                min_tokens: m.min_tokens.max(by_model.min_seen.unwrap_or(0)),
-                ..m.clone()
-            })
-            .collect();
-        if let Some(f) = uncached(s, requests, check, &models, Some(by_model), group, window) {
-            return Some(going_or_found(s, f, &models, rule, window));
+        let models = &check.models;
+        if let Some(f) = uncached(s, requests, check, models, Some(by_model), group, window) {
+            return Some(going_or_found(s, f, models, rule, window));
         }
     }
     let f = uncached(s, requests, check, &check.models, None, group, window)?;

@@ -19,6 +19,9 @@ const SOL: &str = "gpt-6.1-sol";
 const NOVA: &str = "nova-lite";
 /// A model whose catalogue entry gives a 4,096-token cacheable minimum.
 const OPUS: &str = "claude-opus-5";
+/// A model the shipped caching table says caches from 2,048 tokens (its
+/// family's entry), with no row of its own saying otherwise.
+const GEMINI: &str = "gemini-3.6-flash";
 
 fn models() -> Vec<ModelPrice> {
     let m = |id: &str, i: f64, c: Option<f64>, o: f64| ModelPrice {
@@ -38,6 +41,10 @@ fn models() -> Vec<ModelPrice> {
         m(SOL, 2.50, Some(0.25), 10.0),
         m(NOVA, 0.20, None, 0.80),
         opus,
+        ModelPrice {
+            cache_write_usd_per_mtok: None,
+            ..m(GEMINI, 0.15, Some(0.0375), 0.60)
+        },
     ]
 }
 
@@ -242,12 +249,16 @@ fn run_findings(
     let mut in_use: BTreeSet<String> = BTreeSet::new();
     let mut found = Vec::new();
     let mut held = Vec::new();
+    // As the pipeline does: the shipped caching table fills what the
+    // models' rows leave out, and what the traffic showed is carried.
+    let mut caching = CachingEvidence::default();
     for (i, sessions) in windows.into_iter().enumerate() {
         let w = window(i as i64);
-        let mut a = det.begin(
-            w,
-            Catalogue::new(models(), in_use.iter().map(String::as_str)),
-        );
+        let (priced, tabled) = crate::source::caching::fill(models());
+        let mut catalogue =
+            Catalogue::new(priced, in_use.iter().map(String::as_str)).with_tabled(tabled);
+        catalogue.learn(&caching);
+        let mut a = det.begin(w, catalogue);
         let mut before = HeldFindings::new(std::mem::take(&mut held));
         for s in sessions {
             before.saw(&s.session_id);
@@ -270,6 +281,7 @@ fn run_findings(
             confirmed.extend(det.confirm(c, &rows_of(c), w));
         }
         j.confirmed(confirmed);
+        caching.merge(&j.caching);
         // As the pipeline does: what was held stands once its session ended.
         let fresh = std::mem::take(&mut j.held);
         let settled = before.settle(w, fresh, &j.baselines);

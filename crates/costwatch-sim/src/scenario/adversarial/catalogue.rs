@@ -6,11 +6,12 @@
 //!
 //! The minimums follow the providers' published prompt-caching rules: 1,024
 //! tokens for most models, 2,048 for the small Claude models and 4,096 for
-//! the largest. A prefix stays cached for five minutes after its last use.
+//! the largest; 1,024 for Gemini's Flash models, which the shipped caching
+//! table of costwatch states as 2,048 for the family. A prefix stays cached for five minutes after its last use.
 
 use crate::dataset::SimModel;
 
-pub use super::super::models::{LUNA, NOVA, SOL, SONNET};
+pub use super::super::models::{GEMINI, LUNA, NOVA, SOL, SONNET};
 
 /// A small Claude model with a 2,048-token cache minimum (not premium).
 pub const HAIKU: &str = "claude-haiku-5";
@@ -30,7 +31,7 @@ pub const TINY_OUTPUT: u64 = 500;
 /// a prompt cache (or an unknown one).
 pub fn min_prefix(model: &str) -> Option<u64> {
     match model {
-        LUNA | SOL | SONNET => Some(1_024),
+        LUNA | SOL | SONNET | GEMINI => Some(1_024),
         HAIKU => Some(2_048),
         OPUS => Some(4_096),
         _ => None,
@@ -53,7 +54,7 @@ pub fn cache_blocks(tokens: u64) -> u64 {
     tokens / CACHE_BLOCK * CACHE_BLOCK
 }
 
-/// The family's catalogue: the first family's four models, a small Claude
+/// The family's catalogue: the first family's five models, a small Claude
 /// model and the largest one.
 pub fn catalogue() -> Vec<SimModel> {
     use super::super::models::model;
@@ -64,5 +65,6 @@ pub fn catalogue() -> Vec<SimModel> {
         model(HAIKU, 0.80, Some(0.08), Some(1.00), 4.00),
         model(OPUS, 15.0, Some(1.50), Some(18.75), 75.0),
         model(NOVA, 0.20, None, None, 0.80),
+        model(GEMINI, 0.15, Some(0.0375), None, 0.60),
     ]
 }

@@ -90,6 +90,10 @@ pub enum Situation {
     ModelMigration,
     /// A group whose design is a premium model on short prompts.
     PremiumNorm,
+    /// A new service's first conversation, its group's only session.
+    FirstConversation,
+    /// A new service's batch of unrelated prompts, its group's only session.
+    UnrelatedBatch,
     /// A sub-step's tiny calls sent to a premium model for hours, in all
     /// or part of the group's sessions, the rest of each session as it
     /// was: a move nobody declared.
@@ -122,6 +126,8 @@ impl Situation {
             Situation::ModelMigration => "model_migration",
             Situation::PremiumNorm => "premium_norm",
             Situation::ModelMove => "model_move",
+            Situation::FirstConversation => "first_conversation",
+            Situation::UnrelatedBatch => "unrelated_batch",
         }
     }
 }

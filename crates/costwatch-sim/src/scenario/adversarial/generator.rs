@@ -10,13 +10,14 @@
 use super::super::ScenarioParams;
 use super::draft::{Draft, Situation};
 use super::rows::Writer;
+use super::schedule::Span;
 use super::schedule::{Plan, within};
 use super::shapes::agents::{self, AgentLoop};
-use super::shapes::{conversations, routing};
+use super::shapes::{conversations, newcomers, routing};
 use super::{
-    AGENT_LOOP_SHARE, BATCH_BURST_SESSIONS, CONTRACT_QA_PER_DAY, FAQ_SPIKE_FACTOR, FEATURE_SHARES,
-    Feature, MOVE_SALT, MOVED_CALLS, NIGHT_FLOOR, SCATTERED_BLOCKED, SCATTERED_CYCLES,
-    SCATTERED_VALIDATION,
+    AGENT_LOOP_SHARE, BATCH_BURST_SESSIONS, CONTRACT_QA_PER_DAY, ESTIMATES_BROKEN_MINUTES,
+    ESTIMATES_PER_DAY, FAQ_SPIKE_FACTOR, FEATURE_SHARES, Feature, MOVE_SALT, MOVED_CALLS,
+    NIGHT_FLOOR, SCATTERED_BLOCKED, SCATTERED_CYCLES, SCATTERED_VALIDATION,
 };
 use crate::rng::SimRng;
 use chrono::{DateTime, Duration, Timelike, Utc};
@@ -170,6 +171,41 @@ impl Generator {
         Feature::Helpdesk
     }
 
+    /// `estimates` over every day, its release breaking the prefix on day
+    /// 1, and the two one-session services on day 2 (the last day of a
+    /// shorter run): drawn after every other session.
+    pub(super) fn newcomers(&mut self) {
+        let days = i64::from(self.params.days.max(1));
+        let start = self.params.start;
+        let from = start
+            + Duration::days(1.min(days - 1))
+            + Duration::minutes(self.rng.random_range(10 * 60..=18 * 60));
+        let minutes = self.rng.random_range(ESTIMATES_BROKEN_MINUTES);
+        let broken = Some(Span {
+            start: from,
+            end: from + Duration::minutes(minutes),
+        });
+        for hour in 0..days * 24 {
+            let t = start + Duration::hours(hour);
+            let day_total: f64 = (0..24).map(|h| Self::diurnal(t - Duration::hours(h))).sum();
+            let n = self.count(ESTIMATES_PER_DAY * Self::diurnal(t) / day_total);
+            for _ in 0..n {
+                let at = self.time_in(t, 60);
+                let draft = newcomers::estimates(&mut self.rng, within(broken, at));
+                self.writer
+                    .write(&mut self.rng, Feature::Estimates, at, draft);
+            }
+        }
+        let day = start + Duration::days(2.min(days - 1));
+        let at = self.time_in(day + Duration::hours(9), 8 * 60);
+        let draft = newcomers::changelog(&mut self.rng);
+        self.writer
+            .write(&mut self.rng, Feature::Changelog, at, draft);
+        let at = self.time_in(day + Duration::hours(9), 8 * 60);
+        let draft = newcomers::tagger(&mut self.rng);
+        self.writer.write(&mut self.rng, Feature::Tagger, at, draft);
+    }
+
     /// Drafts and writes one session of `feature` starting at `at`.
     fn session(&mut self, feature: Feature, at: DateTime<Utc>) {
         let mut draft = self.draft(feature, at);
@@ -237,6 +273,9 @@ impl Generator {
                 routing::summarize(rng, switched)
             }
             Feature::ContractQa => routing::contract_qa(rng),
+            Feature::Estimates => newcomers::estimates(rng, false),
+            Feature::Changelog => newcomers::changelog(rng),
+            Feature::Tagger => newcomers::tagger(rng),
         }
     }
 }

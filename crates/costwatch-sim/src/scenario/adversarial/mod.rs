@@ -77,8 +77,19 @@
 //! - `contract-qa`: a thin group appearing on day 1 (about 18 sessions a
 //!   day) whose design is Sonnet on short questions and long documents (not
 //!   waste).
+//! - `estimates` (Gemini, minimum 1,024, which costwatch's shipped table
+//!   states as 2,048): conversations of two to six calls from 1,040
+//!   tokens, 12% staying below the minimum (not waste); day 1, a release
+//!   breaks the prefix of 45% for one to two hours (waste where at least
+//!   two calls could have read).
+//! - `changelog` and `tagger`: two new services whose group is their only
+//!   session, on day 2: a conversation of 6 to 12 calls on Luna that never
+//!   reads the cache (waste) and a batch of unrelated prompts sharing
+//!   nothing (not waste).
 //!
-//! The model moves of `triage` and `checkout` draw from a stream of their
+//! `estimates`, `changelog` and `tagger` are drawn after every other
+//! session, so the draws before them stay as they were. The model moves of
+//! `triage` and `checkout` draw from a stream of their
 //! own, so every other session is the same as without them.
 //!
 //! Layout: this file holds the tunables, the features and [`generate`];
@@ -155,6 +166,10 @@ pub const CHECKOUT_MOVE_SHARE: RangeInclusive<f64> = 0.40..=0.60;
 /// Calls of a session's sub-step sent to the premium model in a model move
 /// (fewer where the session would have none left on its small model).
 pub const MOVED_CALLS: RangeInclusive<usize> = 2..=4;
+/// `estimates` sessions a day, spread over the day like the rest.
+pub const ESTIMATES_PER_DAY: f64 = 160.0;
+/// Length of the `estimates` release that breaks the prefix, in minutes.
+pub const ESTIMATES_BROKEN_MINUTES: RangeInclusive<i64> = 60..=120;
 /// Mixed into the seed of the model moves' own stream of draws.
 const MOVE_SALT: u64 = 0x6d6f_7665_d1ff_5eed;
 
@@ -186,6 +201,12 @@ pub enum Feature {
     Summarize,
     /// A thin new group on Sonnet.
     ContractQa,
+    /// Short conversations on Gemini.
+    Estimates,
+    /// A new service's only session: a conversation.
+    Changelog,
+    /// A new service's only session: unrelated prompts.
+    Tagger,
 }
 
 impl Feature {
@@ -204,6 +225,9 @@ impl Feature {
             Feature::FieldOps => "fieldops",
             Feature::Summarize => "summarize",
             Feature::ContractQa => "contract-qa",
+            Feature::Estimates => "estimates",
+            Feature::Changelog => "changelog",
+            Feature::Tagger => "tagger",
         }
     }
 
@@ -234,6 +258,7 @@ fn run(mut g: Generator, p: &ScenarioParams) -> (Dataset, Notes) {
     }
     g.scattered_loops();
     g.blocked_tools();
+    g.newcomers();
     let w = g.writer.finish();
     let dataset = Dataset::new(catalogue(), w.sessions, w.truth).without_breakdown(w.summary_only);
     (dataset, w.notes)

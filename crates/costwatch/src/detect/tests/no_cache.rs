@@ -386,7 +386,10 @@ fn a_new_groups_first_session_that_never_caches_is_found_once_its_peers_cache() 
     // works, and the conversations that cache come in the next windows.
     // Its own uncached share was all the group's history had: judged at
     // once, the group looked as if it did not cache, and it was missed.
-    let broken: &[u64] = &[1_300, 1_420, 1_560, 1_700];
+    // Prompts that rise and fall: not a conversation's shape, so its
+    // group's peers decide (a conversation is judged against its model's
+    // other sessions at once).
+    let broken: &[u64] = &[1_420, 1_300, 1_700, 1_560];
     let mut rows = HashMap::new();
     rows.insert("faq-broken".to_owned(), prompts("faq-broken", LUNA, broken));
     let peers = |w: i64| -> Vec<SessionRecord> {
@@ -423,7 +426,10 @@ fn a_new_groups_first_session_that_never_caches_is_found_once_its_peers_cache() 
 fn a_finding_whose_group_stays_thin_is_decided_when_the_wait_ends() {
     // A rare feature: one uncached conversation beside two that cache,
     // and no other session for a day.
-    let broken: &[u64] = &[1_300, 1_420, 1_560, 1_700];
+    // Prompts that rise and fall: not a conversation's shape, so its
+    // group's peers decide (a conversation is judged against its model's
+    // other sessions at once).
+    let broken: &[u64] = &[1_420, 1_300, 1_700, 1_560];
     let mut rows = HashMap::new();
     rows.insert(
         "rare-broken".to_owned(),
@@ -581,7 +587,9 @@ fn short_conversations_below_the_minimum_do_not_make_a_new_group_look_uncached()
     // Counted in the group's thin history, the short ones would make it a
     // group that does not cache.
     let short: [&[u64]; 3] = [&[880, 950, 1_030], &[910, 990, 1_060], &[900, 1_000, 1_090]];
-    let broken: &[u64] = &[1_026, 1_134, 1_330];
+    // Not a conversation's shape (the second prompt is shorter), so its
+    // group's peers decide.
+    let broken: &[u64] = &[1_134, 1_026, 1_330];
     let mut rows = HashMap::new();
     let mut first = vec![
         chat("faq-chat-0", "faq", 0, 3),
@@ -614,4 +622,206 @@ fn short_conversations_below_the_minimum_do_not_make_a_new_group_look_uncached()
     assert_eq!(ids(&found), ["faq-broken"], "{found:?}");
     assert_eq!(found[0].evidence["peers"], 5);
     assert_eq!(found[0].evidence["waited_for_peers"], true);
+}
+
+/// Rows of a conversation on `model`, starting 30 s into window `w`:
+/// each prompt holds the last one, its `answer` tokens and a new turn of
+/// `turn` tokens; `read` is what each call read from the cache.
+fn dialogue(
+    id: &str,
+    model: &str,
+    w: i64,
+    first: u64,
+    calls: usize,
+    (answer, turn): (u64, u64),
+    read: impl Fn(usize, u64) -> u64,
+) -> Vec<RequestRecord> {
+    let cat = Catalogue::new(models(), [LUNA]);
+    let start = window(w).start + Duration::seconds(30);
+    let mut input = first;
+    let mut prev = 0;
+    (0..calls)
+        .map(|k| {
+            if k > 0 {
+                input += answer + turn;
+            }
+            let mut r = request(id, k as u64, model, input, RequestStatus::Success);
+            r.created_at = start + Duration::seconds(20 * k as i64);
+            r.output_tokens = answer;
+            r.cached_tokens = read(k, prev);
+            r.cost_usd = cat
+                .cost(model, input, r.cached_tokens, answer)
+                .unwrap_or_default();
+            prev = input;
+            r
+        })
+        .collect()
+}
+
+/// The session of `rows`, in group `feature`, at its rows' times.
+fn session_of(id: &str, feature: &str, rows: &[RequestRecord]) -> SessionRecord {
+    let mut s = held_out_patterns::from_rows(id, feature, rows);
+    s.first_request_at = rows[0].created_at;
+    s.last_request_at = rows[rows.len() - 1].created_at;
+    s
+}
+
+/// Whole 128-token blocks of the previous prompt, after the first call.
+fn reads_previous(k: usize, prev: u64) -> u64 {
+    if k == 0 { 0 } else { prev / 128 * 128 }
+}
+
+/// A `quotes` group on Gemini for `windows` windows, four sessions each:
+/// conversations of two and three calls, each call after the first
+/// reading the last prompt (1,024 tokens on the second call, below the
+/// 2,048 the shipped table says the model needs).
+fn quotes_history(windows: i64) -> Vec<Vec<SessionRecord>> {
+    let mut history = healthy_history(windows, 6);
+    for (w, sessions) in history.iter_mut().enumerate() {
+        for k in 0..4 {
+            let id = format!("quotes-{w}-{k}");
+            let calls = 2 + k % 2;
+            let rows = dialogue(
+                &id,
+                GEMINI,
+                w as i64,
+                1_100,
+                calls,
+                (60, 40),
+                reads_previous,
+            );
+            sessions.push(session_of(&id, "quotes", &rows));
+        }
+    }
+    history
+}
+
+#[test]
+fn a_table_minimum_the_traffic_contradicts_gives_way_to_the_smallest_read_seen() {
+    // The shipped table says Gemini 3 caches from 2,048 tokens; hundreds of
+    // the group's sessions read 1,024-token prefixes. A release breaks the
+    // prefix of one conversation of 1,100 to 1,400 tokens.
+    let broken = dialogue("quotes-broken", GEMINI, 4, 1_100, 4, (60, 40), |_, _| 0);
+    let found = |history: Vec<Vec<SessionRecord>>| {
+        let s = session_of("quotes-broken", "quotes", &broken);
+        let mut windows = history;
+        windows.push(vec![s]);
+        windows.push(Vec::new());
+        let rows = HashMap::from([("quotes-broken".to_owned(), broken.clone())]);
+        run_findings(shipped_rules(), windows, &rows)
+            .into_iter()
+            .filter(|f| f.kind == Kind::NoCache)
+            .collect::<Vec<_>>()
+    };
+    let with_reads = found(quotes_history(4));
+    assert_eq!(ids(&with_reads), ["quotes-broken"], "{with_reads:?}");
+    let f = &with_reads[0];
+    assert_eq!(f.evidence["min_cacheable_tokens"][GEMINI], 1_024);
+    assert_eq!(
+        f.evidence["caching_facts_from"][GEMINI]["min_cacheable_tokens"],
+        "observed"
+    );
+    assert_eq!(
+        f.evidence["caching_facts_from"][GEMINI]["cache_lifetime_seconds"],
+        "table"
+    );
+    assert_eq!(cause(f, Cause::BelowMinimum).0, 0);
+    assert_eq!(cause(f, Cause::PrefixChanged).0, 3);
+    // Where the traffic shows nothing below it, the table stands: the
+    // same conversation's calls are all below 2,048 tokens.
+    let mut no_reads = quotes_history(4);
+    for sessions in &mut no_reads {
+        sessions.retain(|s| !s.session_id.starts_with("quotes-"));
+    }
+    assert!(found(no_reads).is_empty());
+}
+
+/// The findings of `id` (its `rows`, alone in its group `feature`) after
+/// four windows of healthy Luna traffic, over `after` more windows.
+fn lone(id: &str, feature: &str, rows: Vec<RequestRecord>, after: usize) -> Vec<Finding> {
+    let s = session_of(id, feature, &rows);
+    let mut windows = healthy_history(4, 6);
+    windows.push(vec![s]);
+    windows.extend(std::iter::repeat_with(Vec::new).take(after));
+    let rows = HashMap::from([(id.to_owned(), rows)]);
+    run_findings(shipped_rules(), windows, &rows)
+        .into_iter()
+        .filter(|f| f.kind == Kind::NoCache)
+        .collect()
+}
+
+#[test]
+fn a_lone_first_conversation_that_never_caches_on_a_model_others_cache_is_found_at_once() {
+    // A new service's only session: 12 calls whose prompt grows from
+    // 3,025 tokens by the last answer and a new turn, on the model every
+    // other group's conversations cache. Its group has nobody to compare.
+    let rows = dialogue("research-1", LUNA, 4, 3_025, 12, (180, 90), |_, _| 0);
+    let found = lone("research-1", "research", rows, 1);
+    assert_eq!(ids(&found), ["research-1"], "{found:?}");
+    let f = &found[0];
+    assert_eq!(
+        f.window,
+        window(4),
+        "decided in its own window, not a day later"
+    );
+    assert_eq!(f.evidence["judged_against"], "model");
+    assert_eq!(f.evidence["conversation"], true);
+    assert_eq!(f.evidence["model_peers"]["model"], LUNA);
+    assert!(f.evidence["model_peers"]["sessions"].as_u64().unwrap() >= 5);
+    assert_eq!(cause(f, Cause::PrefixChanged).0, 11, "{}", f.evidence);
+    assert!(
+        f.explanation
+            .contains("other sessions on gpt-6-luna cached a median")
+            && f.explanation.contains("grow call by call"),
+        "{}",
+        f.explanation
+    );
+}
+
+#[test]
+fn a_lone_batch_that_never_caches_keeps_the_wait_and_is_dropped() {
+    // A new service's only session: unrelated prompts, rising and
+    // falling, on the same model. Nothing says they share a prefix.
+    let sizes = [2_100, 1_300, 3_400, 1_800, 2_900, 1_500, 3_800, 2_200];
+    let rows: Vec<RequestRecord> = prompts("tagging-1", LUNA, &sizes)
+        .into_iter()
+        .map(|mut r| {
+            r.created_at = window(4).start + (r.created_at - window(0).start);
+            r
+        })
+        .collect();
+    assert!(lone("tagging-1", "tagging", rows.clone(), 3).is_empty());
+    // A day on, its group still has only itself, which caches nothing.
+    let later = lone("tagging-1", "tagging", rows, 97);
+    assert!(
+        later.is_empty(),
+        "{:?}",
+        later.iter().map(|f| &f.explanation).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_pause_the_traffic_shows_the_cache_outlives_is_not_ttl_expired() {
+    // Luna's rule default says a prefix lives 5 minutes; the traffic shows
+    // reads after pauses of 8 minutes.
+    let cat = |gaps: &[u64]| {
+        let mut evidence = CachingEvidence::default();
+        if let Some(m) = evidence.model_mut(LUNA) {
+            for &g in gaps {
+                m.note_gap(g);
+            }
+        }
+        let mut c = Catalogue::new(models(), [LUNA]);
+        c.learn(&evidence);
+        c
+    };
+    let rules = shipped_rules();
+    let rule = &rules.no_cache[0];
+    let (lifetime, from) =
+        crate::detect::no_cache::cache_lifetime_from(LUNA, &cat(&[480, 500, 490]), rule);
+    assert_eq!((lifetime.as_secs(), from), (490, FactFrom::Observed));
+    // Shorter pauses than the prior teach nothing.
+    let (lifetime, from) =
+        crate::detect::no_cache::cache_lifetime_from(LUNA, &cat(&[30, 40]), rule);
+    assert_eq!((lifetime, from), (rule.cache_lifetime, FactFrom::Rule));
 }

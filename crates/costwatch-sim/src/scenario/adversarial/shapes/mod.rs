@@ -7,6 +7,7 @@
 
 pub(super) mod agents;
 pub(super) mod conversations;
+pub(super) mod newcomers;
 pub(super) mod routing;
 
 use super::draft::{Draft, NewCall};
