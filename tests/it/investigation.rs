@@ -339,8 +339,9 @@ async fn a_model_that_never_stops_is_capped_and_the_alert_still_goes_out_with_th
 /// What the model's prompt estimator learned is kept in the state
 /// database: after a restart (a new store and model client on the same
 /// file), the first call of a run on another incident is estimated within
-/// 10% above the model's count, where a process on an empty state starts
-/// from the bound's prior, far above it.
+/// 15% above the model's count (bounded from other incidents' digests,
+/// whose text differs), where a process on an empty state starts from the
+/// bound's prior, half as much again above it or more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_prompt_calibration_survives_a_restart() {
     use costwatch::domain::Kind;
@@ -390,7 +391,7 @@ async fn the_prompt_calibration_survives_a_restart() {
                 r.index
             );
             assert!(estimate >= count, "{estimate} < {count}");
-            assert!(estimate * 10 <= count * 11, "{estimate} vs {count}");
+            assert!(estimate * 100 <= count * 115, "{estimate} vs {count}");
         }
     }
     assert_eq!(
@@ -415,7 +416,7 @@ async fn the_prompt_calibration_survives_a_restart() {
     let r = &again[0].investigation.as_ref().unwrap().transcript[0];
     let count = r.usage.unwrap().prompt_tokens;
     assert!(
-        r.request.estimated_prompt_tokens * 10 > count * 11,
+        r.request.estimated_prompt_tokens * 2 > count * 3,
         "uncalibrated: {} vs {count}",
         r.request.estimated_prompt_tokens
     );

@@ -614,7 +614,7 @@ async fn a_drill_down_asks_the_server_for_the_session_where_it_can() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_definitions_price_calls_by_name_date_and_tier() {
-    use costwatch_sim::scenario::{LUNA, NOVA, SOL, SONNET};
+    use costwatch_sim::scenario::{GEMINI, LUNA, NOVA, SOL, SONNET};
     let sim = sim().await;
     let (r, _) = reader(&sim, &settings(SessionKey::Session, 200));
     let Published::Rules(rules) = r.published().await.unwrap() else {
@@ -667,7 +667,7 @@ async fn model_definitions_price_calls_by_name_date_and_tier() {
         .into_iter()
         .map(|m| m.id)
         .collect();
-    assert_eq!(listed, [SONNET, LUNA, SOL], "by name");
+    assert_eq!(listed, [SONNET, GEMINI, LUNA, SOL], "by name");
 
     let (refused, _) = reader_with(
         &sim,

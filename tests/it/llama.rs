@@ -336,14 +336,26 @@ async fn three_runs(counting: Counting) -> Vec<Estimated> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_real_model_server_speaks_the_protocol_and_the_caps_hold() {
     let table = three_runs(Counting::Bound).await;
-    // Usage is the server's own count. Within a run, after its first call,
-    // no estimate is below it (a run's first call can be: another digest
-    // may tokenize more densely than any seen; BENCHMARKS.md says by how
-    // much).
+    // Usage is the server's own count. Within a run, a later call of a
+    // kind is never estimated below it. A run's first call can be
+    // (another digest may tokenize more densely than any seen;
+    // BENCHMARKS.md says by how much), and so can its answer: the
+    // template leaves the tools out of it and renders the run's tool
+    // calls its own way, learned from the switches of earlier runs only,
+    // so it is held within 5% below (the cap check after the call
+    // catches the rest).
     for (what, estimate, count) in &table {
+        if what.ends_with("first") {
+            continue;
+        }
+        let floor = if *what == "answer" {
+            count * 95 / 100
+        } else {
+            *count
+        };
         assert!(
-            what.ends_with("first") || estimate >= count,
-            "{what}: estimate {estimate} below the count {count}"
+            *estimate >= floor,
+            "{what}: estimate {estimate} below {floor} (count {count})"
         );
     }
 }

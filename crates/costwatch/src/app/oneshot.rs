@@ -85,6 +85,10 @@ pub struct Probe {
     /// shipped caching facts give (the rules' defaults stand in), in name
     /// order.
     pub models_without_caching_facts: Vec<String>,
+    /// The caching facts of each cache-capable model in use, as no_cache
+    /// judges with them (the first no_cache rule's), from the state
+    /// database's evidence and the hour's reads; in name order.
+    pub caching_facts: Vec<crate::detect::no_cache::CachingFacts>,
 }
 
 /// Reads the source's catalogue and its last hour when it can be read: an
@@ -101,8 +105,7 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
     }
     let source = gateway(&probe_cfg).await?;
     let setting = |e| AppError::setup(format!("source ({})", cfg.source.kind()), e);
-    let prices =
-        crate::source::caching::with_caching_facts(source.models().await.map_err(setting)?);
+    let (prices, tabled) = crate::source::caching::fill(source.models().await.map_err(setting)?);
     let models = prices.len();
     let window = Window {
         start: now - chrono::TimeDelta::hours(1),
@@ -110,25 +113,43 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
     };
     let (mut sessions, mut cache_unreported_sessions) = (0, 0);
     let mut in_use = std::collections::BTreeSet::new();
+    let mut evidence = stored_caching_evidence(&cfg.state.url).await;
     let stats = source
         .sessions(window, |s| {
             sessions += 1;
             cache_unreported_sessions += u64::from(s.cache_unreported);
             for m in s.by_model {
+                if m.cached_tokens > 0
+                    && let Some(e) = evidence.model_mut(&m.model)
+                {
+                    e.note_read(m.cached_tokens.min(m.input_tokens));
+                }
                 in_use.insert(m.model);
             }
         })
         .await
         .map_err(setting)?;
     let models_without_caching_facts = in_use
-        .into_iter()
-        .filter(|m| {
+        .iter()
+        .filter(|&m| {
             prices
                 .iter()
                 .find(|p| &p.id == m)
                 .is_some_and(crate::source::caching::lacks_facts)
         })
+        .cloned()
         .collect();
+    let mut catalogue = crate::detect::Catalogue::new(prices, in_use.iter().map(String::as_str))
+        .with_tabled(tabled);
+    catalogue.learn(&evidence);
+    let caching_facts = match cfg.rules.no_cache.first() {
+        Some(rule) => in_use
+            .iter()
+            .filter(|m| catalogue.supports_cache(m))
+            .map(|m| crate::detect::no_cache::CachingFacts::of(m, &catalogue, rule))
+            .collect(),
+        None => Vec::new(),
+    };
     Ok(Some(Probe {
         kind: cfg.source.kind(),
         models,
@@ -139,7 +160,23 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
         unpriced_calls: stats.unpriced_calls,
         cache_unreported_sessions,
         models_without_caching_facts,
+        caching_facts,
     }))
+}
+
+/// What the state database kept of the models' caches; nothing where it
+/// does not exist yet or cannot be read (a check creates nothing).
+async fn stored_caching_evidence(url: &str) -> crate::detect::CachingEvidence {
+    if sqlite_path(url).is_some_and(|p| !p.exists()) {
+        return crate::detect::CachingEvidence::default();
+    }
+    match SqlStore::open(url).await {
+        Ok(store) => {
+            use crate::store::WindowStore;
+            store.caching_evidence().await.unwrap_or_default()
+        }
+        Err(_) => crate::detect::CachingEvidence::default(),
+    }
 }
 
 /// The file of a `sqlite:` URL (none for other schemes or in-memory databases).

@@ -161,6 +161,7 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
             costwatch::source::caching::collected()
         ));
     }
+    out.extend(p.caching_facts.iter().map(|f| f.line()));
     if p.unpriced_calls > 0 {
         out.push(format!(
             "warning: {} calls have no cost from the source and a model missing from the \

@@ -825,3 +825,28 @@ fn a_pause_the_traffic_shows_the_cache_outlives_is_not_ttl_expired() {
         crate::detect::no_cache::cache_lifetime_from(LUNA, &cat(&[30, 40]), rule);
     assert_eq!((lifetime, from), (rule.cache_lifetime, FactFrom::Rule));
 }
+
+#[test]
+fn caching_facts_name_the_table_value_the_traffic_contradicts() {
+    let mut evidence = CachingEvidence::default();
+    let m = evidence.model_mut(GEMINI).unwrap();
+    m.note_read(1_024);
+    m.note_read(1_152);
+    let facts = crate::detect::no_cache::CachingFacts::of_evidence(&evidence);
+    assert_eq!(facts.len(), 1);
+    assert_eq!(
+        facts[0].line(),
+        "caching facts: gemini-3.6-flash: minimum 1152 tokens (observed; the shipped table \
+         says 2048 tokens), lifetime 3600 s (table)"
+    );
+    // A model the table knows nothing of, which reads: the rule's default
+    // minimum gives way, and no table is named.
+    let m = evidence.model_mut("house-model").unwrap();
+    m.note_read(512);
+    m.note_read(640);
+    let facts = crate::detect::no_cache::CachingFacts::of_evidence(&evidence);
+    assert_eq!(
+        facts[1].line(),
+        "caching facts: house-model: minimum 640 tokens (observed), lifetime 300 s (rule)"
+    );
+}

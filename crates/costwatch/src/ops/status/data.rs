@@ -406,6 +406,10 @@ pub struct SourceView {
     pub lease_holder: Option<String>,
     /// When that lease runs out unless renewed.
     pub lease_expires: Option<DateTime<Utc>>,
+    /// What no_cache judges each model the traffic showed something of
+    /// with (rule defaults, shipped table), naming a table value the
+    /// traffic contradicts.
+    pub caching_facts: Vec<crate::detect::no_cache::CachingFacts>,
 }
 
 /// The gateway's incident.
@@ -674,6 +678,10 @@ async fn source(store: &SqlStore, job: &str) -> Result<SourceView, StoreError> {
         });
     let last = store.last_done_window(job).await?;
     let lease = store.lease(&format!("job:{job}")).await?;
+    let caching_facts = {
+        use crate::store::WindowStore;
+        crate::detect::no_cache::CachingFacts::of_evidence(&store.caching_evidence().await?)
+    };
     Ok(SourceView {
         job: job.to_owned(),
         healthy: !incident.as_ref().is_some_and(|i| i.open),
@@ -682,6 +690,7 @@ async fn source(store: &SqlStore, job: &str) -> Result<SourceView, StoreError> {
         last_read_window: last.map(|w| (w.row.window.start, w.row.window.end)),
         lease_holder: lease.as_ref().map(|l| l.holder.clone()),
         lease_expires: lease.map(|l| l.expires_at),
+        caching_facts,
     })
 }
 

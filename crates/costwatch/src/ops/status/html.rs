@@ -434,6 +434,13 @@ fn source(out: &mut String, s: &Status) -> fmt::Result {
         return Ok(());
     };
     source_facts(out, src, s)?;
+    if !src.caching_facts.is_empty() {
+        out.push_str("<ul class=\"caching\">");
+        for f in &src.caching_facts {
+            write!(out, "<li>{}</li>", text(&f.line()))?;
+        }
+        out.push_str("</ul>\n");
+    }
     out.push_str("</section>\n");
     Ok(())
 }

@@ -174,6 +174,15 @@ fn hostile_status(now: DateTime<Utc>) -> Status {
             last_read_window: Some((at(9, 0), at(10, 0))),
             lease_holder: Some(HOSTILE.into()),
             lease_expires: Some(at(11, 30)),
+            caching_facts: vec![crate::detect::no_cache::CachingFacts {
+                model: HOSTILE.into(),
+                min_cacheable_tokens: 1_024,
+                min_cacheable_from: crate::detect::FactFrom::Observed,
+                cache_lifetime_seconds: 300,
+                cache_lifetime_from: crate::detect::FactFrom::Table,
+                contradicted_min: Some((2_048, crate::detect::FactFrom::Table)),
+                contradicted_lifetime: None,
+            }],
         }),
         budget: Section::Failed {
             error: HOSTILE.into(),
@@ -208,9 +217,9 @@ fn every_value_from_the_state_is_escaped_and_no_markup_gets_through() {
     // The top group, the last incident's kind, severity and group, the
     // open incident's kind, severity, group and error, the finding's five
     // strings, the silence's three, the window's two, the job, the
-    // source's error and lease holder, the replica's name and reason, and
-    // the budget's error.
-    assert_eq!(page.matches(escaped).count(), 24, "{page}");
+    // source's error and lease holder, the model of its caching facts, the
+    // replica's name and reason, and the budget's error.
+    assert_eq!(page.matches(escaped).count(), 25, "{page}");
 }
 
 #[test]
@@ -246,6 +255,7 @@ fn each_section_says_none_when_there_is_nothing() {
             last_read_window: None,
             lease_holder: None,
             lease_expires: None,
+            caching_facts: Vec::new(),
         }),
         budget: Section::Read(BudgetView {
             enabled: false,

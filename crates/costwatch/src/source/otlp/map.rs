@@ -84,14 +84,14 @@ pub fn map_spans(
         } else {
             Labels::new()
         };
-        let service = resource.text("service.name").unwrap_or_default();
         for ss in &rs.scope_spans {
             let ctx = Context {
                 mapping,
                 resource,
                 resource_labels: &from_resource,
                 accept: (accept_from, accept_until),
-                instrumentation: instrumentation(&service, ss.scope.as_ref()),
+                scope: ss.scope.as_ref().filter(|s| !s.name.is_empty()),
+                keys: Default::default(),
             };
             ctx.map_scope(&ss.spans, &mut out, &mut traces_named);
         }
@@ -100,14 +100,27 @@ pub fn map_spans(
 }
 
 /// The call rows' [`instrumentation`](CallRow::instrumentation) of a
-/// scope's spans: `[service.name, scope name, scope version]` as JSON, each
-/// cut to [`MAX_LABEL_CHARS`]; `None` without a scope name (nothing then
-/// tells one instrumentation from another).
-fn instrumentation(service: &str, scope: Option<&InstrumentationScope>) -> Option<Arc<str>> {
-    let scope = scope.filter(|s| !s.name.is_empty())?;
-    let parts = [service, scope.name.as_str(), scope.version.as_str()]
-        .map(|p| attrs::bounded(p, MAX_LABEL_CHARS));
-    serde_json::to_string(&parts).ok().map(Arc::from)
+/// span of `scope`: `[scope name, scope version, provider, server.address,
+/// model]` as JSON, each cut to [`MAX_LABEL_CHARS`]. An instrumentation
+/// that writes a cache-read count only when it is above 0 does so for
+/// every service it runs in; what may differ is whether the provider
+/// behind an endpoint returns the count for a model, so a key names the
+/// instrumentation and that endpoint's model, not the service.
+fn instrumentation(
+    scope: &InstrumentationScope,
+    provider: &str,
+    server: &str,
+    model: &str,
+) -> String {
+    let parts = [
+        scope.name.as_str(),
+        scope.version.as_str(),
+        provider,
+        server,
+        model,
+    ]
+    .map(|p| attrs::bounded(p, MAX_LABEL_CHARS));
+    serde_json::to_string(&parts).unwrap_or_default()
 }
 
 impl Context<'_> {
@@ -174,8 +187,12 @@ struct Context<'a> {
     resource: Attrs<'a>,
     resource_labels: &'a Labels,
     accept: (DateTime<Utc>, DateTime<Utc>),
-    /// The scope's [`instrumentation`] key.
-    instrumentation: Option<Arc<str>>,
+    /// The instrumentation scope, where it has a name (nothing else tells
+    /// one instrumentation from another).
+    scope: Option<&'a InstrumentationScope>,
+    /// The scope's [`instrumentation`] keys made so far, shared by the
+    /// calls that have them.
+    keys: std::cell::RefCell<std::collections::HashMap<String, Arc<str>>>,
 }
 
 impl Context<'_> {
@@ -194,6 +211,26 @@ impl Context<'_> {
         let used = usage(attrs, self.mapping.input_tokens)?;
         let (session_id, conversation) = self.session(attrs, &trace_id)?;
         let (status, http_status, error_type) = outcome(span, attrs);
+        let provider = attrs
+            .text("gen_ai.provider.name")
+            .or_else(|| attrs.text("gen_ai.system"));
+        let instrumentation = self.scope.map(|scope| {
+            let server = attrs.str("server.address").unwrap_or_default();
+            let key = instrumentation(
+                scope,
+                provider.as_deref().unwrap_or_default(),
+                server,
+                &model,
+            );
+            let mut keys = self.keys.borrow_mut();
+            match keys.get(&key) {
+                Some(k) => k.clone(),
+                None => keys
+                    .entry(key)
+                    .or_insert_with_key(|k| Arc::from(k.as_str()))
+                    .clone(),
+            }
+        });
         let row = CallRow {
             request_id: span_id,
             session_id,
@@ -205,14 +242,12 @@ impl Context<'_> {
             input_tokens: used.input,
             cached_tokens: used.cache_read,
             cache_reported: used.cache_read_reported,
-            instrumentation: self.instrumentation.clone(),
+            instrumentation,
             cache_write_tokens: used.cache_write,
             output_tokens: used.output,
             cost_usd: None,
             labels: self.labels(attrs),
-            provider: attrs
-                .text("gen_ai.provider.name")
-                .or_else(|| attrs.text("gen_ai.system")),
+            provider,
         };
         Ok((
             SpanCall {

@@ -52,11 +52,12 @@
 //!   [`InputTokens`]); missing cache counts are 0, and a missing cache-read
 //!   count marks the call's cache reads as not reported
 //!   (`CallRow::cache_reported`) on the span itself. Every call names its
-//!   instrumentation (`CallRow::instrumentation`: `service.name`, scope
-//!   name and version), from which the row source decides: where the same
-//!   instrumentation reported a cache-read count on another call of the
-//!   window or its lookback, a call without one read 0 (see
-//!   `crate::source::rows`). A span without any
+//!   instrumentation (`CallRow::instrumentation`: scope name and version,
+//!   provider, `server.address` and model, whatever the service), from
+//!   which the row source decides: where the same instrumentation
+//!   reported a cache-read count on another call of the window or its
+//!   lookback, to the same endpoint's model, a call without one read 0
+//!   (see `crate::source::rows`). A span without any
 //!   token count is a call of 0 tokens, counted in
 //!   [`Mapped::without_usage`] unless it failed.
 //! - Status `ERROR` is a failed call: `error.type`, else the status

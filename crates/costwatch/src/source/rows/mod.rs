@@ -55,9 +55,10 @@ pub struct CallRow {
     /// [`RowSource`]).
     pub cache_reported: bool,
     /// What wrote the call's usage, where a row may leave a cache-read
-    /// count of 0 out: for an OpenTelemetry span, its service
-    /// (`service.name`) and instrumentation scope (name and version), as
-    /// the JSON array `["chat-api", "opentelemetry.instrumentation.genai.openai", "1.3b0"]`.
+    /// count of 0 out: for an OpenTelemetry span, its instrumentation
+    /// scope (name and version) and the endpoint's model it called
+    /// (provider, `server.address`, model), as the JSON array
+    /// `["opentelemetry.instrumentation.genai.openai", "1.3b0", "openai", "api.openai.com", "gpt-4o"]`.
     /// `None` for systems that always report cache reads (LiteLLM,
     /// Langfuse) and for spans without a scope name. [`RowSource`] reads a
     /// call without a cache-read count as 0 cached when another call of

@@ -9,11 +9,15 @@
 //! before it (`opentelemetry-instrumentation-openai-v2` 2.4b0) never writes
 //! it on chat spans. A span without the count is the same in both, so the
 //! difference is learned from the other spans: an instrumentation
-//! ([`CallRow::instrumentation`]: service, scope name and version) that
-//! reported a cache-read count on any call read for a window reports them,
-//! and its calls without one read 0 cached. An instrumentation that never
-//! did stays "not reported", so a source that cannot tell says nothing
-//! about caching and is never judged for no_cache.
+//! ([`CallRow::instrumentation`]: scope name and version, with the
+//! provider, endpoint and model it called) that reported a cache-read
+//! count on any call read for a window reports them, and its calls without
+//! one read 0 cached, in whichever service: a new service whose first
+//! conversation never reads the cache is known to read 0 where another
+//! service's calls to the same model read it. An instrumentation that
+//! never did, or a model no call of it was seen reading, stays "not
+//! reported", so a source that cannot tell says nothing about caching and
+//! is never judged for no_cache.
 //!
 //! The rule, so that reading order never changes what is found: for the
 //! window `[start, end)`, an instrumentation reports cache reads when one of

@@ -334,15 +334,16 @@ async fn sessions_come_out_by_first_call_then_id() {
     assert_eq!(ids, ["a", "b"]);
 }
 
-/// The instrumentation key of `service`'s spans from the 1.3b0 OpenAI
-/// instrumentation (`new`) or from 2.4b0 (`!new`).
-fn otel(service: &str, new: bool) -> String {
+/// The instrumentation key of spans from the 1.3b0 OpenAI
+/// instrumentation (`new`) or from 2.4b0 (`!new`) calling `model` on
+/// OpenAI's endpoint.
+fn otel(model: &str, new: bool) -> String {
     let (scope, version) = if new {
         ("opentelemetry.instrumentation.genai.openai", "1.3b0")
     } else {
         ("opentelemetry.instrumentation.openai_v2", "2.4b0")
     };
-    serde_json::to_string(&[service, scope, version]).unwrap()
+    serde_json::to_string(&[scope, version, "openai", "api.openai.com", model]).unwrap()
 }
 
 /// A call of `instrumentation` that read `cached` tokens, written the way
@@ -374,21 +375,22 @@ async fn unreported(src: &RowSource<Memory>, w: Window) -> BTreeMap<String, bool
 
 #[tokio::test]
 async fn a_call_without_a_cache_read_count_read_zero_where_its_instrumentation_reports_them() {
-    let new = otel("chat", true);
-    let old = otel("chat", false);
-    let elsewhere = otel("search", true);
+    let new = otel("gpt-4o-mini", true);
+    let old = otel("gpt-4o-mini", false);
+    let elsewhere = otel("gpt-4o", true);
     let calls = vec![
-        // 1.3b0 in the chat service: one conversation reads the cache...
+        // 1.3b0 calling gpt-4o-mini: one conversation reads the cache...
         span_call("a1", "caching", t(10, 1), &new, 0),
         span_call("a2", "caching", t(10, 2), &new, 1500),
-        // ...so one that never did is known to have read 0.
+        // ...so one that never did, in whichever service, is known to
+        // have read 0.
         span_call("b1", "never", t(10, 3), &new, 0),
         span_call("b2", "never", t(10, 4), &new, 0),
         // 2.4b0 never writes the count: unknown, whatever 1.3b0 does.
         span_call("c1", "old", t(10, 5), &old, 0),
         span_call("c2", "old", t(10, 6), &old, 0),
-        // The same instrumentation in another service that never read
-        // the cache says nothing about its reads.
+        // The same instrumentation calling a model no call was seen
+        // reading says nothing about its reads.
         span_call("d1", "search", t(10, 7), &elsewhere, 0),
         span_call("d2", "search", t(10, 8), &elsewhere, 0),
         // Without an instrumentation (no scope name), unknown.
@@ -412,7 +414,7 @@ async fn a_call_without_a_cache_read_count_read_zero_where_its_instrumentation_r
 
 #[tokio::test]
 async fn a_failed_call_does_not_make_a_session_reported_nor_an_instrumentation_a_reporter() {
-    let new = otel("chat", true);
+    let new = otel("gpt-4o-mini", true);
     let mut failed = span_call("a2", "never", t(10, 2), &new, 0);
     failed.status = RequestStatus::Error;
     let calls = vec![span_call("a1", "never", t(10, 1), &new, 0), failed];
@@ -427,7 +429,7 @@ async fn a_failed_call_does_not_make_a_session_reported_nor_an_instrumentation_a
 /// first, in a later window) and 11:20 (within the hour before the second
 /// conversation's window, 12:15, but not before the third's, 12:45).
 fn learning_calls() -> Vec<CallRow> {
-    let new = otel("chat", true);
+    let new = otel("gpt-4o-mini", true);
     vec![
         span_call("n1", "early", t(10, 5), &new, 0),
         span_call("n2", "early", t(10, 10), &new, 0),
@@ -479,7 +481,7 @@ async fn what_the_carry_learns_is_what_each_window_read_whole_learns() {
 
 #[tokio::test]
 async fn a_report_read_later_in_the_same_window_counts_for_the_calls_read_before_it() {
-    let new = otel("chat", true);
+    let new = otel("gpt-4o-mini", true);
     let calls = vec![
         span_call("b1", "never", t(10, 1), &new, 0),
         span_call("b2", "never", t(10, 2), &new, 0),

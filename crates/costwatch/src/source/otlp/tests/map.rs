@@ -703,7 +703,7 @@ fn the_openai_sdk_error_gives_its_class_and_http_status() {
 }
 
 #[test]
-fn every_call_names_its_service_and_instrumentation_scope() {
+fn every_call_names_its_instrumentation_scope_and_the_endpoints_model() {
     use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
     let scoped = |name: &str, version: &str, spans: Vec<Span>| ScopeSpans {
         scope: Some(InstrumentationScope {
@@ -714,20 +714,34 @@ fn every_call_names_its_service_and_instrumentation_scope() {
         spans,
         ..ScopeSpans::default()
     };
+    let genai = "opentelemetry.instrumentation.genai.openai";
+    let openai = |span: Span, server: &str| {
+        with(
+            span,
+            vec![
+                text("gen_ai.provider.name", "openai"),
+                text("server.address", server),
+            ],
+        )
+    };
     let mut req = request(
         vec![text("service.name", "support-agent")],
         vec![chat(1, 1, 0, "m", 100, 5)],
     );
     req.resource_spans[0].scope_spans = vec![
         scoped(
-            "opentelemetry.instrumentation.genai.openai",
+            genai,
             "1.3b0",
             vec![
-                with(
-                    chat(1, 1, 0, "m", 4000, 5),
-                    vec![int("gen_ai.usage.cache_read.input_tokens", 3000)],
+                openai(
+                    with(
+                        chat(1, 1, 0, "m", 4000, 5),
+                        vec![int("gen_ai.usage.cache_read.input_tokens", 3000)],
+                    ),
+                    "api.openai.com",
                 ),
-                chat(1, 2, 1, "m", 4000, 5),
+                openai(chat(1, 2, 1, "m", 4000, 5), "api.openai.com"),
+                openai(chat(1, 5, 1, "m", 4000, 5), "proxy.internal"),
             ],
         ),
         scoped("", "", vec![chat(1, 3, 2, "m", 100, 5)]),
@@ -736,6 +750,17 @@ fn every_call_names_its_service_and_instrumentation_scope() {
         spans: vec![chat(1, 4, 3, "m", 100, 5)],
         ..ScopeSpans::default()
     });
+    // Another service, the same instrumentation and endpoint's model.
+    let mut research = request(
+        vec![text("service.name", "research")],
+        vec![chat(2, 1, 4, "m", 100, 5)],
+    );
+    research.resource_spans[0].scope_spans = vec![scoped(
+        genai,
+        "1.3b0",
+        vec![openai(chat(2, 6, 4, "m", 4000, 5), "api.openai.com")],
+    )];
+    req.resource_spans.extend(research.resource_spans);
     let m = map_spans(
         &req,
         &SpanMapping::default(),
@@ -747,17 +772,22 @@ fn every_call_names_its_service_and_instrumentation_scope() {
         .iter()
         .map(|c| (c.row.cache_reported, c.row.instrumentation.as_deref()))
         .collect();
-    let key = r#"["support-agent","opentelemetry.instrumentation.genai.openai","1.3b0"]"#;
+    let key = |server: &str| format!(r#"["{genai}","1.3b0","openai","{server}","m"]"#);
+    let (direct, proxy) = (key("api.openai.com"), key("proxy.internal"));
     assert_eq!(
         got,
         vec![
-            (true, Some(key)),
+            (true, Some(direct.as_str())),
             // The count left out: not reported on the span itself; the
             // row source decides from the instrumentation's other spans.
-            (false, Some(key)),
+            (false, Some(direct.as_str())),
+            // Another endpoint may not return the count at all.
+            (false, Some(proxy.as_str())),
             // Without a scope name nothing tells instrumentations apart.
             (false, None),
             (false, None),
+            // Whatever the service.
+            (false, Some(direct.as_str())),
         ]
     );
 }
