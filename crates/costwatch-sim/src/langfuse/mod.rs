@@ -51,7 +51,9 @@
 //! [`LangfuseSim::serve_without_cost`]). `usageDetails` is written the way
 //! an integration writes it ([`UsageSpelling`]): by default OpenAI's for
 //! `gpt-*` models, LangChain's for `claude-*`, OpenTelemetry's for the
-//! rest.
+//! rest; every spelling tells cache writes apart on a model that bills
+//! them (OpenAI's `input_cache_write_tokens`), so the same calls carry the
+//! same tokens as through the other routes.
 //!
 //! Beside the observations, `GET /api/public/models` lists the project's
 //! model definitions with their prices ([`models`]).
@@ -76,7 +78,7 @@ mod tests;
 
 pub use self::faults::LangfuseFaults;
 pub(crate) use self::observation::status_message;
-pub use self::observation::{UsageSpelling, trace_id_of, user_id_of};
+pub use self::observation::{UsageSpelling, bills_cache_writes, trace_id_of, user_id_of};
 pub use self::paging::xxhash32;
 
 use crate::dataset::Dataset;
@@ -170,6 +172,16 @@ impl LangfuseSim {
     /// The spelling a call to `model` is written in now.
     pub fn spelling_for(&self, model: &str) -> UsageSpelling {
         self.read_shape(|s| s.spelling.resolve(model))
+    }
+
+    /// Whether a call to `model` of `dataset` is written now with its cache
+    /// writes told apart from the uncached prompt.
+    pub fn reports_cache_writes(&self, dataset: &Dataset, model: &str) -> bool {
+        let bills = dataset
+            .models
+            .iter()
+            .any(|m| m.id == model && bills_cache_writes(m));
+        self.spelling_for(model).reports_cache_writes(bills)
     }
 
     /// Serves the calls of these sessions without a session id (`""`), as

@@ -23,10 +23,15 @@ pub enum UsageSpelling {
     /// [`Otel`](UsageSpelling::Otel) for the rest.
     #[default]
     ByFamily,
-    /// The Python SDK's OpenAI integration, normalised by the server:
-    /// `input`, `input_cached_tokens`, `input_audio_tokens`, `output`,
-    /// `output_reasoning_tokens`, ..., `total`. OpenAI reports no cache
-    /// writes: written tokens stay in `input`.
+    /// The Python SDK's OpenAI integration, normalised by the server
+    /// (`OpenAICompletionUsageSchema`: each `prompt_tokens_details` count
+    /// becomes `input_<key>` and is taken out of `input`): `input`,
+    /// `input_cached_tokens`, `input_audio_tokens`, then, for a model that
+    /// bills cache writes (GPT-5.6 on, whose usage reports
+    /// `cache_write_tokens`, caching.md), `input_cache_write_tokens`;
+    /// `output`, `output_reasoning_tokens`, ..., `total`. Older models
+    /// write to the cache for free and report no writes: written tokens
+    /// stay in `input`.
     OpenAi,
     /// The LangChain callback handler: `input`, `input_cache_read`,
     /// `input_cache_creation`, `output`, `total`.
@@ -50,17 +55,37 @@ impl UsageSpelling {
         }
     }
 
-    /// Whether cache writes are told apart from the uncached prompt.
-    pub fn reports_cache_writes(self) -> bool {
-        self != UsageSpelling::OpenAi
+    /// Whether cache writes are told apart from the uncached prompt, on a
+    /// model that bills them (`bills_writes`: a cache-write price above
+    /// its input price) or not.
+    pub fn reports_cache_writes(self, bills_writes: bool) -> bool {
+        self != UsageSpelling::OpenAi || bills_writes
     }
 
     /// `usageDetails` for a call with `input` prompt tokens (`cached` read
     /// from and `write` written to the cache) and `output` completion
-    /// tokens.
-    fn details(self, input: u64, cached: u64, write: u64, output: u64) -> Map<String, Value> {
+    /// tokens, on a model that bills cache writes or not.
+    fn details(
+        self,
+        input: u64,
+        (cached, write): (u64, u64),
+        output: u64,
+        bills_writes: bool,
+    ) -> Map<String, Value> {
         let rest = input.saturating_sub(cached).saturating_sub(write);
         let pairs: Vec<(&str, u64)> = match self {
+            UsageSpelling::OpenAi if bills_writes => vec![
+                ("input", rest),
+                ("input_cached_tokens", cached),
+                ("input_audio_tokens", 0),
+                ("input_cache_write_tokens", write),
+                ("output", output),
+                ("output_reasoning_tokens", 0),
+                ("output_audio_tokens", 0),
+                ("output_accepted_prediction_tokens", 0),
+                ("output_rejected_prediction_tokens", 0),
+                ("total", input + output),
+            ],
             UsageSpelling::OpenAi => vec![
                 ("input", input.saturating_sub(cached)),
                 ("input_cached_tokens", cached),
@@ -98,6 +123,15 @@ impl UsageSpelling {
             .map(|(k, v)| (k.to_owned(), json!(v)))
             .collect()
     }
+}
+
+/// Whether `model` bills cache writes: a cache-write price above its
+/// input price (OpenAI's from GPT-5.6, Anthropic's); such a model's usage
+/// reports the tokens written.
+pub fn bills_cache_writes(model: &crate::dataset::SimModel) -> bool {
+    model
+        .cache_write_usd_per_mtok
+        .is_some_and(|w| w > model.input_usd_per_mtok)
 }
 
 /// The trace of a session: 32 hex digits, as OpenTelemetry trace ids are.
@@ -205,9 +239,9 @@ pub(super) fn to_json(
         let spelling = shape.spelling.resolve(&r.model);
         let usage = spelling.details(
             r.input_tokens,
-            r.cached_tokens,
-            r.cache_write_tokens,
+            (r.cached_tokens, r.cache_write_tokens),
             r.output_tokens,
+            model.is_some_and(bills_cache_writes),
         );
         let sum = |part: &str| -> u64 {
             usage
