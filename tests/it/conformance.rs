@@ -125,21 +125,62 @@ fn assert_same_figures(
     }
 }
 
+/// The evidence of the facts a source did not report, by finding.
+fn missing_facts(findings: &[Finding]) -> BTreeMap<(String, String), serde_json::Value> {
+    findings
+        .iter()
+        .map(|f| {
+            (
+                (f.session_id.clone(), f.kind.as_str().to_owned()),
+                f.evidence["missing_facts"].clone(),
+            )
+        })
+        .collect()
+}
+
 async fn assert_same_findings(sim: &SimServer, from: DateTime<Utc>, to: DateTime<Utc>) -> usize {
-    let reference = figures(&findings(sim, SourceKind::Reference, from, to).await);
+    let reference_findings = findings(sim, SourceKind::Reference, from, to).await;
+    let reference = figures(&reference_findings);
     assert!(!reference.is_empty(), "the traffic has waste to find");
     let want_keys: Vec<_> = reference.keys().collect();
+    // Every call's cost and usage reported: nothing is missing.
+    let gaps = missing_facts(&reference_findings);
+    assert!(gaps.values().all(|v| v.is_null()), "{gaps:?}");
     for kind in [SourceKind::Litellm, SourceKind::Langfuse] {
-        let got = figures(&findings(sim, kind, from, to).await);
-        assert_same_figures(kind, "", &reference, &got, false);
+        let got = findings(sim, kind, from, to).await;
+        let gaps = missing_facts(&got);
+        assert!(gaps.values().all(|v| v.is_null()), "{kind}: {gaps:?}");
+        assert_same_figures(kind, "", &reference, &figures(&got), false);
     }
     // Spans carry no cost, and a failed call no usage: costwatch prices
     // them from the table, so the figures are the table's, not the
-    // gateway's. The findings are the same.
+    // gateway's, and a retry loop's evidence says so. The findings are the
+    // same.
+    let failed_runs: BTreeMap<_, _> = reference_findings
+        .iter()
+        .filter(|f| f.kind.as_str() == "retry_loop")
+        .map(|f| (f.session_id.clone(), f.evidence["errors"].as_u64().unwrap()))
+        .collect();
     for kind in [SourceKind::Otlp, SourceKind::OtlpFiles] {
-        let got = figures(&findings(sim, kind, from, to).await);
+        let got_findings = findings(sim, kind, from, to).await;
+        let got = figures(&got_findings);
         let got_keys: Vec<_> = got.keys().collect();
         assert_eq!(got_keys, want_keys, "{kind}: the same findings");
+        for f in got_findings
+            .iter()
+            .filter(|f| f.kind.as_str() == "retry_loop")
+        {
+            let gaps = &f.evidence["missing_facts"];
+            let priced = gaps["priced_from_table"].as_array();
+            assert!(
+                priced.is_some_and(|p| p.iter().any(|v| v == "impact_usd")),
+                "{kind} {}: {gaps}",
+                f.session_id
+            );
+            let failed = failed_runs[&f.session_id];
+            let without = gaps["failed_calls_without_usage"].as_u64().unwrap_or(0);
+            assert_eq!(without, failed, "{kind} {}: {gaps}", f.session_id);
+        }
     }
     reference.len()
 }

@@ -26,10 +26,11 @@ pub enum UsageSpelling {
     /// The Python SDK's OpenAI integration, normalised by the server
     /// (`OpenAICompletionUsageSchema`: each `prompt_tokens_details` count
     /// becomes `input_<key>` and is taken out of `input`): `input`,
-    /// `input_cached_tokens`, `input_audio_tokens`, then, for a model that
-    /// bills cache writes (GPT-5.6 on, whose usage reports
-    /// `cache_write_tokens`, caching.md), `input_cache_write_tokens`;
-    /// `output`, `output_reasoning_tokens`, ..., `total`. Older models
+    /// `input_cached_tokens`, `input_audio_tokens`, then, for a call that
+    /// wrote to the cache of a model that bills cache writes (GPT-5.6 on,
+    /// whose usage reports `cache_write_tokens`, caching.md),
+    /// `input_cache_write_tokens`; `output`, `output_reasoning_tokens`,
+    /// ..., `total`. Older models
     /// write to the cache for free and report no writes: written tokens
     /// stay in `input`.
     OpenAi,
@@ -74,7 +75,7 @@ impl UsageSpelling {
     ) -> Map<String, Value> {
         let rest = input.saturating_sub(cached).saturating_sub(write);
         let pairs: Vec<(&str, u64)> = match self {
-            UsageSpelling::OpenAi if bills_writes => vec![
+            UsageSpelling::OpenAi if bills_writes && write > 0 => vec![
                 ("input", rest),
                 ("input_cached_tokens", cached),
                 ("input_audio_tokens", 0),

@@ -560,6 +560,56 @@ pub fn confirm(
             calls as u64, expected, impact
         ),
     };
+    note_missing_facts(s, requests, &mut f);
     super::note_computed_cost(s, &mut f);
     Some(f)
+}
+
+/// Failed calls the source logged without their usage (no tokens) and at
+/// no cost: an OpenTelemetry span of a failed call carries no usage
+/// attributes, where a gateway's row keeps the prompt it was sent and
+/// what it charged.
+fn calls_without_usage(requests: &[RequestRecord]) -> u64 {
+    requests
+        .iter()
+        .filter(|r| {
+            r.status == RequestStatus::Error
+                && r.input_tokens == 0
+                && r.output_tokens == 0
+                && r.cost_usd == 0.0
+        })
+        .count() as u64
+}
+
+/// Says in the evidence's `missing_facts` what the source did not report
+/// of the figures: `priced_from_table`, the figures costwatch priced from
+/// its price table because the source reported no cost for some calls;
+/// `failed_calls_without_usage`, failed calls logged without tokens or
+/// cost, counted at $0 in every figure. Absent when the source reported
+/// everything.
+fn note_missing_facts(s: &SessionRecord, requests: &[RequestRecord], f: &mut Finding) {
+    let without_usage = calls_without_usage(requests);
+    let mut missing = serde_json::Map::new();
+    if s.cost_computed {
+        missing.insert(
+            "priced_from_table".to_owned(),
+            json!(["cost_usd", "run_cost_usd", "impact_usd"]),
+        );
+    }
+    if without_usage > 0 {
+        missing.insert(
+            "failed_calls_without_usage".to_owned(),
+            json!(without_usage),
+        );
+        f.explanation.push_str(&format!(
+            " ({without_usage} failed {} logged without usage count at $0.)",
+            if without_usage == 1 { "call" } else { "calls" }
+        ));
+    }
+    if let (false, Some(e)) = (missing.is_empty(), f.evidence.as_object_mut()) {
+        e.insert(
+            "missing_facts".to_owned(),
+            serde_json::Value::Object(missing),
+        );
+    }
 }
