@@ -602,7 +602,7 @@ fn note_missing_facts(s: &SessionRecord, requests: &[RequestRecord], f: &mut Fin
             json!(without_usage),
         );
         f.explanation.push_str(&format!(
-            " ({without_usage} failed {} logged without usage count at $0.)",
+            " ({without_usage} failed {} logged without usage, counted at $0)",
             if without_usage == 1 { "call" } else { "calls" }
         ));
     }
