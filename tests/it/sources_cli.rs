@@ -64,6 +64,24 @@ async fn check_online_reads_the_last_hour_of_each_row_source() {
             .unwrap_or_else(|| panic!("{kind}: {stdout}"));
         assert!(!line.contains(" 0 calls"), "{kind}: {line}");
         assert!(!stdout.contains("warning"), "{kind}: {stdout}");
+        // A caching facts line per cache-capable model in use, each fact
+        // with its origin.
+        let facts: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with("caching facts: "))
+            .collect();
+        assert!(
+            facts
+                .iter()
+                .any(|l| l.starts_with("caching facts: gpt-6-luna: minimum ")),
+            "{kind}: {stdout}"
+        );
+        for l in &facts {
+            let origins = ["table", "models_file", "rule", "observed"];
+            let named = |part: &str| origins.iter().any(|o| part.contains(&format!("({o}")));
+            let (min, lifetime) = l.split_once(", lifetime ").unwrap();
+            assert!(named(min) && named(lifetime), "{kind}: {l}");
+        }
     }
 
     // Spans in files: read like the others. Without cache-read counts (the
