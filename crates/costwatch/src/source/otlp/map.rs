@@ -223,13 +223,9 @@ impl Context<'_> {
                 &model,
             );
             let mut keys = self.keys.borrow_mut();
-            match keys.get(&key) {
-                Some(k) => k.clone(),
-                None => keys
-                    .entry(key)
-                    .or_insert_with_key(|k| Arc::from(k.as_str()))
-                    .clone(),
-            }
+            keys.entry(key)
+                .or_insert_with_key(|k| Arc::from(k.as_str()))
+                .clone()
         });
         let row = CallRow {
             request_id: span_id,
