@@ -75,29 +75,33 @@ impl UsageSpelling {
     ) -> Map<String, Value> {
         let rest = input.saturating_sub(cached).saturating_sub(write);
         let pairs: Vec<(&str, u64)> = match self {
-            UsageSpelling::OpenAi if bills_writes && write > 0 => vec![
-                ("input", rest),
-                ("input_cached_tokens", cached),
-                ("input_audio_tokens", 0),
-                ("input_cache_write_tokens", write),
-                ("output", output),
-                ("output_reasoning_tokens", 0),
-                ("output_audio_tokens", 0),
-                ("output_accepted_prediction_tokens", 0),
-                ("output_rejected_prediction_tokens", 0),
-                ("total", input + output),
-            ],
-            UsageSpelling::OpenAi => vec![
-                ("input", input.saturating_sub(cached)),
-                ("input_cached_tokens", cached),
-                ("input_audio_tokens", 0),
-                ("output", output),
-                ("output_reasoning_tokens", 0),
-                ("output_audio_tokens", 0),
-                ("output_accepted_prediction_tokens", 0),
-                ("output_rejected_prediction_tokens", 0),
-                ("total", input + output),
-            ],
+            UsageSpelling::OpenAi => {
+                // Writes are named apart only for a model that bills them
+                // and a call that wrote; otherwise they stay in `input`.
+                let named = bills_writes && write > 0;
+                let uncached = if named {
+                    rest
+                } else {
+                    input.saturating_sub(cached)
+                };
+                let mut pairs = vec![
+                    ("input", uncached),
+                    ("input_cached_tokens", cached),
+                    ("input_audio_tokens", 0),
+                ];
+                if named {
+                    pairs.push(("input_cache_write_tokens", write));
+                }
+                pairs.extend([
+                    ("output", output),
+                    ("output_reasoning_tokens", 0),
+                    ("output_audio_tokens", 0),
+                    ("output_accepted_prediction_tokens", 0),
+                    ("output_rejected_prediction_tokens", 0),
+                    ("total", input + output),
+                ]);
+                pairs
+            }
             UsageSpelling::LangChain => vec![
                 ("input", rest),
                 ("input_cache_read", cached),
