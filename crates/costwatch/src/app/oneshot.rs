@@ -113,36 +113,34 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
     };
     let (mut sessions, mut cache_unreported_sessions) = (0, 0);
     let mut in_use = std::collections::BTreeSet::new();
-    let mut evidence = stored_caching_evidence(&cfg.state.url).await;
+    // The caching facts as the pipeline has them: what the state database
+    // kept, and what the hour's sessions show, noted as a window notes them.
+    let mut catalogue = crate::detect::Catalogue::new(prices, []).with_tabled(tabled);
+    catalogue.learn(&stored_caching_evidence(&cfg.state.url).await);
+    let rule = cfg.rules.no_cache.first();
+    let mut hour = crate::detect::CachingEvidence::default();
     let stats = source
         .sessions(window, |s| {
             sessions += 1;
             cache_unreported_sessions += u64::from(s.cache_unreported);
+            hour.note_session(&s, &catalogue, rule);
             for m in s.by_model {
-                if m.cached_tokens > 0
-                    && let Some(e) = evidence.model_mut(&m.model)
-                {
-                    e.note_read(m.cached_tokens.min(m.input_tokens));
-                }
                 in_use.insert(m.model);
             }
         })
         .await
         .map_err(setting)?;
+    catalogue.learn(&hour);
     let models_without_caching_facts = in_use
         .iter()
         .filter(|&m| {
-            prices
-                .iter()
-                .find(|p| &p.id == m)
+            catalogue
+                .get(m)
                 .is_some_and(crate::source::caching::lacks_facts)
         })
         .cloned()
         .collect();
-    let mut catalogue = crate::detect::Catalogue::new(prices, in_use.iter().map(String::as_str))
-        .with_tabled(tabled);
-    catalogue.learn(&evidence);
-    let caching_facts = match cfg.rules.no_cache.first() {
+    let caching_facts = match rule {
         Some(rule) => in_use
             .iter()
             .filter(|m| catalogue.supports_cache(m))

@@ -22,7 +22,9 @@
 //! win over it, because a person said so. It is kept in the state
 //! database, so restarts and replicas share it.
 
-use crate::source::{RequestRecord, RequestStatus, Window};
+use super::Catalogue;
+use super::rules::NoCacheRule;
+use crate::source::{RequestRecord, RequestStatus, SessionRecord, Window};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -208,6 +210,38 @@ static NONE: CachingEvidence = CachingEvidence {
 };
 
 impl CachingEvidence {
+    /// Notes what a session, in the window of its first call, shows of
+    /// its models' caches: each model's cache reads (the tokens read in
+    /// all, at least the smallest one read), and, under a no_cache `rule`,
+    /// the cached share of each cache-capable model its prompts could have
+    /// cached on (two calls or more, averaging at least the model's
+    /// minimum).
+    pub fn note_session(&mut self, s: &SessionRecord, cat: &Catalogue, rule: Option<&NoCacheRule>) {
+        if s.cache_unreported {
+            return;
+        }
+        for m in &s.by_model {
+            let read = m.cached_tokens.min(m.input_tokens);
+            let could = rule.is_some_and(|r| {
+                cat.supports_cache(&m.model)
+                    && m.requests >= 2
+                    && m.input_tokens
+                        >= super::no_cache::min_cacheable(&m.model, cat, r)
+                            .saturating_mul(m.requests)
+            });
+            if read == 0 && !could {
+                continue;
+            }
+            let Some(e) = self.model_mut(&m.model) else {
+                return;
+            };
+            e.note_read(read);
+            if could {
+                e.note_share(read as f64 / m.input_tokens as f64);
+            }
+        }
+    }
+
     /// No evidence at all.
     pub fn none() -> &'static CachingEvidence {
         &NONE

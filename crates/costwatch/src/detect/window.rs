@@ -308,7 +308,7 @@ impl<'d> WindowAnalysis<'d> {
                 b.log_requests.push((s.requests as f64).ln());
             }
             let rule = self.det.no_cache_rule(&s);
-            note_caching(&mut self.caching, &s, &self.catalogue, rule);
+            self.caching.note_session(&s, &self.catalogue, rule);
             let eligible = rule.filter(|r| no_cache::eligible(&s, &self.catalogue, r));
             if let Some(rule) = eligible {
                 let share = no_cache::capable_cached_share(&s, &self.catalogue);
@@ -698,41 +698,6 @@ impl Rejudge<'_> {
             .into_judgement(self.diagnostics, self.sessions, self.models_seen);
         j.caching = self.caching;
         j
-    }
-}
-
-/// Notes what a session, in the window of its first call, shows of its
-/// models' caches: each model's cache reads (the tokens read in all, at
-/// least the smallest one read), and, under a no_cache `rule`, the cached
-/// share of each cache-capable model its prompts could have cached on (two
-/// calls or more, averaging at least the model's minimum).
-fn note_caching(
-    into: &mut CachingEvidence,
-    s: &SessionRecord,
-    cat: &Catalogue,
-    rule: Option<&NoCacheRule>,
-) {
-    if s.cache_unreported {
-        return;
-    }
-    for m in &s.by_model {
-        let read = m.cached_tokens.min(m.input_tokens);
-        let could = rule.is_some_and(|r| {
-            cat.supports_cache(&m.model)
-                && m.requests >= 2
-                && m.input_tokens
-                    >= no_cache::min_cacheable(&m.model, cat, r).saturating_mul(m.requests)
-        });
-        if read == 0 && !could {
-            continue;
-        }
-        let Some(e) = into.model_mut(&m.model) else {
-            return;
-        };
-        e.note_read(read);
-        if could {
-            e.note_share(read as f64 / m.input_tokens as f64);
-        }
     }
 }
 
