@@ -700,7 +700,7 @@ $otlp_receiver
   catalogue, the state, drill-downs, output) divided by the sessions in
   the window. A profile (perf, 2026-12-04) puts about a quarter of it in
   reading each page's JSON into owned session records (one pass over the
-  text, \`source/wire/scan.rs\`; serde's derived readers took about a third
+  text, \`source/reference/scan.rs\`; serde's derived readers took about a third
   before it), a little more than a quarter in the kernel's loopback TCP and
   wake-ups (one request per 50 sessions, the API's largest page), about a
   tenth in the HTTP client, and about a tenth in the per-session checks.

@@ -65,7 +65,7 @@ pub fn settings(channels: Vec<Arc<dyn Channel>>) -> DaemonSettings {
 }
 
 struct Rig {
-    daemon: Daemon<costwatch::source::gateway::GatewaySource, SqlStore>,
+    daemon: Daemon<costwatch::source::reference::ReferenceSource, SqlStore>,
     clock: FakeClock,
     recorder: Arc<Recorder>,
     sim: costwatch_sim::server::SimServer,
@@ -476,7 +476,7 @@ async fn a_webhook_down_for_a_while_gets_each_alert_once_and_other_channels_are_
 async fn rebuild_with_channels(
     r: &Rig,
     channels: Vec<Arc<dyn Channel>>,
-) -> Daemon<costwatch::source::gateway::GatewaySource, SqlStore> {
+) -> Daemon<costwatch::source::reference::ReferenceSource, SqlStore> {
     let (source, _) = gateway_with(&r.sim, r.sim.admin_key(), 50, limits());
     let shared: Arc<dyn Clock> = Arc::new(r.clock.clone());
     let schedule = Schedule {

@@ -12,7 +12,7 @@ use costwatch::notify::outbox::Channel;
 use costwatch::notify::{AlertKind, AlertStatus};
 use costwatch::ops::metrics::Metrics;
 use costwatch::pipeline::Pipeline;
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch::source::{
     ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
 };
@@ -26,7 +26,7 @@ use std::time::Duration;
 /// answering mid-listing without closing the connection).
 #[derive(Clone)]
 struct Stalling {
-    inner: GatewaySource,
+    inner: ReferenceSource,
     stall_from: Arc<Mutex<Option<DateTime<Utc>>>>,
 }
 

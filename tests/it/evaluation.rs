@@ -12,7 +12,7 @@ use costwatch::incidents::Incident;
 use costwatch::notify::outbox::Channel;
 use costwatch::notify::{Alert, AlertKind, AlertStatus};
 use costwatch::pipeline::{Pipeline, Schedule};
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch::store::{SqlStore, Store};
 use costwatch_sim::SimServer;
 use costwatch_sim::scenario::{ScenarioParams, generate};
@@ -29,7 +29,7 @@ async fn process(
     url: &str,
     start: DateTime<Utc>,
     clock: &FakeClock,
-) -> Daemon<GatewaySource, SqlStore> {
+) -> Daemon<ReferenceSource, SqlStore> {
     let (source, _) = gateway(sim, 50);
     let store = SqlStore::open(url).await.unwrap();
     let shared: Arc<dyn Clock> = Arc::new(clock.clone());

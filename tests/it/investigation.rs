@@ -58,7 +58,7 @@ pub(crate) async fn daemon(
     url: &str,
     esc: Option<Escalation>,
     recorder: Arc<Recorder>,
-) -> Daemon<costwatch::source::gateway::GatewaySource, SqlStore> {
+) -> Daemon<costwatch::source::reference::ReferenceSource, SqlStore> {
     let (source, _) = gateway(sim, 50);
     let store = SqlStore::open(url).await.unwrap();
     let clock: Arc<dyn Clock> = Arc::new(FakeClock::new(ts("2026-10-11T12:05:00Z")));

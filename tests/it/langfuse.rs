@@ -6,9 +6,9 @@
 use crate::support::{limits, ts};
 use chrono::{DateTime, Duration, Utc};
 use costwatch::clock::RecordingSleeper;
+use costwatch::pricing::table::Billed;
 use costwatch::secret::Secret;
 use costwatch::source::langfuse::LangfuseReader;
-use costwatch::source::prices::Billed;
 use costwatch::source::rows::{CallRow, Published, RowReader, RowSettings, SessionKey};
 use costwatch::source::{ReadStats, RequestStatus, SourceError};
 use costwatch_sim::langfuse::{UsageSpelling, trace_id_of, user_id_of};

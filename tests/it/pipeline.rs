@@ -8,7 +8,7 @@ use crate::support::{
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use costwatch::detect::{Detector, Finding, Kind};
 use costwatch::pipeline::{Pipeline, PipelineError, Schedule, WindowReport};
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch::source::{
     ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError, Window,
 };
@@ -111,7 +111,7 @@ fn in_range(findings: &[Finding], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec
 /// and everything after are damaged until the test clears it.
 #[derive(Clone)]
 struct BreaksDuringWindow {
-    inner: GatewaySource,
+    inner: ReferenceSource,
     faults: FaultHandle,
     window_start: DateTime<Utc>,
     after_rows: usize,

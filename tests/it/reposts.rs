@@ -15,7 +15,7 @@ use costwatch::daemon::Daemon;
 use costwatch::notify::outbox::Channel;
 use costwatch::notify::webhook::{WebhookNotifier, WebhookSettings};
 use costwatch::pipeline::Pipeline;
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch::store::{SqlStore, Store};
 use costwatch_sim::SimServer;
 use costwatch_sim::alertmanager::AlertmanagerSim;
@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-type Node = Daemon<GatewaySource, SqlStore>;
+type Node = Daemon<ReferenceSource, SqlStore>;
 
 /// A daemon named `replica` over `url`, on 15-minute windows from `start`,
 /// delivering to the Alertmanager stand-in.

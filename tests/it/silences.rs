@@ -15,7 +15,7 @@ use costwatch::notify::outbox::Channel;
 use costwatch::notify::{AlertKind, AlertStatus};
 use costwatch::pipeline::{Pipeline, Schedule};
 use costwatch::silence::{SilenceEnd, SilenceRequest};
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch::store::{SilenceStore, SqlStore, Store};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -80,7 +80,7 @@ impl Logs {
 }
 
 struct Rig {
-    daemon: Daemon<GatewaySource, SqlStore>,
+    daemon: Daemon<ReferenceSource, SqlStore>,
     store: SqlStore,
     clock: FakeClock,
     recorder: Arc<Recorder>,

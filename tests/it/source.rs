@@ -1,7 +1,7 @@
-//! `GatewaySource` against the simulator: pagination, retries and damaged pages.
+//! `ReferenceSource` against the simulator: pagination, retries and damaged pages.
 
 use crate::support::{gateway, gateway_with, limits, seed_dataset, start_sim, ts};
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch::source::{ReadStats, SessionRecord, Source, SourceError, Window};
 use costwatch_sim::{Fault, FaultKind, FaultPath, ScenarioParams, SimServer, generate};
 use std::time::Duration;
@@ -18,7 +18,7 @@ fn seed_window() -> Window {
 
 /// Reads `window`, returning the result and every row the sink received.
 async fn read(
-    source: &GatewaySource,
+    source: &ReferenceSource,
     window: Window,
 ) -> (Result<ReadStats, SourceError>, Vec<SessionRecord>) {
     let mut rows = Vec::new();

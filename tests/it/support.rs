@@ -6,7 +6,7 @@ use costwatch::clock::{Clock, FakeClock, RecordingSleeper};
 use costwatch::config::{Rules, load_rules};
 use costwatch::detect::{Detector, Finding};
 use costwatch::secret::Secret;
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch::source::{HttpLimits, Labels};
 use costwatch_sim::{Dataset, SimOptions, SimServer};
 use std::collections::BTreeSet;
@@ -49,17 +49,17 @@ pub fn gateway_with(
     key: &str,
     page_limit: u32,
     limits: HttpLimits,
-) -> (GatewaySource, RecordingSleeper) {
+) -> (ReferenceSource, RecordingSleeper) {
     let url = url::Url::parse(&sim.base_url()).expect("the simulator url parses");
     let sleeper = RecordingSleeper::default();
-    let source = GatewaySource::new(url, &Secret::new(key), page_limit, Labels::new(), limits)
+    let source = ReferenceSource::new(url, &Secret::new(key), page_limit, Labels::new(), limits)
         .expect("the client builds")
         .with_sleeper(Arc::new(sleeper.clone()));
     (source, sleeper)
 }
 
 /// A gateway client for `sim` with the right key and default test limits.
-pub fn gateway(sim: &SimServer, page_limit: u32) -> (GatewaySource, RecordingSleeper) {
+pub fn gateway(sim: &SimServer, page_limit: u32) -> (ReferenceSource, RecordingSleeper) {
     gateway_with(sim, sim.admin_key(), page_limit, limits())
 }
 

@@ -42,11 +42,11 @@ use crate::notify::webhook::WebhookNotifier;
 use crate::ops::metrics::Metrics;
 use crate::ops::stall::TickWatch;
 use crate::pipeline::{Pipeline, PipelineError, Schedule};
-use crate::source::gateway::GatewaySource;
+use crate::pricing::table::PriceTable;
 use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
 use crate::source::otlp::OtlpFilesReader;
-use crate::source::prices::{self, PriceTable};
+use crate::source::reference::ReferenceSource;
 use crate::source::rows::RowSource;
 use crate::source::{HttpLimits, Source, SourceError};
 use crate::store::{SqlStore, StoreError};
@@ -239,7 +239,7 @@ pub async fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
     let limits = || s.http.clone();
     Ok(match &s.of_kind {
         KindConfig::Reference(api) => AnySource::Reference(Box::new(
-            GatewaySource::new(
+            ReferenceSource::new(
                 api.api_url.clone(),
                 admin_key(cfg)?,
                 s.page_limit(),
@@ -297,7 +297,7 @@ fn admin_key(cfg: &Config) -> Result<&crate::secret::Secret, AppError> {
 /// shipped inside the binary.
 pub fn price_table(cfg: &Config) -> PriceTable {
     let mut table = PriceTable::new(cfg.source.models.clone());
-    table.extend(prices::default_table());
+    table.extend(crate::pricing::table::default_table());
     table
 }
 

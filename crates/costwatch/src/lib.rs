@@ -16,6 +16,7 @@ pub mod secret;
 pub mod settings;
 
 pub mod config;
+pub mod pricing;
 pub mod source;
 
 pub mod detect;

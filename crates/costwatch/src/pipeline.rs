@@ -530,8 +530,8 @@ where
         // from the shipped caching facts, and what the traffic showed of
         // the models' caches laid over both.
         let begin = || {
-            let models = crate::source::prices::overlay(models, self.source.window_models());
-            let (models, tabled) = crate::source::caching::fill(models);
+            let models = crate::pricing::table::overlay(models, self.source.window_models());
+            let (models, tabled) = crate::pricing::caching::fill(models);
             let mut catalogue =
                 Catalogue::new(models, in_use.iter().map(String::as_str)).with_tabled(tabled);
             catalogue.learn(caching);

@@ -13,7 +13,7 @@ use costwatch::config;
 use costwatch::detect::{Detector, Finding, Kind, rules};
 use costwatch::secret::Secret;
 use costwatch::source::Labels;
-use costwatch::source::gateway::GatewaySource;
+use costwatch::source::reference::ReferenceSource;
 use costwatch_sim::scenario::{self, ScenarioParams};
 use costwatch_sim::server::{SimOptions, SimServer};
 use std::collections::{BTreeMap, BTreeSet};
@@ -78,10 +78,10 @@ pub fn detector_knowing(rules: &Path, told: &Told) -> Result<Detector, BenchErro
 
 /// A gateway client for a simulator at `base_url`, with the limits
 /// `backtest --simulate` uses.
-pub fn sim_source(base_url: &str, admin_key: &str) -> Result<GatewaySource, BenchError> {
+pub fn sim_source(base_url: &str, admin_key: &str) -> Result<ReferenceSource, BenchError> {
     let url =
         url::Url::parse(base_url).map_err(|e| BenchError::Setup(format!("{base_url}: {e}")))?;
-    Ok(GatewaySource::new(
+    Ok(ReferenceSource::new(
         url,
         &Secret::new(admin_key),
         50,

@@ -1,10 +1,10 @@
 //! [`AnySource`]: the source `source.kind` names, behind one type.
 
 use crate::ingest::StoredCalls;
-use crate::source::gateway::GatewaySource;
 use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
 use crate::source::otlp::OtlpFilesReader;
+use crate::source::reference::ReferenceSource;
 use crate::source::rows::RowSource;
 use crate::source::{
     FoundCalls, ModelPrice, ReadStats, RequestQuery, RequestRecord, SessionRecord, Source,
@@ -16,7 +16,7 @@ use crate::store::SqlStore;
 #[derive(Debug, Clone)]
 pub enum AnySource {
     /// The reference gateway contract.
-    Reference(Box<GatewaySource>),
+    Reference(Box<ReferenceSource>),
     /// The LiteLLM proxy's spend logs.
     Litellm(RowSource<LiteLlmReader>),
     /// Langfuse's observations.

@@ -9,11 +9,11 @@ use crate::detect::Detector;
 use crate::investigate::budget::Prices;
 use crate::logtools::WindowCalls;
 use crate::notify::Alert;
+use crate::pricing::table::PriceTable;
 use crate::secret::Secret;
-use crate::source::gateway::GatewaySource;
 use crate::source::langfuse::LangfuseReader;
 use crate::source::litellm::LiteLlmReader;
-use crate::source::prices::PriceTable;
+use crate::source::reference::ReferenceSource;
 use crate::source::rows::RowSource;
 use crate::source::{HttpLimits, Labels, ModelPrice, Source, SourceKind};
 use crate::store::{SqlStore, Store};
@@ -47,12 +47,12 @@ pub async fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySo
     let key = Secret::new(sim.admin_key());
     let settings = crate::source::rows::RowSettings::defaults(kind);
     let mut prices = PriceTable::new(sim.dataset().models.iter().map(sim_price).collect());
-    prices.extend(crate::source::prices::default_table());
+    prices.extend(crate::pricing::table::default_table());
     Ok(match kind {
         SourceKind::Otlp | SourceKind::OtlpFiles => {
             return super::sim_spans::source(sim, kind, prices).await;
         }
-        SourceKind::Reference => AnySource::Reference(Box::new(GatewaySource::new(
+        SourceKind::Reference => AnySource::Reference(Box::new(ReferenceSource::new(
             url(sim.base_url())?,
             &key,
             SIMULATOR_PAGE_LIMIT,

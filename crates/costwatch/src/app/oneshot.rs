@@ -105,7 +105,7 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
     }
     let source = gateway(&probe_cfg).await?;
     let setting = |e| AppError::setup(format!("source ({})", cfg.source.kind()), e);
-    let (prices, tabled) = crate::source::caching::fill(source.models().await.map_err(setting)?);
+    let (prices, tabled) = crate::pricing::caching::fill(source.models().await.map_err(setting)?);
     let models = prices.len();
     let window = Window {
         start: now - chrono::TimeDelta::hours(1),
@@ -136,7 +136,7 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
         .filter(|&m| {
             catalogue
                 .get(m)
-                .is_some_and(crate::source::caching::lacks_facts)
+                .is_some_and(crate::pricing::caching::lacks_facts)
         })
         .cloned()
         .collect();

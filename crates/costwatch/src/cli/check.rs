@@ -105,7 +105,7 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
         out.push(format!(
             "prices: the source's own where it reports them, then its catalogue, \
              source.models_file and the shipped table ({}), then what the reported costs teach",
-            costwatch::source::prices::default_table_source()
+            costwatch::pricing::table::default_table_source()
         ));
     }
     if rows == 0 {
@@ -158,7 +158,7 @@ fn probe_lines(p: &app::Probe) -> Vec<String> {
              model_cache_lifetime_seconds, or in source.models_file (caching facts shipped: \
              collected {})",
             p.models_without_caching_facts.join(", "),
-            costwatch::source::caching::collected()
+            costwatch::pricing::caching::collected()
         ));
     }
     out.extend(p.caching_facts.iter().map(|f| f.line()));

@@ -27,7 +27,7 @@ pub use crate::notify::settings::{
     EmailConfig, NotifyConfig, SmtpSecurity, WebhookConfig, WebhookShape,
 };
 pub use crate::schedule::{CronExpr, ScheduleConfig, WindowConfig};
-pub use crate::source::gateway::DEFAULT_MAX_PAGES;
+pub use crate::source::reference::DEFAULT_MAX_PAGES;
 pub use crate::source::settings::{KindConfig, SourceConfig};
 pub use crate::store::StateConfig;
 pub use error::{ConfigError, Problem};

@@ -1,5 +1,5 @@
 //! What the traffic shows of each model's prompt cache, which outranks
-//! the shipped table (`source/caching.rs`): the table is only the prior.
+//! the shipped table (`pricing/caching.rs`): the table is only the prior.
 //!
 //! - **The smallest prefix seen read.** A call that read `n` tokens from
 //!   the cache proves that a prefix of `n` tokens is cacheable on its model:
@@ -42,7 +42,7 @@ pub const MAX_MODELS: usize = 4_096;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FactFrom {
-    /// The caching facts shipped inside the binary (`prices/caching.json`).
+    /// The caching facts shipped inside the binary (`pricing/caching.json`).
     Table,
     /// The model's own price row: `source.models_file`, or the gateway's
     /// catalogue where it publishes the field.

@@ -4,8 +4,8 @@
 
 use super::FastMap;
 use super::caching::{CachingEvidence, FactFrom, ModelCaching};
+use crate::pricing::caching::Filled;
 use crate::source::ModelPrice;
-use crate::source::caching::Filled;
 use std::time::Duration;
 
 /// Prices of the models the gateway serves, and which of them are in use.

@@ -254,7 +254,7 @@ fn run_findings(
     let mut caching = CachingEvidence::default();
     for (i, sessions) in windows.into_iter().enumerate() {
         let w = window(i as i64);
-        let (priced, tabled) = crate::source::caching::fill(models());
+        let (priced, tabled) = crate::pricing::caching::fill(models());
         let mut catalogue =
             Catalogue::new(priced, in_use.iter().map(String::as_str)).with_tabled(tabled);
         catalogue.learn(&caching);

@@ -9,7 +9,7 @@
 //! URL's path only, never its query (which may carry label values) and
 //! never the credentials.
 
-use super::{HttpLimits, ReadStats, SourceError, wire};
+use super::{HttpLimits, ReadStats, SourceError};
 use crate::clock::{Sleeper, TokioSleeper};
 use crate::http::{Attempt, ClientSettings, GaveUp, HttpClient, HttpError, RetryPolicy, Target};
 use reqwest::header::{AUTHORIZATION, HeaderValue};
@@ -94,12 +94,12 @@ impl PageFetcher {
         what: &str,
         stats: &mut ReadStats,
     ) -> Result<T, SourceError> {
-        self.get_parsed(url, what, stats, |body| wire::parse::<T>(body))
+        self.get_parsed(url, what, stats, |body| super::json::parse::<T>(body))
             .await
     }
 
     /// [`PageFetcher::get_json`] with the body parsed by `parse`, which
-    /// names the failing field in its error as `wire::parse` does. `parse`
+    /// names the failing field in its error as `json::parse` does. `parse`
     /// sees the body once, where it was read: what it makes (the page's
     /// rows, checked) may borrow from it while it runs, and its error is
     /// the page's (tried again when the body is not JSON at all).

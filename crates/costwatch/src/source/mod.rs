@@ -3,18 +3,16 @@
 //! Only this module knows a gateway's JSON. Everything downstream sees the
 //! gateway-agnostic records defined here.
 
-pub mod caching;
 pub mod fetch;
-pub mod gateway;
-mod json;
+pub(crate) mod json;
 pub mod langfuse;
-pub mod learned;
+pub(crate) mod limits;
 pub mod litellm;
 pub mod otlp;
-pub mod prices;
+pub mod reference;
 pub mod rows;
 pub mod settings;
-mod wire;
+pub(crate) mod time;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -22,6 +20,7 @@ use std::future::Future;
 use std::time::Duration;
 
 pub use crate::domain::{Labels, Window};
+pub use crate::pricing::ModelPrice;
 
 /// Which API a source speaks (`source.kind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -254,32 +253,6 @@ pub struct RequestRecord {
     pub provider: Option<String>,
 }
 
-/// A model's prices, per million tokens.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelPrice {
-    /// Model id.
-    pub id: String,
-    /// Uncached prompt tokens.
-    pub input_usd_per_mtok: f64,
-    /// Prompt tokens read from cache; `None` without a prompt cache.
-    pub cached_input_usd_per_mtok: Option<f64>,
-    /// Prompt tokens written to cache; `None` without a prompt cache.
-    pub cache_write_usd_per_mtok: Option<f64>,
-    /// Completion tokens.
-    pub output_usd_per_mtok: f64,
-    /// Whether the model has a prompt cache at all.
-    pub supports_prompt_cache: bool,
-    /// Smallest prompt prefix the model caches, in tokens, when the gateway
-    /// publishes it (`min_cacheable_prompt_tokens`, optional).
-    #[serde(default)]
-    pub min_cacheable_prompt_tokens: Option<u64>,
-    /// How long the model's cached prefix lives after its last use, in
-    /// seconds, where a table gives it (`cache_lifetime_seconds`,
-    /// optional).
-    #[serde(default)]
-    pub cache_lifetime_seconds: Option<u64>,
-}
-
 /// Why a source call failed, in terms the caller can act on.
 ///
 /// The text is safe to print: where it quotes the gateway (an id, a key, an
@@ -442,7 +415,7 @@ pub trait Source: Send + Sync {
     /// catalogue prices whose prices were learned from the costs the source
     /// reported (`learned`). Known once the window's calls are read, before
     /// its first session is handed on; laid on the catalogue of that window
-    /// (`prices::overlay`). Empty for a source whose catalogue names every
+    /// (`crate::pricing::table::overlay`). Empty for a source whose catalogue names every
     /// model it serves.
     fn window_models(&self) -> Vec<ModelPrice> {
         Vec::new()

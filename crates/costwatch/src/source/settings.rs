@@ -133,7 +133,7 @@ impl Default for Common {
             admin_key_file: None,
             admin_key: None,
             page_limit: None,
-            max_pages: super::gateway::DEFAULT_MAX_PAGES,
+            max_pages: super::reference::DEFAULT_MAX_PAGES,
             filter: Labels::new(),
         }
     }

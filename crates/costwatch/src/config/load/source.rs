@@ -10,6 +10,7 @@ use super::settings;
 use crate::config::env::{ADMIN_KEY_VAR, OTLP_TOKEN_VAR};
 use crate::config::locate::{Seg, child};
 use crate::config::{StateConfig, WindowConfig};
+use crate::pricing::table;
 use crate::printable::printable;
 use crate::settings::Settings;
 use crate::source::otlp::{Files, Receiver, SpanMapping};
@@ -17,7 +18,7 @@ use crate::source::rows::{LabelField, RowKeys, RowSettings, Rows};
 use crate::source::settings::{
     Api, Common, KindConfig, LangfuseKeys, ReferenceLabels, SourceConfig,
 };
-use crate::source::{HttpLimits, SourceKind, prices};
+use crate::source::{HttpLimits, SourceKind};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -134,7 +135,7 @@ pub(super) fn source_config(doc: &mut Doc, env: &BTreeMap<String, String>) -> Op
         None => Vec::new(),
         Some(f) => {
             let path = existing_file(doc, "source.models_file", f)?;
-            match prices::load_file(&path) {
+            match table::load_file(&path) {
                 Ok(models) => models,
                 Err(e) => {
                     doc.check(false, "source.models_file", || e);

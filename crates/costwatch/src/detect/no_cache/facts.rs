@@ -72,7 +72,7 @@ impl CachingFacts {
                 cache_lifetime_seconds: None,
             })
             .collect();
-        let (rows, tabled) = crate::source::caching::fill(rows);
+        let (rows, tabled) = crate::pricing::caching::fill(rows);
         let mut cat = Catalogue::new(rows, std::iter::empty()).with_tabled(tabled);
         cat.learn(evidence);
         let rule = NoCache::default();

@@ -351,7 +351,7 @@ impl<'a> Scanner<'a> {
     /// A timestamp as `wire::time` reads it.
     pub(in crate::source) fn time(&mut self) -> Option<DateTime<Utc>> {
         let t = self.str()?;
-        crate::source::wire::fast_utc(t).or_else(|| {
+        crate::source::time::fast_utc(t).or_else(|| {
             t.parse::<DateTime<FixedOffset>>()
                 .ok()
                 .map(|v| v.with_timezone(&Utc))

@@ -69,7 +69,7 @@
 //!   (`costDetails`); the definitions price the others, and give the
 //!   detectors every model's prices. A model no definition and no table
 //!   prices gets the prices its calls' reported costs teach (the row
-//!   source's rule for every source, `crate::source::learned`).
+//!   source's rule for every source, `crate::pricing::learned`).
 
 mod limits;
 mod models;
@@ -92,10 +92,10 @@ use self::order::Order;
 use self::row::Mapper;
 use self::wire::Page;
 use super::fetch::{CursorsSeen, PageFetcher};
-use super::prices::PriceRules;
 use super::rows::{CallRow, Published, RowReader, RowSettings, SessionKey};
 use super::{HttpLimits, ModelPrice, ReadStats, SourceError};
 use crate::clock::Sleeper;
+use crate::pricing::table::PriceRules;
 use crate::secret::Secret;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -243,7 +243,7 @@ impl LangfuseReader {
             let parse = |body: &[u8]| {
                 let page: Page<'_> = match std::str::from_utf8(body).ok().and_then(scan::page) {
                     Some(page) => page,
-                    None => super::wire::parse(body)?,
+                    None => crate::source::json::parse(body)?,
                 };
                 let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
                 let mut followed = order.clone();

@@ -36,8 +36,8 @@
 //! catalogue is its default tier's.
 
 use super::usage::{is_cache_read, is_cache_write};
+use crate::pricing::table::{Billed, PriceRules};
 use crate::source::ModelPrice;
-use crate::source::prices::{Billed, PriceRules};
 use chrono::{DateTime, Utc};
 use regex::Regex;
 use std::collections::BTreeMap;

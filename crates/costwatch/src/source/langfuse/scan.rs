@@ -134,7 +134,7 @@ fn observation<'a>(s: &mut Scanner<'a>) -> Option<Observation<'a>> {
 /// it (`wire::start_time`).
 fn time(s: &mut Scanner<'_>) -> Option<DateTime<Utc>> {
     let t = s.text()?;
-    crate::source::wire::fast_utc(&t).or_else(|| {
+    crate::source::time::fast_utc(&t).or_else(|| {
         t.parse::<DateTime<FixedOffset>>()
             .ok()
             .map(|v| v.with_timezone(&Utc))

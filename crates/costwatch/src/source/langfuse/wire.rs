@@ -10,7 +10,7 @@
 //! not read.
 
 use crate::source::json::{Entries, Field, Text};
-use crate::source::wire::fast_utc;
+use crate::source::time::fast_utc;
 use chrono::{DateTime, FixedOffset, Utc};
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};

@@ -1,11 +1,12 @@
 //! The limits every value read from LiteLLM is held to: the manual's
 //! "Limits on gateway data", the reference gateway's own constants
-//! (`wire/check.rs`). A value outside them fails its page with the field's
+//! (`source/limits.rs`). A value outside them fails its page with the field's
 //! path (`data[3].prompt_tokens: -5 is negative`).
 
-pub(super) use crate::source::wire::check::{
+use crate::source::limits::count as count_within;
+pub(super) use crate::source::limits::{
     MAX_COST_USD, MAX_COUNT, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS,
-    MAX_PRICE_USD_PER_MTOK,
+    MAX_PRICE_USD_PER_MTOK, id, too_long, usd,
 };
 use serde_json::Value;
 
@@ -13,7 +14,7 @@ use serde_json::Value;
 /// [`MAX_COUNT`].
 pub(super) fn count(field: &str, n: i64) -> Result<u64, String> {
     let n = u64::try_from(n).map_err(|_| format!("{field}: {n} is negative"))?;
-    within(field, n)
+    count_within(field, n)
 }
 
 /// A token count read from free-form JSON (`usage_object` is the
@@ -21,7 +22,7 @@ pub(super) fn count(field: &str, n: i64) -> Result<u64, String> {
 /// negative, within [`MAX_COUNT`].
 pub(super) fn json_count(field: &str, v: &Value) -> Result<u64, String> {
     if let Some(n) = v.as_u64() {
-        return within(field, n);
+        return count_within(field, n);
     }
     if let Some(n) = v.as_i64() {
         return Err(format!("{field}: {n} is negative"));
@@ -36,42 +37,10 @@ pub(super) fn json_count(field: &str, v: &Value) -> Result<u64, String> {
     }
 }
 
-fn within(field: &str, n: u64) -> Result<u64, String> {
-    if n > MAX_COUNT {
-        return Err(format!("{field}: {n} is above the limit of {MAX_COUNT}"));
-    }
-    Ok(n)
-}
-
-/// A dollar figure: finite, from 0 to `max`.
-pub(super) fn usd(field: &str, v: f64, max: f64) -> Result<f64, String> {
-    if !(v.is_finite() && (0.0..=max).contains(&v)) {
-        // `1.7e308`, not three hundred digits.
-        let shown = if v.abs() < 1e15 {
-            v.to_string()
-        } else {
-            format!("{v:e}")
-        };
-        return Err(format!("{field}: {shown} is not between 0 and {max}"));
-    }
-    Ok(v)
-}
-
-/// An id: 1 to [`MAX_ID_BYTES`] bytes.
-pub(super) fn id(field: &str, text: &str) -> Result<(), String> {
-    if text.is_empty() {
-        return Err(format!("{field}: empty"));
-    }
-    at_most(field, text, MAX_ID_BYTES)
-}
-
 /// Text of at most `max` bytes.
 pub(super) fn at_most(field: &str, text: &str, max: usize) -> Result<(), String> {
     if text.len() > max {
-        return Err(format!(
-            "{field}: {} bytes, above the limit of {max}",
-            text.len()
-        ));
+        return Err(too_long(field, text.len(), max));
     }
     Ok(())
 }

@@ -116,7 +116,7 @@ fn row<'a>(s: &mut Scanner<'a>) -> Option<WireRow<'a>> {
 /// `startTime`, as `wire::time` reads it.
 fn time(s: &mut Scanner<'_>) -> Option<DateTime<Utc>> {
     let t = s.text()?;
-    crate::source::wire::fast_utc(&t).or_else(|| super::wire::parse_time(&t))
+    crate::source::time::fast_utc(&t).or_else(|| super::wire::parse_time(&t))
 }
 
 /// A token count: a plain integer that fits an `i64` (a negative one, or

@@ -8,7 +8,7 @@
 //! swamp the baseline of the sessions they sit beside.
 
 use super::CallRow;
-use crate::source::prices::{Billed, PriceTable};
+use crate::pricing::table::{Billed, PriceTable};
 use crate::source::{Labels, ModelUsage, RequestRecord, SessionRecord};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;

@@ -19,8 +19,8 @@ pub use self::aggregate::{PER_CALL_LABEL, PER_CALL_VALUE, per_call_id};
 pub use self::settings::{LabelField, RowKeys, RowSettings, Rows, SessionKey};
 pub use self::source::RowSource;
 
-use super::prices::PriceRules;
 use super::{Labels, ModelPrice, ReadStats, RequestStatus, SourceError};
+use crate::pricing::table::PriceRules;
 use chrono::{DateTime, Utc};
 use std::future::Future;
 use std::sync::Arc;

@@ -209,7 +209,7 @@ impl RowSettings {
             labels: BTreeMap::new(),
             filter: BTreeMap::new(),
             page_limit: kind.default_page_limit(),
-            max_pages: crate::source::gateway::DEFAULT_MAX_PAGES,
+            max_pages: crate::source::reference::DEFAULT_MAX_PAGES,
             session_lookback: rows.session_lookback,
             max_open_sessions: rows.max_open_sessions,
             max_kept_rows: rows.max_kept_rows,

@@ -28,7 +28,7 @@
 //! usage, at the call's time and usage), then from the tables. Once a
 //! window's calls are read, every model its sessions name is priced as of
 //! the window's end, the same way, and a model neither prices gets the
-//! prices its reported costs teach (`crate::source::learned`, from the
+//! prices its reported costs teach (`crate::pricing::learned`, from the
 //! calls read for the window; kept for later windows, at most
 //! [`MAX_LEARNED`] models): [`Source::window_models`].
 //!
@@ -41,8 +41,8 @@
 use super::aggregate::{Cost, OpenSession, PER_CALL_LABEL, PER_CALL_VALUE, billed, per_call_id};
 use super::reporters::Reporters;
 use super::{CallRow, Published, RowReader, RowSettings};
-use crate::source::learned::Learner;
-use crate::source::prices::PriceTable;
+use crate::pricing::learned::Learner;
+use crate::pricing::table::PriceTable;
 use crate::source::{
     FoundCalls, LabelledCall, ModelPrice, ReadStats, RequestQuery, RequestRecord, SessionRecord,
     Source, SourceError, Window,

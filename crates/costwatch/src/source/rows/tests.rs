@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::detect::group_key;
-use crate::source::prices::PriceTable;
+use crate::pricing::table::PriceTable;
 use crate::source::{SessionRecord, Source, Window};
 use chrono::{TimeDelta, TimeZone};
 use std::collections::BTreeMap;
@@ -122,7 +122,7 @@ fn settings() -> RowSettings {
 }
 
 fn source(calls: Vec<CallRow>, settings: RowSettings) -> RowSource<Memory> {
-    let table = PriceTable::new(crate::source::prices::default_table());
+    let table = PriceTable::new(crate::pricing::table::default_table());
     RowSource::new(
         Memory {
             calls,

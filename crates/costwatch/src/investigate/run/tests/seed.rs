@@ -12,7 +12,7 @@ async fn seed_alerts() -> (costwatch_sim::SimServer, Vec<Alert>) {
     let sim = costwatch_sim::SimServer::start(Arc::new(dataset), Default::default())
         .await
         .unwrap();
-    let source = crate::source::gateway::GatewaySource::new(
+    let source = crate::source::reference::ReferenceSource::new(
         url::Url::parse(&sim.base_url()).unwrap(),
         &Secret::new(sim.admin_key()),
         50,

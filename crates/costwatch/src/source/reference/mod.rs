@@ -14,8 +14,14 @@
 //! read forever, or any other repeat, which would hand rows over twice) or
 //! that runs past `max_pages` pages fails the read.
 
+mod check;
+mod scan;
+mod wire;
+
+use self::check::{Pages, Row, drill_down};
+use self::scan::Scan;
+use self::wire::{Page, WireRequest, WireSession};
 use super::fetch::{CursorsSeen, PageFetcher};
-use super::wire::{self, ModelList, Page, WireRequest, WireSession};
 use super::{
     HttpLimits, Labels, ModelPrice, ReadStats, RequestRecord, SessionRecord, Source, SourceError,
     Window,
@@ -33,7 +39,7 @@ pub const DEFAULT_MAX_PAGES: u64 = 100_000;
 
 /// Client for one gateway.
 #[derive(Clone)]
-pub struct GatewaySource {
+pub struct ReferenceSource {
     fetch: PageFetcher,
     base: Url,
     page_limit: u32,
@@ -41,9 +47,9 @@ pub struct GatewaySource {
     labels: Labels,
 }
 
-impl std::fmt::Debug for GatewaySource {
+impl std::fmt::Debug for ReferenceSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GatewaySource")
+        f.debug_struct("ReferenceSource")
             .field("base", &self.base.as_str())
             .field("page_limit", &self.page_limit)
             .field("max_pages", &self.max_pages)
@@ -51,7 +57,7 @@ impl std::fmt::Debug for GatewaySource {
     }
 }
 
-impl GatewaySource {
+impl ReferenceSource {
     /// Builds a client for the API rooted at `base` (e.g. `https://gw/v1`),
     /// reading at most [`DEFAULT_MAX_PAGES`] pages per listing.
     pub fn new(
@@ -63,7 +69,7 @@ impl GatewaySource {
     ) -> Result<Self, SourceError> {
         let auth = crate::http::bearer(admin_key)
             .ok_or_else(|| SourceError::Rejected("admin key is not a valid header value".into()))?;
-        Ok(GatewaySource {
+        Ok(ReferenceSource {
             fetch: PageFetcher::new(auth, &limits)?,
             base: crate::http::as_directory(base),
             page_limit: page_limit.clamp(1, 50),
@@ -112,7 +118,7 @@ impl GatewaySource {
         mut each: F,
     ) -> Result<ReadStats, SourceError>
     where
-        T: wire::Row + wire::Scan,
+        T: Row + Scan,
         F: FnMut(T) -> Result<(), SourceError>,
     {
         let mut stats = ReadStats::default();
@@ -120,7 +126,7 @@ impl GatewaySource {
         let mut cursors = CursorsSeen::default();
         // Joined once; each page only adds its query.
         let endpoint = self.endpoint(path)?;
-        let mut pages = wire::Pages::new(self.page_limit);
+        let mut pages = Pages::new(self.page_limit);
         loop {
             if stats.pages >= self.max_pages {
                 return Err(SourceError::Invalid(format!(
@@ -174,12 +180,13 @@ fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-impl Source for GatewaySource {
+impl Source for ReferenceSource {
     async fn models(&self) -> Result<Vec<ModelPrice>, SourceError> {
         let mut stats = ReadStats::default();
         let url = self.url("models", &[])?;
-        let list: ModelList = self.fetch.get_json(url, "models", &mut stats).await?;
-        wire::models(list).map_err(|e| SourceError::Invalid(format!("models: {e}")))
+        self.fetch
+            .get_parsed(url, "models", &mut stats, crate::pricing::list::parse)
+            .await
     }
 
     async fn sessions<F>(&self, window: Window, mut sink: F) -> Result<ReadStats, SourceError>
@@ -206,8 +213,7 @@ impl Source for GatewaySource {
             Ok(())
         })
         .await?;
-        wire::drill_down(session_id, &out)
-            .map_err(|e| SourceError::Invalid(format!("requests: {e}")))?;
+        drill_down(session_id, &out).map_err(|e| SourceError::Invalid(format!("requests: {e}")))?;
         out.sort_by(|a, b| {
             a.created_at
                 .cmp(&b.created_at)

@@ -6,137 +6,88 @@
 //! ignored. Every value is held to the limits in [`check`] before it is
 //! mapped, so the mapping itself cannot fail.
 
-pub(in crate::source) mod check;
-pub(in crate::source) mod scan;
-
-pub(super) use self::check::{Pages, Row, drill_down};
-pub(super) use self::scan::Scan;
-
-use super::{Labels, ModelPrice, ModelUsage, RequestRecord, RequestStatus, SessionRecord};
+use super::scan::{self, Scan};
+use crate::source::json::parse;
+use crate::source::limits::MAX_MODELS_PER_SESSION;
+use crate::source::time::{opt_time, time};
+use crate::source::{Labels, ModelUsage, RequestRecord, RequestStatus, SessionRecord};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 /// One page of a listing.
 #[derive(Debug, Deserialize)]
-pub(super) struct Page<T> {
+pub(in crate::source) struct Page<T> {
     #[serde(deserialize_with = "rows", bound(deserialize = "T: Deserialize<'de>"))]
     pub data: Vec<T>,
     #[serde(default)]
     pub next_cursor: Option<String>,
 }
 
-/// The `/models` answer (not paginated).
 #[derive(Debug, Deserialize)]
-pub(super) struct ModelList {
-    data: Vec<WireModel>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(super) struct WireModel {
-    id: String,
-    input_usd_per_mtok: f64,
-    #[serde(default)]
-    cached_input_usd_per_mtok: Option<f64>,
-    #[serde(default)]
-    cache_write_usd_per_mtok: Option<f64>,
-    output_usd_per_mtok: f64,
-    #[serde(default)]
-    supports_prompt_cache: Option<bool>,
-    #[serde(default)]
-    min_cacheable_prompt_tokens: Option<u64>,
-    #[serde(default)]
-    cache_lifetime_seconds: Option<u64>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(super) struct WireSession {
-    session_id: String,
+pub(in crate::source) struct WireSession {
+    pub(super) session_id: String,
     #[serde(default, deserialize_with = "opt_time")]
-    first_request_at: Option<DateTime<Utc>>,
+    pub(super) first_request_at: Option<DateTime<Utc>>,
     #[serde(default, deserialize_with = "opt_time")]
-    last_request_at: Option<DateTime<Utc>>,
-    requests: u64,
+    pub(super) last_request_at: Option<DateTime<Utc>>,
+    pub(super) requests: u64,
     #[serde(default)]
-    errors: u64,
-    input_tokens: u64,
+    pub(super) errors: u64,
+    pub(super) input_tokens: u64,
     #[serde(default)]
-    cached_tokens: u64,
+    pub(super) cached_tokens: u64,
     #[serde(default)]
-    cache_write_tokens: u64,
+    pub(super) cache_write_tokens: u64,
     #[serde(default)]
-    output_tokens: u64,
-    cost_usd: f64,
+    pub(super) output_tokens: u64,
+    pub(super) cost_usd: f64,
     #[serde(default)]
-    models: ModelNames,
+    pub(super) models: ModelNames,
     #[serde(default, deserialize_with = "by_model_list")]
-    by_model: Vec<ModelUsage>,
+    pub(super) by_model: Vec<ModelUsage>,
     #[serde(default)]
-    labels: Labels,
+    pub(super) labels: Labels,
 }
 
 #[derive(Debug, Deserialize)]
-pub(super) struct WireModelUsage {
+pub(in crate::source) struct WireModelUsage {
     #[serde(default)]
-    requests: u64,
+    pub(super) requests: u64,
     #[serde(default)]
-    input_tokens: u64,
+    pub(super) input_tokens: u64,
     #[serde(default)]
-    cached_tokens: u64,
+    pub(super) cached_tokens: u64,
     #[serde(default)]
-    output_tokens: u64,
+    pub(super) output_tokens: u64,
     #[serde(default)]
-    cost_usd: f64,
+    pub(super) cost_usd: f64,
 }
 
 #[derive(Debug, Deserialize)]
-pub(super) struct WireRequest {
-    request_id: String,
-    session_id: String,
+pub(in crate::source) struct WireRequest {
+    pub(super) request_id: String,
+    pub(super) session_id: String,
     #[serde(deserialize_with = "time")]
-    created_at: DateTime<Utc>,
-    model: String,
-    status: RequestStatus,
+    pub(super) created_at: DateTime<Utc>,
+    pub(super) model: String,
+    pub(super) status: RequestStatus,
     #[serde(default)]
-    http_status: Option<u16>,
+    pub(super) http_status: Option<u16>,
     #[serde(default)]
-    error_type: Option<String>,
-    input_tokens: u64,
+    pub(super) error_type: Option<String>,
+    pub(super) input_tokens: u64,
     #[serde(default)]
-    cached_tokens: u64,
+    pub(super) cached_tokens: u64,
     #[serde(default)]
-    cache_write_tokens: u64,
+    pub(super) cache_write_tokens: u64,
     #[serde(default)]
-    output_tokens: u64,
-    cost_usd: f64,
-}
-
-/// Parses and checks the `/models` answer.
-pub(super) fn models(list: ModelList) -> Result<Vec<ModelPrice>, String> {
-    check::catalogue(&list.data)?;
-    Ok(list.data.into_iter().map(WireModel::into_record).collect())
-}
-
-impl WireModel {
-    fn into_record(self) -> ModelPrice {
-        let supports = self
-            .supports_prompt_cache
-            .unwrap_or(self.cached_input_usd_per_mtok.is_some());
-        ModelPrice {
-            id: self.id,
-            input_usd_per_mtok: self.input_usd_per_mtok,
-            cached_input_usd_per_mtok: self.cached_input_usd_per_mtok,
-            cache_write_usd_per_mtok: self.cache_write_usd_per_mtok,
-            output_usd_per_mtok: self.output_usd_per_mtok,
-            supports_prompt_cache: supports,
-            min_cacheable_prompt_tokens: self.min_cacheable_prompt_tokens.filter(|t| *t > 0),
-            cache_lifetime_seconds: self.cache_lifetime_seconds.filter(|t| *t > 0),
-        }
-    }
+    pub(super) output_tokens: u64,
+    pub(super) cost_usd: f64,
 }
 
 impl WireSession {
     /// Maps a checked row; `fallback_time` stands in for missing timestamps.
-    pub(super) fn into_record(self, fallback_time: DateTime<Utc>) -> SessionRecord {
+    pub(in crate::source) fn into_record(self, fallback_time: DateTime<Utc>) -> SessionRecord {
         let mut by_model = self.by_model;
         // A gateway that lists models without a breakdown still tells which
         // models were used; with a single model the breakdown is the session.
@@ -172,7 +123,7 @@ impl WireSession {
 
 impl WireRequest {
     /// Maps a checked row.
-    pub(super) fn into_record(self) -> RequestRecord {
+    pub(in crate::source) fn into_record(self) -> RequestRecord {
         RequestRecord {
             request_id: self.request_id,
             session_id: self.session_id,
@@ -191,37 +142,10 @@ impl WireRequest {
     }
 }
 
-/// Parses a page, naming the failing field (`data[3]: missing field \`cost_usd\``).
-/// The message can quote the page (a map key, an unknown variant), so it is
-/// made [`printable`](crate::printable).
-///
-/// Tracking the path costs an allocation per key, so a page is parsed
-/// without it first (from text validated as UTF-8 once, rather than string
-/// by string); only a page that fails is parsed again to name the field.
-/// Parsing is deterministic, so the second pass fails the same way.
-pub(super) fn parse<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, String> {
-    if let Ok(text) = std::str::from_utf8(body)
-        && let Ok(page) = serde_json::from_str(text)
-    {
-        return Ok(page);
-    }
-    let mut de = serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        let message = if path == "." || path.is_empty() {
-            inner
-        } else {
-            format!("{path}: {inner}")
-        };
-        crate::printable::printable(&message).to_string()
-    })
-}
-
 /// Parses a listing's page: by the direct reader ([`scan`]) when the page
 /// is in the plain shape, else by [`parse`], which gives the same page or
 /// names the failing field.
-pub(super) fn parse_page<T>(body: &[u8]) -> Result<Page<T>, String>
+pub(in crate::source) fn parse_page<T>(body: &[u8]) -> Result<Page<T>, String>
 where
     T: Scan + serde::de::DeserializeOwned,
 {
@@ -259,7 +183,7 @@ where
 
 /// `by_model` read straight into the record's list, sorted by model name
 /// (as a map would hold it; a repeated model keeps its last entry), without
-/// building the map; more than [`check::MAX_MODELS_PER_SESSION`] models fail
+/// building the map; more than [`MAX_MODELS_PER_SESSION`] models fail
 /// the row.
 fn by_model_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ModelUsage>, D::Error> {
     struct V;
@@ -277,7 +201,7 @@ fn by_model_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ModelUsag
                 if !add_usage(&mut out, u.of(model)) {
                     return Err(serde::de::Error::custom(format_args!(
                         "more than {} models, the limit",
-                        check::MAX_MODELS_PER_SESSION
+                        MAX_MODELS_PER_SESSION
                     )));
                 }
             }
@@ -290,7 +214,7 @@ fn by_model_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<ModelUsag
 
 impl WireModelUsage {
     /// The usage as the record holds it, under its model's name.
-    fn of(self, model: String) -> ModelUsage {
+    pub(super) fn of(self, model: String) -> ModelUsage {
         ModelUsage {
             model,
             requests: self.requests,
@@ -304,9 +228,9 @@ impl WireModelUsage {
 
 /// Adds one model's usage to a session's `by_model` list, both readers'
 /// way: a repeated model replaces its entry. `false` when a new model would
-/// pass [`check::MAX_MODELS_PER_SESSION`].
-fn add_usage(out: &mut Vec<ModelUsage>, usage: ModelUsage) -> bool {
-    let full = out.len() == check::MAX_MODELS_PER_SESSION;
+/// pass [`MAX_MODELS_PER_SESSION`].
+pub(super) fn add_usage(out: &mut Vec<ModelUsage>, usage: ModelUsage) -> bool {
+    let full = out.len() == MAX_MODELS_PER_SESSION;
     match out.iter_mut().find(|m| m.model == usage.model) {
         Some(slot) => *slot = usage,
         None if full => return false,
@@ -317,9 +241,9 @@ fn add_usage(out: &mut Vec<ModelUsage>, usage: ModelUsage) -> bool {
 
 /// Of `models`, only what the mapping needs: how many, and the first.
 #[derive(Debug, Default)]
-pub(super) struct ModelNames {
-    count: usize,
-    first: Option<String>,
+pub(in crate::source) struct ModelNames {
+    pub(super) count: usize,
+    pub(super) first: Option<String>,
 }
 
 /// A string that is checked to be one and then dropped.
@@ -370,90 +294,6 @@ impl<'de> Deserialize<'de> for ModelNames {
     }
 }
 
-/// An RFC 3339 timestamp; the gateway's own form
-/// (`2026-11-02T00:01:49.677Z`) is read directly, anything else by chrono.
-fn time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
-    d.deserialize_str(Time)
-}
-
-/// An optional [`time`].
-fn opt_time<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<DateTime<Utc>>, D::Error> {
-    struct V;
-    impl<'de> serde::de::Visitor<'de> for V {
-        type Value = Option<DateTime<Utc>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an RFC 3339 timestamp")
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            time(d).map(Some)
-        }
-    }
-    d.deserialize_option(V)
-}
-
-/// The visitor of [`time`].
-struct Time;
-
-impl serde::de::Visitor<'_> for Time {
-    type Value = DateTime<Utc>;
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an RFC 3339 timestamp")
-    }
-    fn visit_str<E: serde::de::Error>(self, t: &str) -> Result<Self::Value, E> {
-        match fast_utc(t) {
-            Some(v) => Ok(v),
-            // What chrono's own `Deserialize` accepts.
-            None => t
-                .parse::<DateTime<chrono::FixedOffset>>()
-                .map(|v| v.with_timezone(&Utc))
-                .map_err(E::custom),
-        }
-    }
-}
-
-/// `YYYY-MM-DDTHH:MM:SS[.fff]` (up to nine fractional digits) followed by
-/// `Z` or `+00:00`; `None` for any other shape, which the caller hands to
-/// chrono.
-pub(super) fn fast_utc(t: &str) -> Option<DateTime<Utc>> {
-    let b = t.as_bytes();
-    let b = match b.strip_suffix(b"Z") {
-        Some(head) => head,
-        None => b.strip_suffix(b"+00:00")?,
-    };
-    if b.len() < 19
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| -> Option<u32> {
-        b.get(r)?.iter().try_fold(0u32, |acc, c| {
-            c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
-        })
-    };
-    let date = chrono::NaiveDate::from_ymd_opt(num(0..4)? as i32, num(5..7)?, num(8..10)?)?;
-    let frac = &b[19..];
-    let nanos = match frac {
-        [] => 0,
-        [b'.', digits @ ..] if (1..=9).contains(&digits.len()) => {
-            num(20..20 + digits.len())? * 10u32.pow(9 - digits.len() as u32)
-        }
-        _ => return None,
-    };
-    let time =
-        chrono::NaiveTime::from_hms_nano_opt(num(11..13)?, num(14..16)?, num(17..19)?, nanos)?;
-    Some(date.and_time(time).and_utc())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -479,66 +319,6 @@ mod tests {
         assert_eq!(rec.by_model.len(), 1);
         assert_eq!(rec.by_model[0].requests, 2);
         assert_eq!(rec.first_request_at, at);
-    }
-
-    #[test]
-    fn timestamps_read_fast_agree_with_chrono() {
-        for t in [
-            "2026-11-02T00:01:49.677Z",
-            "2026-11-02T00:01:49Z",
-            "2026-11-02T23:59:59.123456789Z",
-            "2024-02-29T12:00:00.5Z",
-        ] {
-            let chrono: DateTime<Utc> = serde_json::from_str(&format!("\"{t}\"")).unwrap();
-            assert_eq!(fast_utc(t), Some(chrono), "{t}");
-        }
-        for t in [
-            "2026-11-02T00:01:49+02:00",
-            "2026-11-02 00:01:49Z",
-            "2026-02-30T00:00:00Z",
-            "2026-11-02T00:01:49.Z",
-            "2026-11-02T00:01:49.1234567890Z",
-        ] {
-            assert_eq!(fast_utc(t), None, "{t}");
-        }
-        // Other shapes still parse through chrono, as before.
-        let body = br#"{"data":[{"session_id":"a","requests":1,"input_tokens":5,"cost_usd":0.1,
-            "first_request_at":"2026-11-02T02:01:49+02:00","last_request_at":null}]}"#;
-        let page = parse::<Page<WireSession>>(body).unwrap();
-        let rec = page
-            .data
-            .into_iter()
-            .next()
-            .unwrap()
-            .into_record(DateTime::<Utc>::UNIX_EPOCH);
-        assert_eq!(
-            rec.first_request_at,
-            fast_utc("2026-11-02T00:01:49Z").unwrap()
-        );
-        assert_eq!(rec.last_request_at, rec.first_request_at);
-        let row = |t: &str| {
-            format!(
-                r#"{{"data":[{{"request_id":"r","session_id":"a","created_at":"{t}","model":"m",
-                "status":"success","input_tokens":5,"cost_usd":0.1}}]}}"#
-            )
-        };
-        for t in ["2026-11-02T00:01:49.677Z", "2026-11-02T02:01:49.677+02:00"] {
-            let body = row(t);
-            let page = parse::<Page<WireRequest>>(body.as_bytes()).unwrap();
-            assert_eq!(
-                page.data[0].created_at,
-                fast_utc("2026-11-02T00:01:49.677Z").unwrap(),
-                "{t}"
-            );
-        }
-        let err = parse::<Page<WireRequest>>(row("noon").as_bytes())
-            .err()
-            .unwrap_or_default();
-        assert!(err.starts_with("data[0].created_at"), "{err}");
-        let bad = br#"{"data":[{"session_id":"a","requests":1,"input_tokens":5,"cost_usd":0.1,
-            "first_request_at":"yesterday"}]}"#;
-        let err = parse::<Page<WireSession>>(bad).err().unwrap_or_default();
-        assert!(err.starts_with("data[0].first_request_at"), "{err}");
     }
 
     #[test]
@@ -603,5 +383,47 @@ mod tests {
     fn a_truncated_page_is_an_error() {
         let body = br#"{"data":[{"session_id":"a","requests":2,"input_tok"#;
         assert!(parse::<Page<WireSession>>(body).is_err());
+    }
+
+    #[test]
+    fn other_timestamp_shapes_parse_through_chrono() {
+        // Other shapes still parse through chrono, as before.
+        let body = br#"{"data":[{"session_id":"a","requests":1,"input_tokens":5,"cost_usd":0.1,
+            "first_request_at":"2026-11-02T02:01:49+02:00","last_request_at":null}]}"#;
+        let page = parse::<Page<WireSession>>(body).unwrap();
+        let rec = page
+            .data
+            .into_iter()
+            .next()
+            .unwrap()
+            .into_record(DateTime::<Utc>::UNIX_EPOCH);
+        assert_eq!(
+            rec.first_request_at,
+            crate::source::time::fast_utc("2026-11-02T00:01:49Z").unwrap()
+        );
+        assert_eq!(rec.last_request_at, rec.first_request_at);
+        let row = |t: &str| {
+            format!(
+                r#"{{"data":[{{"request_id":"r","session_id":"a","created_at":"{t}","model":"m",
+                "status":"success","input_tokens":5,"cost_usd":0.1}}]}}"#
+            )
+        };
+        for t in ["2026-11-02T00:01:49.677Z", "2026-11-02T02:01:49.677+02:00"] {
+            let body = row(t);
+            let page = parse::<Page<WireRequest>>(body.as_bytes()).unwrap();
+            assert_eq!(
+                page.data[0].created_at,
+                crate::source::time::fast_utc("2026-11-02T00:01:49.677Z").unwrap(),
+                "{t}"
+            );
+        }
+        let err = parse::<Page<WireRequest>>(row("noon").as_bytes())
+            .err()
+            .unwrap_or_default();
+        assert!(err.starts_with("data[0].created_at"), "{err}");
+        let bad = br#"{"data":[{"session_id":"a","requests":1,"input_tokens":5,"cost_usd":0.1,
+            "first_request_at":"yesterday"}]}"#;
+        let err = parse::<Page<WireSession>>(bad).err().unwrap_or_default();
+        assert!(err.starts_with("data[0].first_request_at"), "{err}");
     }
 }

@@ -1,5 +1,5 @@
 //! Unit prices learned from the costs a source reports, for models no
-//! catalogue prices: the last of the price sources (`super::prices`), and
+//! catalogue prices: the last of the price sources (`super::table`), and
 //! the same rule for every source that reports a cost per call (Langfuse's
 //! `costDetails`, the LiteLLM proxy's `spend`).
 //!
@@ -22,7 +22,7 @@
 //! a call without tokens.
 
 use super::ModelPrice;
-use super::prices::Billed;
+use super::table::Billed;
 use std::collections::HashMap;
 
 /// Most models learned from in one read; the calls of more are not

@@ -1,5 +1,5 @@
 //! The providers' prompt-caching facts per model family, dated and with
-//! their sources (`prices/caching.json`, shipped inside the binary): the
+//! their sources (`pricing/caching.json`, shipped inside the binary): the
 //! smallest cacheable prefix, how long a cached prefix lives after its last
 //! use, and what a cache write costs as a multiple of the input price.
 //! Providers changed these during 2026, so they live in a table, never in
@@ -16,7 +16,7 @@ use super::ModelPrice;
 use serde::Deserialize;
 
 /// The table shipped inside the binary.
-const TABLE: &str = include_str!("prices/caching.json");
+const TABLE: &str = include_str!("caching.json");
 
 /// One row of the table: the facts of the models whose id starts with
 /// `match`.

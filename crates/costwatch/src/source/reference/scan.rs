@@ -8,8 +8,9 @@
 //! serde, which gives the same rows or names the failing field (checked
 //! against serde on generated and corrupted pages in `scan/tests.rs`).
 
-use super::{ModelNames, ModelUsage, Page, WireModelUsage, WireRequest, WireSession, add_usage};
+use super::wire::{ModelNames, Page, WireModelUsage, WireRequest, WireSession, add_usage};
 use crate::domain::Labels;
+use crate::source::ModelUsage;
 use crate::source::RequestStatus;
 use crate::source::json::scanner::{MAX_SKIP_DEPTH, Scanner, first};
 

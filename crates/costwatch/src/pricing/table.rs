@@ -1,7 +1,7 @@
 //! Prices for calls a source does not price: the source's own catalogue,
 //! then `source.models_file`, then the table shipped inside the binary
-//! (`prices/default.json`, generated from LiteLLM's bundled cost map by
-//! `prices/regenerate.py`; its `source` field names the version), then
+//! (`pricing/default.json`, generated from LiteLLM's bundled cost map by
+//! `pricing/regenerate.py`; its `source` field names the version), then
 //! what the source's reported costs teach (`super::learned`).
 //!
 //! Every table has the shape of the reference API's `GET /models` answer,
@@ -10,14 +10,15 @@
 //! definitions: a pattern, a start date, tiers by usage): it is then a
 //! [`PriceRules`], asked before any table.
 
-use super::{ModelPrice, wire};
+use super::ModelPrice;
+use super::list::parse;
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 /// The table shipped inside the binary.
-const DEFAULT_TABLE: &str = include_str!("prices/default.json");
+const DEFAULT_TABLE: &str = include_str!("default.json");
 
 /// A call's tokens by how they are billed: uncached prompt, cache reads,
 /// cache writes, completion.
@@ -195,16 +196,9 @@ pub fn default_table_source() -> String {
         source: String,
         generated: String,
     }
-    wire::parse::<Head>(DEFAULT_TABLE.as_bytes())
+    crate::source::json::parse::<Head>(DEFAULT_TABLE.as_bytes())
         .map(|h| format!("{}, generated {}", h.source, h.generated))
         .unwrap_or_default()
-}
-
-/// Parses a price table in the `GET /models` shape; the message names the
-/// failing field (`data[3].input_usd_per_mtok: ...`).
-pub fn parse(body: &[u8]) -> Result<Vec<ModelPrice>, String> {
-    let list: wire::ModelList = wire::parse(body)?;
-    wire::models(list)
 }
 
 /// Reads `source.models_file`.
@@ -215,7 +209,7 @@ pub fn load_file(path: &Path) -> Result<Vec<ModelPrice>, String> {
 
 /// `base` with `over` laid on it: an entry of `over` replaces the entry of
 /// `base` with its id. What a window's calls taught about prices
-/// ([`super::Source::window_models`]) is laid on a source's catalogue so.
+/// ([`crate::source::Source::window_models`]) is laid on a source's catalogue so.
 pub fn overlay(base: &[ModelPrice], over: Vec<ModelPrice>) -> Vec<ModelPrice> {
     if over.is_empty() {
         return base.to_vec();

@@ -1,5 +1,6 @@
-//! The limits every value from the gateway is held to, checked as its page
-//! is parsed (the manual, "Limits on gateway data").
+//! The reference gateway's rows held to the limits every value from a
+//! gateway is held to ([`crate::source::limits`], the manual's "Limits on
+//! gateway data"), checked as its page is parsed.
 //!
 //! A value no real gateway can send (tokens at `u64::MAX`, a cost of
 //! 1.7e308, more cached than prompt tokens, a 7 MB label) fails its page
@@ -16,35 +17,22 @@
 //! rows around it, and only the ids of the rows sharing the latest
 //! `first_request_at` are remembered (at most [`MAX_TIED`]).
 
-use super::{Labels, WireModel, WireRequest, WireSession};
+#[cfg(test)]
+use super::wire::Page;
+use super::wire::{WireRequest, WireSession};
 use crate::printable::printable;
+use crate::source::Labels;
+use crate::source::limits::{
+    MAX_COST_USD, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS, MAX_TIED,
+    count, id, too_long, usd,
+};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::de::DeserializeOwned;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Display;
 
-/// Largest count of calls or tokens in one row: `u32::MAX`, four billion
-/// tokens in one session.
-pub(in crate::source) const MAX_COUNT: u64 = u32::MAX as u64;
-/// Largest cost of one session, one model's share of it, or one call.
-pub(in crate::source) const MAX_COST_USD: f64 = 1_000_000.0;
-/// Largest price per million tokens.
-pub(in crate::source) const MAX_PRICE_USD_PER_MTOK: f64 = 10_000.0;
-/// Longest id (session, request, model) and `error_type`, in bytes.
-pub(in crate::source) const MAX_ID_BYTES: usize = 256;
-/// Most labels on one session.
-pub(in crate::source) const MAX_LABELS: usize = 64;
-/// Longest label key, in bytes.
-pub(in crate::source) const MAX_LABEL_KEY_BYTES: usize = 256;
-/// Longest label value, in bytes.
-pub(in crate::source) const MAX_LABEL_VALUE_BYTES: usize = 1024;
-/// Most models in one session's `by_model`.
-pub(in crate::source) const MAX_MODELS_PER_SESSION: usize = 256;
-/// Most session ids remembered that share one `first_request_at`.
-pub(in crate::source) const MAX_TIED: usize = 10_000;
-
 /// A row of a paginated listing.
-pub(in crate::source) trait Row: DeserializeOwned {
+pub(super) trait Row: DeserializeOwned {
     /// The name of the id field, unique on a page.
     const ID: &'static str;
     /// The row's id.
@@ -186,53 +174,14 @@ impl Row for WireRequest {
                 self.cache_write_tokens, self.cached_tokens, self.input_tokens
             ));
         }
-        usd("cost_usd", self.cost_usd, MAX_COST_USD)
-    }
-}
-
-impl WireModel {
-    fn check(&self) -> Result<(), String> {
-        id("id", &self.id)?;
-        usd(
-            "input_usd_per_mtok",
-            self.input_usd_per_mtok,
-            MAX_PRICE_USD_PER_MTOK,
-        )?;
-        usd(
-            "output_usd_per_mtok",
-            self.output_usd_per_mtok,
-            MAX_PRICE_USD_PER_MTOK,
-        )?;
-        for (field, price) in [
-            ("cached_input_usd_per_mtok", self.cached_input_usd_per_mtok),
-            ("cache_write_usd_per_mtok", self.cache_write_usd_per_mtok),
-        ] {
-            if let Some(price) = price {
-                usd(field, price, MAX_PRICE_USD_PER_MTOK)?;
-            }
-        }
+        usd("cost_usd", self.cost_usd, MAX_COST_USD)?;
         Ok(())
     }
 }
 
-/// Checks the catalogue's rows and that no model is listed twice.
-pub(in crate::source) fn catalogue(list: &[WireModel]) -> Result<(), String> {
-    let mut ids: HashMap<&str, usize> = HashMap::with_capacity(list.len());
-    for (i, m) in list.iter().enumerate() {
-        m.check().map_err(|e| format!("data[{i}].{e}"))?;
-        if let Some(first) = ids.insert(&m.id, i) {
-            return Err(format!(
-                "data[{i}].id: \"{}\" is listed before, at data[{first}]",
-                printable(&m.id)
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The checks of one listing, page after page: see the module documentation.
 #[derive(Debug)]
-pub(in crate::source) struct Pages {
+pub(super) struct Pages {
     limit: usize,
     /// The order time of the latest row that had one.
     last: Option<DateTime<Utc>>,
@@ -244,7 +193,7 @@ pub(in crate::source) struct Pages {
 
 impl Pages {
     /// Checks for a listing read `limit` rows at a time.
-    pub(in crate::source) fn new(limit: u32) -> Pages {
+    pub(super) fn new(limit: u32) -> Pages {
         Pages {
             limit: limit as usize,
             last: None,
@@ -256,18 +205,15 @@ impl Pages {
     /// Parses the listing's next page and checks it (the gateway client
     /// parses under its retries, then calls [`Pages::check`]).
     #[cfg(test)]
-    pub(in crate::source) fn parse<T: Row>(
-        &mut self,
-        body: &[u8],
-    ) -> Result<super::Page<T>, String> {
-        let page: super::Page<T> = super::parse(body)?;
+    pub(super) fn parse<T: Row>(&mut self, body: &[u8]) -> Result<Page<T>, String> {
+        let page: Page<T> = crate::source::json::parse(body)?;
         self.check(&page.data)?;
         Ok(page)
     }
 
     /// Checks the rows of the listing's next page; the message names the
     /// failing field (`data[7].cached_tokens: ...`).
-    pub(in crate::source) fn check<T: Row>(&mut self, rows: &[T]) -> Result<(), String> {
+    pub(super) fn check<T: Row>(&mut self, rows: &[T]) -> Result<(), String> {
         if rows.len() > self.limit {
             return Err(format!(
                 "data: {} rows, more than the {} asked for",
@@ -333,7 +279,7 @@ impl Pages {
 
 /// Checks that a drill-down's rows all belong to `session_id` and that no
 /// request is listed twice (across its pages).
-pub(in crate::source) fn drill_down(
+pub(super) fn drill_down(
     session_id: &str,
     rows: &[crate::source::RequestRecord],
 ) -> Result<(), String> {
@@ -357,46 +303,12 @@ pub(in crate::source) fn drill_down(
     Ok(())
 }
 
-fn count(field: &str, n: u64) -> Result<(), String> {
-    if n > MAX_COUNT {
-        return Err(format!("{field}: {n} is above the limit of {MAX_COUNT}"));
-    }
-    Ok(())
-}
-
 /// `n` is a part of `whole` and cannot exceed it.
 fn part(field: impl Display, n: u64, whole_field: &str, whole: u64) -> Result<(), String> {
     if n > whole {
         return Err(format!("{field}: {n} is above {whole_field} {whole}"));
     }
     Ok(())
-}
-
-fn usd(field: impl Display, v: f64, max: f64) -> Result<(), String> {
-    if !(v.is_finite() && (0.0..=max).contains(&v)) {
-        // `1.7e308`, not three hundred digits.
-        let shown = if v.abs() < 1e15 {
-            v.to_string()
-        } else {
-            format!("{v:e}")
-        };
-        return Err(format!("{field}: {shown} is not between 0 and {max}"));
-    }
-    Ok(())
-}
-
-fn id(field: &str, text: &str) -> Result<(), String> {
-    if text.is_empty() {
-        return Err(format!("{field}: empty"));
-    }
-    if text.len() > MAX_ID_BYTES {
-        return Err(too_long(field, text.len(), MAX_ID_BYTES));
-    }
-    Ok(())
-}
-
-fn too_long(field: impl Display, len: usize, max: usize) -> String {
-    format!("{field}: {len} bytes, above the limit of {max}")
 }
 
 fn labels(labels: &Labels) -> Result<(), String> {

@@ -3,9 +3,10 @@
 //! byte. Whenever the reader gives a page, serde must give the same one;
 //! whenever a page is plain, the reader must give it.
 
-use super::super::{Page, WireRequest, WireSession, parse};
 use super::{Scan, page};
+use crate::source::json::parse;
 use crate::source::json::scanner::testing::{Gen, Pool, Rng, Tally, corrupted, generated};
+use crate::source::reference::wire::{Page, WireRequest, WireSession};
 use serde::de::DeserializeOwned;
 use std::fmt::Debug;
 
