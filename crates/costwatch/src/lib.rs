@@ -9,8 +9,10 @@
 //! (`costwatch-sim`, `costwatch-bench`).
 
 pub mod clock;
+pub(crate) mod decode;
 pub mod domain;
 pub mod http;
+pub(crate) mod limits;
 pub mod printable;
 pub mod secret;
 pub mod settings;

@@ -1,11 +1,11 @@
 //! A price list in the shape of the reference gateway's `GET /models`
 //! answer, the one shape every price table has: its rows, their checks
-//! against the limits (`source/limits.rs`), and the prices they
+//! against the limits (`limits.rs`), and the prices they
 //! give.
 
 use super::ModelPrice;
+use crate::limits::{MAX_PRICE_USD_PER_MTOK, id, usd};
 use crate::printable::printable;
-use crate::source::limits::{MAX_PRICE_USD_PER_MTOK, id, usd};
 use serde::Deserialize;
 use std::collections::HashMap;
 
@@ -36,7 +36,7 @@ struct WireModel {
 /// answer, `source.models_file`, the shipped table), naming the failing
 /// field.
 pub(crate) fn parse(body: &[u8]) -> Result<Vec<ModelPrice>, String> {
-    let list: ModelList = crate::source::json::parse(body)?;
+    let list: ModelList = crate::decode::json(body)?;
     catalogue(&list.data)?;
     Ok(list.data.into_iter().map(WireModel::into_record).collect())
 }

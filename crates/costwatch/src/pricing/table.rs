@@ -196,7 +196,7 @@ pub fn default_table_source() -> String {
         source: String,
         generated: String,
     }
-    crate::source::json::parse::<Head>(DEFAULT_TABLE.as_bytes())
+    crate::decode::json::<Head>(DEFAULT_TABLE.as_bytes())
         .map(|h| format!("{}, generated {}", h.source, h.generated))
         .unwrap_or_default()
 }

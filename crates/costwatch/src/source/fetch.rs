@@ -94,12 +94,12 @@ impl PageFetcher {
         what: &str,
         stats: &mut ReadStats,
     ) -> Result<T, SourceError> {
-        self.get_parsed(url, what, stats, |body| super::json::parse::<T>(body))
+        self.get_parsed(url, what, stats, |body| crate::decode::json::<T>(body))
             .await
     }
 
     /// [`PageFetcher::get_json`] with the body parsed by `parse`, which
-    /// names the failing field in its error as `json::parse` does. `parse`
+    /// names the failing field in its error as `decode::json` does. `parse`
     /// sees the body once, where it was read: what it makes (the page's
     /// rows, checked) may borrow from it while it runs, and its error is
     /// the page's (tried again when the body is not JSON at all).

@@ -6,7 +6,6 @@
 pub mod fetch;
 pub(crate) mod json;
 pub mod langfuse;
-pub(crate) mod limits;
 pub mod litellm;
 pub mod otlp;
 pub mod reference;

@@ -1,14 +1,14 @@
 //! The limits every value read from Langfuse is held to: the manual's
 //! "Limits on gateway data", the reference source's own constants
-//! (`source/limits.rs`). A value outside them fails its page with the
+//! (`limits.rs`). A value outside them fails its page with the
 //! field's path.
 
-use crate::printable::printable;
-use crate::source::limits;
-pub(super) use crate::source::limits::{
+use crate::limits;
+pub(super) use crate::limits::{
     MAX_COST_USD, MAX_COUNT, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS, MAX_TIED, id,
     too_long,
 };
+use crate::printable::printable;
 use std::fmt::Display;
 
 /// Checks a dollar amount: finite, from 0 to [`MAX_COST_USD`].

@@ -243,7 +243,7 @@ impl LangfuseReader {
             let parse = |body: &[u8]| {
                 let page: Page<'_> = match std::str::from_utf8(body).ok().and_then(scan::page) {
                     Some(page) => page,
-                    None => crate::source::json::parse(body)?,
+                    None => crate::decode::json(body)?,
                 };
                 let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
                 let mut followed = order.clone();

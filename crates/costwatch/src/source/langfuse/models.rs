@@ -31,7 +31,7 @@
 //! prices from its tables meanwhile.
 
 use super::pricing::{Condition, Definition, Definitions, Operator, Tier, tier_price};
-use crate::source::limits::MAX_PRICE_USD_PER_MTOK;
+use crate::limits::MAX_PRICE_USD_PER_MTOK;
 use chrono::{DateTime, NaiveDate, Utc};
 use regex::{Regex, RegexBuilder};
 use serde::Deserialize;

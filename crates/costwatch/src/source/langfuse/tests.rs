@@ -92,7 +92,7 @@ fn fern_row() -> Value {
 /// A page of `rows`, checked and mapped by `reader` over a wide range.
 fn page_with(reader: &LangfuseReader, rows: Vec<Value>) -> Result<Vec<CallRow>, String> {
     let body = json!({"data": rows, "meta": {}}).to_string();
-    let page: Page = crate::source::json::parse(body.as_bytes())?;
+    let page: Page = crate::decode::json(body.as_bytes())?;
     let (start, end) = (ts("2026-01-01T00:00:00Z"), ts("2027-01-01T00:00:00Z"));
     reader
         .check(page, &mut Order::default(), start, end)
@@ -398,7 +398,7 @@ fn a_start_time_reads_as_chrono_reads_it_whatever_its_form() {
 fn a_page_of_another_shape_is_one_clear_error() {
     let check = |body: Value| {
         let body = body.to_string();
-        let page: Page = crate::source::json::parse(body.as_bytes())?;
+        let page: Page = crate::decode::json(body.as_bytes())?;
         let (start, end) = (ts("2026-01-01T00:00:00Z"), ts("2027-01-01T00:00:00Z"));
         reader()
             .check(page, &mut Order::default(), start, end)
@@ -428,7 +428,7 @@ fn rows_outside_the_range_are_checked_and_left_out() {
         with(with(fern_row(), "id", json!("early")), "startTime", json!("2026-10-11T10:59:59.999Z")),
     ], "meta": {"cursor": "abc"}});
     let body = body.to_string();
-    let page: Page = crate::source::json::parse(body.as_bytes()).unwrap();
+    let page: Page = crate::decode::json(body.as_bytes()).unwrap();
     let (rows, next) = reader()
         .check(
             page,

@@ -1,10 +1,10 @@
 //! The limits every value read from LiteLLM is held to: the manual's
 //! "Limits on gateway data", the reference gateway's own constants
-//! (`source/limits.rs`). A value outside them fails its page with the field's
+//! (`limits.rs`). A value outside them fails its page with the field's
 //! path (`data[3].prompt_tokens: -5 is negative`).
 
-use crate::source::limits::count as count_within;
-pub(super) use crate::source::limits::{
+use crate::limits::count as count_within;
+pub(super) use crate::limits::{
     MAX_COST_USD, MAX_COUNT, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS,
     MAX_PRICE_USD_PER_MTOK, id, too_long, usd,
 };

@@ -145,7 +145,7 @@ pub(super) struct WireModelInfo {
 /// `serde_json::Value` parse says of it, as any body that is not JSON.
 pub(super) fn page_text(body: &[u8]) -> Result<&str, String> {
     std::str::from_utf8(body).map_err(|_| {
-        crate::source::json::parse::<Value>(body)
+        crate::decode::json::<Value>(body)
             .err()
             .unwrap_or_else(|| "not JSON".to_owned())
     })
@@ -164,7 +164,7 @@ pub(super) fn parse_page(text: &str) -> Result<Envelope<'_>, String> {
     if let Ok(page) = serde_json::from_str(text) {
         return Ok(page);
     }
-    let value = crate::source::json::parse::<Value>(text.as_bytes())?;
+    let value = crate::decode::json::<Value>(text.as_bytes())?;
     parse(value)
 }
 

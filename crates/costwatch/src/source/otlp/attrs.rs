@@ -1,6 +1,6 @@
 //! Reading span and resource attributes: by key, as text, as a count.
 
-use crate::source::limits::MAX_COUNT;
+use crate::limits::MAX_COUNT;
 use opentelemetry_proto::tonic::common::v1::KeyValue;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 

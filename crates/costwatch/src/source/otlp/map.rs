@@ -4,7 +4,7 @@
 use super::attrs::{self, Attrs};
 use super::settings::{AttrRef, SessionFallback, SpanMapping};
 use super::usage::usage;
-use crate::source::limits::{MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABELS};
+use crate::limits::{MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABELS};
 use crate::source::rows::CallRow;
 use crate::source::{Labels, RequestStatus};
 use chrono::{DateTime, Utc};

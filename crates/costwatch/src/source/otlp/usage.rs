@@ -3,7 +3,7 @@
 
 use super::attrs::Attrs;
 use super::settings::InputTokens;
-use crate::source::limits::MAX_COUNT;
+use crate::limits::MAX_COUNT;
 
 /// Prompt tokens: the conventions' name, then the older one.
 const INPUT: &[&str] = &["gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens"];

@@ -1,5 +1,5 @@
 //! The reference gateway's rows held to the limits every value from a
-//! gateway is held to ([`crate::source::limits`], the manual's "Limits on
+//! gateway is held to ([`crate::limits`], the manual's "Limits on
 //! gateway data"), checked as its page is parsed.
 //!
 //! A value no real gateway can send (tokens at `u64::MAX`, a cost of
@@ -20,12 +20,12 @@
 #[cfg(test)]
 use super::wire::Page;
 use super::wire::{WireRequest, WireSession};
-use crate::printable::printable;
-use crate::source::Labels;
-use crate::source::limits::{
+use crate::limits::{
     MAX_COST_USD, MAX_ID_BYTES, MAX_LABEL_KEY_BYTES, MAX_LABEL_VALUE_BYTES, MAX_LABELS, MAX_TIED,
     count, id, too_long, usd,
 };
+use crate::printable::printable;
+use crate::source::Labels;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::de::DeserializeOwned;
 use std::collections::{HashMap, HashSet};
@@ -206,7 +206,7 @@ impl Pages {
     /// parses under its retries, then calls [`Pages::check`]).
     #[cfg(test)]
     pub(super) fn parse<T: Row>(&mut self, body: &[u8]) -> Result<Page<T>, String> {
-        let page: Page<T> = crate::source::json::parse(body)?;
+        let page: Page<T> = crate::decode::json(body)?;
         self.check(&page.data)?;
         Ok(page)
     }

@@ -7,8 +7,8 @@
 //! mapped, so the mapping itself cannot fail.
 
 use super::scan::{self, Scan};
-use crate::source::json::parse;
-use crate::source::limits::MAX_MODELS_PER_SESSION;
+use crate::decode::json as parse;
+use crate::limits::MAX_MODELS_PER_SESSION;
 use crate::source::time::{opt_time, time};
 use crate::source::{Labels, ModelUsage, RequestRecord, RequestStatus, SessionRecord};
 use chrono::{DateTime, Utc};

@@ -2,7 +2,7 @@
 //! fails the page with its path.
 
 use super::*;
-use crate::source::limits::{MAX_COUNT, MAX_MODELS_PER_SESSION};
+use crate::limits::{MAX_COUNT, MAX_MODELS_PER_SESSION};
 use crate::source::reference::wire::Page;
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 //! whenever a page is plain, the reader must give it.
 
 use super::{Scan, page};
-use crate::source::json::parse;
+use crate::decode::json as parse;
 use crate::source::json::scanner::testing::{Gen, Pool, Rng, Tally, corrupted, generated};
 use crate::source::reference::wire::{Page, WireRequest, WireSession};
 use serde::de::DeserializeOwned;
