@@ -18,14 +18,17 @@ pub(crate) fn json<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Result<T, Strin
         return Ok(page);
     }
     let mut de = serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        let message = if path == "." || path.is_empty() {
-            inner
-        } else {
-            format!("{path}: {inner}")
-        };
-        crate::printable::printable(&message).to_string()
-    })
+    serde_path_to_error::deserialize(&mut de).map_err(|e| failing_field(&e))
+}
+
+/// `path: message` of a failed read (the message alone at the root), made
+/// printable, since it can quote the input.
+pub(crate) fn failing_field<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>) -> String {
+    let path = e.path().to_string();
+    let message = if path == "." || path.is_empty() {
+        e.inner().to_string()
+    } else {
+        format!("{path}: {}", e.inner())
+    };
+    crate::printable::printable(&message).to_string()
 }

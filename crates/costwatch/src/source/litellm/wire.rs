@@ -172,16 +172,8 @@ pub(super) fn parse_page(text: &str) -> Result<Envelope<'_>, String> {
 /// (`data[3].startTime: ...`) and asking whether the format changed. The
 /// message can quote the page, so it is made printable.
 pub(super) fn parse<'de, T: Deserialize<'de>>(page: Value) -> Result<T, String> {
-    serde_path_to_error::deserialize(page).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner().to_string();
-        let message = if path == "." || path.is_empty() {
-            inner
-        } else {
-            format!("{path}: {inner}")
-        };
-        format!("{} ({SCHEMA_HINT})", crate::printable::printable(&message))
-    })
+    serde_path_to_error::deserialize(page)
+        .map_err(|e| format!("{} ({SCHEMA_HINT})", crate::decode::failing_field(&e)))
 }
 
 /// A timestamp as LiteLLM writes one: RFC 3339 with an offset (the raw
