@@ -3,13 +3,11 @@
 //! where they can be: strings, the string, number or boolean
 //! of a free-form value, and objects of which only chosen keys are read.
 //!
-//! Each reads the same from a page's text and from a
-//! [`serde_json::Value`] (the slow path that names a failing field), and
-//! each treats what it is given as a `Value` would: a key given twice is
+//! Each reads the same from a page's text (serde over the text, the
+//! one reader of every page) and from a [`serde_json::Value`] (the slow
+//! path that names a failing field), and each treats what it is given as a `Value` would: a key given twice is
 //! its last value, `null` is absent, anything of another kind is kept as
 //! its kind for messages, never an error.
-
-pub(in crate::source) mod scanner;
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};

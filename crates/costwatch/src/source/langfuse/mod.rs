@@ -76,7 +76,6 @@ mod models;
 mod order;
 mod pricing;
 mod row;
-mod scan;
 mod status;
 mod usage;
 mod wire;
@@ -241,10 +240,7 @@ impl LangfuseReader {
             // text; the order so far is followed on a copy, kept once the
             // whole page passed.
             let parse = |body: &[u8]| {
-                let page: Page<'_> = match std::str::from_utf8(body).ok().and_then(scan::page) {
-                    Some(page) => page,
-                    None => crate::decode::json(body)?,
-                };
+                let page: Page<'_> = crate::decode::json(body)?;
                 let listed = page.data.as_ref().map_or(0, Vec::len) as u64;
                 let mut followed = order.clone();
                 let (rows, next) = self.check(page, &mut followed, start, end)?;

@@ -236,9 +236,6 @@ impl<'de: 'a, 'a> Deserialize<'de> for TagsColumn<'a> {
 /// Reads the JSON text of `request_tags`: the strings of its list (none
 /// for `null`), or `None` for text that is not the JSON of a list.
 pub(super) fn tags_text(text: &str) -> Option<Vec<Text<'_>>> {
-    if let Some(list) = super::scan::tags_text(text) {
-        return Some(list);
-    }
     serde_json::from_str::<Option<Strings<'_>>>(text)
         .ok()
         .map(|list| list.map(|l| l.0).unwrap_or_default())

@@ -100,7 +100,6 @@ mod map;
 mod metadata;
 mod models;
 mod query;
-mod scan;
 mod usage;
 mod wire;
 

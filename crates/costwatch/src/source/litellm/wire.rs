@@ -151,16 +151,11 @@ pub(super) fn page_text(body: &[u8]) -> Result<&str, String> {
     })
 }
 
-/// Parses a page's text, borrowing from it: in one pass (`scan.rs`) when
-/// it is in the shape LiteLLM writes, else by serde. A page that does not
-/// parse is
-/// parsed again as a `Value` to name the failing field as [`parse`] does;
-/// should that parse succeed (a column given twice, which a `Value` keeps
-/// the last of), its page is the answer.
+/// Parses a page's text by serde, borrowing from it. A page that does not
+/// parse is parsed again as a `Value` to name the failing field as
+/// [`parse`] does; should that parse succeed (a column given twice, which
+/// a `Value` keeps the last of), its page is the answer.
 pub(super) fn parse_page(text: &str) -> Result<Envelope<'_>, String> {
-    if let Some(page) = super::scan::page(text) {
-        return Ok(page);
-    }
     if let Ok(page) = serde_json::from_str(text) {
         return Ok(page);
     }

@@ -15,11 +15,9 @@
 //! that runs past `max_pages` pages fails the read.
 
 mod check;
-mod scan;
 mod wire;
 
 use self::check::{Pages, Row, drill_down};
-use self::scan::Scan;
 use self::wire::{Page, WireRequest, WireSession};
 use super::fetch::{CursorsSeen, PageFetcher};
 use super::{
@@ -118,7 +116,7 @@ impl ReferenceSource {
         mut each: F,
     ) -> Result<ReadStats, SourceError>
     where
-        T: Row + Scan,
+        T: Row,
         F: FnMut(T) -> Result<(), SourceError>,
     {
         let mut stats = ReadStats::default();
@@ -143,7 +141,7 @@ impl ReferenceSource {
             let what = format!("{path} page {}", stats.pages + 1);
             let page: Page<T> = self
                 .fetch
-                .get_parsed(url, &what, &mut stats, wire::parse_page::<T>)
+                .get_parsed(url, &what, &mut stats, crate::source::json::parse::<Page<T>>)
                 .await?;
             pages
                 .check(&page.data)
