@@ -133,14 +133,6 @@ impl<'a, T> Field<'a, T> {
         }
     }
 
-    /// The scalar, when it is one, taken out.
-    pub(super) fn into_scalar(self) -> Option<Scalar<'a>> {
-        match self {
-            Field::Scalar(s) => Some(s),
-            _ => None,
-        }
-    }
-
     /// The scalar, when it is one.
     pub(super) fn scalar(&self) -> Option<&Scalar<'a>> {
         match self {

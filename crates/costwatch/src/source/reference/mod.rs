@@ -141,7 +141,9 @@ impl ReferenceSource {
             let what = format!("{path} page {}", stats.pages + 1);
             let page: Page<T> = self
                 .fetch
-                .get_parsed(url, &what, &mut stats, crate::source::json::parse::<Page<T>>)
+                .get_parsed(url, &what, &mut stats, |body| {
+                    crate::decode::json::<Page<T>>(body)
+                })
                 .await?;
             pages
                 .check(&page.data)

@@ -6,7 +6,6 @@
 //! ignored. Every value is held to the limits in [`check`] before it is
 //! mapped, so the mapping itself cannot fail.
 
-use crate::decode::json as parse;
 use crate::limits::MAX_MODELS_PER_SESSION;
 use crate::source::time::{opt_time, time};
 use crate::source::{Labels, ModelUsage, RequestRecord, RequestStatus, SessionRecord};
@@ -281,6 +280,7 @@ impl<'de> Deserialize<'de> for ModelNames {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::json as parse;
 
     #[test]
     fn a_row_without_cost_is_rejected_with_its_path() {
@@ -335,7 +335,8 @@ mod tests {
 
     #[test]
     fn an_escaped_id_reads_as_its_text() {
-        let escaped = br#"{"data":[{"session_id":"\u0061","requests":2,"input_tokens":5,"cost_usd":0.25,
+        let escaped =
+            br#"{"data":[{"session_id":"\u0061","requests":2,"input_tokens":5,"cost_usd":0.25,
             "labels":{"feature":"faq"}}],"next_cursor":"c2"}"#;
         let page = parse::<Page<WireSession>>(escaped).unwrap();
         let at = DateTime::<Utc>::UNIX_EPOCH;
