@@ -149,3 +149,42 @@ fn modules_depend_only_on_modules_above_them_in_architecture_md() {
         "references up ARCHITECTURE.md's table: {upward:#?}"
     );
 }
+
+/// CONTRIBUTING's "Adding a source" stays short and true: at most 15
+/// lines, every file it names exists, and every source folder declares
+/// the facts the registry (`SourceKind::facts`) reads.
+#[test]
+fn adding_a_source_is_short_and_names_what_exists() {
+    let text = fs::read_to_string(root().join("CONTRIBUTING.md")).unwrap();
+    let section = text
+        .split("## Adding a source\n")
+        .nth(1)
+        .expect("CONTRIBUTING.md has \"Adding a source\"");
+    let section = section.split("\n## ").next().unwrap_or(section).trim();
+    let lines = section.lines().count();
+    assert!(lines <= 15, "\"Adding a source\" is {lines} lines");
+    let src = root().join("crates/costwatch/src");
+    for name in section.split('`').skip(1).step_by(2) {
+        if name.ends_with(".rs") {
+            let found = [src.join(name), src.join("source").join(name)]
+                .iter()
+                .any(|p| p.is_file());
+            assert!(
+                found,
+                "\"Adding a source\" names {name}, which is not in {src:?}"
+            );
+        }
+    }
+    let registry = fs::read_to_string(src.join("source/mod.rs")).unwrap();
+    for folder in ["reference", "litellm", "langfuse", "otlp"] {
+        let module = fs::read_to_string(src.join("source").join(folder).join("mod.rs")).unwrap();
+        assert!(
+            module.contains("KIND: super::KindFacts"),
+            "source/{folder}/ declares no KindFacts"
+        );
+        assert!(
+            registry.contains(&format!("=> &{folder}::")),
+            "SourceKind::facts does not register {folder}"
+        );
+    }
+}

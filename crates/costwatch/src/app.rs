@@ -13,7 +13,7 @@ mod replica;
 mod service;
 mod sim_spans;
 
-pub use backtest::{SpendReport, replay_spend, simulator_limits, simulator_source};
+pub use backtest::{SpendReport, replay_spend, simulator_env, simulator_limits, simulator_source};
 pub use demo::{
     SeedDemo, TrafficDemo, Truth, demo_investigation, seed_demo, start_simulator, traffic_demo,
     traffic_demo_until,

@@ -78,6 +78,28 @@ pub async fn simulator_source(sim: &SimServer, kind: SourceKind) -> Result<AnySo
     })
 }
 
+/// What `demo --serve` prints for a kind read over HTTP: the simulator's
+/// URL in that form, and the settings besides `source.api_url` it needs
+/// (as environment lines).
+pub fn simulator_env(sim: &SimServer, kind: SourceKind) -> (String, String) {
+    match kind {
+        SourceKind::Reference | SourceKind::Otlp | SourceKind::OtlpFiles => {
+            (sim.base_url(), String::new())
+        }
+        SourceKind::Litellm => (
+            sim.litellm_url(),
+            "COSTWATCH_SOURCE__KIND=litellm\n".to_owned(),
+        ),
+        SourceKind::Langfuse => (
+            sim.langfuse_url(),
+            format!(
+                "COSTWATCH_SOURCE__KIND=langfuse\nCOSTWATCH_SOURCE__PUBLIC_KEY={}\n",
+                sim.langfuse().public_key()
+            ),
+        ),
+    }
+}
+
 /// A model of the simulator's catalogue as a price.
 fn sim_price(m: &costwatch_sim::dataset::SimModel) -> ModelPrice {
     ModelPrice {

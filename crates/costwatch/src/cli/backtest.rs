@@ -55,7 +55,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
             a.to.unwrap_or(params.start + ChronoDuration::days(i64::from(params.days)));
         let sim = app::start_simulator(traffic.dataset.clone()).await?;
         let truth = &traffic.truth;
-        let source = app::simulator_source(&sim, a.source.into()).await?;
+        let source = app::simulator_source(&sim, a.source).await?;
         let retries = WindowRetries::like_source(&app::simulator_limits());
         let replay = backtest::replay(
             source,
@@ -75,7 +75,7 @@ pub async fn backtest(a: BacktestArgs) -> Result<(), Exit> {
         let scores = backtest::score(&replay.findings, truth);
         eprint!("\n{}", backtest::score_table(&scores));
         if a.spend_preview {
-            let source = app::simulator_source(&sim, a.source.into()).await?;
+            let source = app::simulator_source(&sim, a.source).await?;
             let det = match &cfg {
                 Some(c) => app::detector(c),
                 None => default_detector(a.rules.as_deref())?,

@@ -10,22 +10,12 @@ use costwatch::printable::printable;
 use costwatch::source::SourceKind;
 
 pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
-    let kind = SourceKind::from(a.source);
+    let kind = a.source;
     if let Some(bind) = a.serve {
         return serve(a.seed, a.days, bind, kind).await;
     }
     let detector = default_detector(a.rules.as_deref())?;
-    let form = match kind {
-        SourceKind::Reference => "the reference gateway API".to_owned(),
-        SourceKind::Litellm => "the LiteLLM proxy's spend logs".to_owned(),
-        SourceKind::Langfuse => "Langfuse's observations".to_owned(),
-        SourceKind::Otlp => {
-            "OpenTelemetry GenAI spans posted over OTLP/HTTP to costwatch's receiver".to_owned()
-        }
-        SourceKind::OtlpFiles => {
-            "OpenTelemetry GenAI spans in the Collector's OTLP/JSON files".to_owned()
-        }
-    };
+    let form = kind.facts().reads;
     println!(
         "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1,\n\
          read as {form} (source.kind: {kind})\n"
@@ -162,21 +152,7 @@ async fn serve(
     } else {
         String::new()
     };
-    let (api_url, extra) = match kind {
-        SourceKind::Otlp | SourceKind::OtlpFiles => (sim.base_url(), String::new()),
-        SourceKind::Reference => (sim.base_url(), String::new()),
-        SourceKind::Litellm => (
-            sim.litellm_url(),
-            "COSTWATCH_SOURCE__KIND=litellm\n".to_owned(),
-        ),
-        SourceKind::Langfuse => (
-            sim.langfuse_url(),
-            format!(
-                "COSTWATCH_SOURCE__KIND=langfuse\nCOSTWATCH_SOURCE__PUBLIC_KEY={}\n",
-                sim.langfuse().public_key()
-            ),
-        ),
-    };
+    let (api_url, extra) = app::simulator_env(&sim, kind);
     println!(
         "costwatch demo: serving {} days of simulated traffic (seed {seed}, {} sessions, \
          the days before {}) until stopped\n\n\

@@ -238,8 +238,8 @@ pub struct BacktestArgs {
     #[arg(long)]
     pub simulate: bool,
     /// With `--simulate`: read the simulated traffic in this gateway's form.
-    #[arg(long, value_enum, default_value_t = SourceArg::Reference, requires = "simulate")]
-    pub source: SourceArg,
+    #[arg(long, value_enum, default_value_t = costwatch::source::SourceKind::Reference, requires = "simulate")]
+    pub source: costwatch::source::SourceKind,
     /// Simulation seed.
     #[arg(long, default_value_t = 7)]
     pub seed: u64,
@@ -279,37 +279,8 @@ pub struct DemoArgs {
     pub serve: Option<std::net::SocketAddr>,
     /// Read the simulated traffic in this gateway's form (with `--serve`:
     /// print the settings for it).
-    #[arg(long, value_enum, default_value_t = SourceArg::Reference)]
-    pub source: SourceArg,
-}
-
-/// A `source.kind`, as a command-line value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SourceArg {
-    /// The reference gateway contract.
-    Reference,
-    /// The LiteLLM proxy's spend logs.
-    Litellm,
-    /// Langfuse's observations.
-    Langfuse,
-    /// OpenTelemetry GenAI spans sent over OTLP/HTTP to costwatch's receiver.
-    Otlp,
-    /// OpenTelemetry GenAI spans in OTLP/JSON files.
-    #[value(name = "otlp_files")]
-    OtlpFiles,
-}
-
-impl From<SourceArg> for costwatch::source::SourceKind {
-    fn from(a: SourceArg) -> Self {
-        use costwatch::source::SourceKind;
-        match a {
-            SourceArg::Reference => SourceKind::Reference,
-            SourceArg::Litellm => SourceKind::Litellm,
-            SourceArg::Langfuse => SourceKind::Langfuse,
-            SourceArg::Otlp => SourceKind::Otlp,
-            SourceArg::OtlpFiles => SourceKind::OtlpFiles,
-        }
-    }
+    #[arg(long, value_enum, default_value_t = costwatch::source::SourceKind::Reference)]
+    pub source: costwatch::source::SourceKind,
 }
 
 /// How a command failed.

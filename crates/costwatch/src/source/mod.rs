@@ -21,8 +21,9 @@ use std::time::Duration;
 pub use crate::domain::{Labels, Window};
 pub use crate::pricing::ModelPrice;
 
-/// Which API a source speaks (`source.kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which API a source speaks (`source.kind`); what each kind is comes
+/// from its folder ([`SourceKind::facts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SourceKind {
     /// The reference gateway contract (`/sessions`, `/requests`, `/models`).
     Reference,
@@ -30,10 +31,27 @@ pub enum SourceKind {
     Litellm,
     /// Langfuse's observations.
     Langfuse,
-    /// OpenTelemetry GenAI spans received over OTLP/HTTP.
+    /// OpenTelemetry GenAI spans sent over OTLP/HTTP to costwatch's receiver.
     Otlp,
     /// OpenTelemetry GenAI spans in OTLP/JSON files.
+    #[value(name = "otlp_files")]
     OtlpFiles,
+}
+
+/// What a kind declares of itself, in its own folder.
+#[derive(Debug)]
+pub struct KindFacts {
+    /// The config spelling (`source.kind`).
+    pub name: &'static str,
+    /// What it reads, in words (`the LiteLLM proxy's spend logs`).
+    pub reads: &'static str,
+    /// Page size when `source.page_limit` is not set.
+    pub default_page_limit: u32,
+    /// Largest page the API serves.
+    pub max_page_limit: u32,
+    /// Row fields `source.labels` may name besides `metadata.<key>` and
+    /// `tag:<prefix>`.
+    pub label_fields: &'static [&'static str],
 }
 
 impl SourceKind {
@@ -46,15 +64,20 @@ impl SourceKind {
         SourceKind::OtlpFiles,
     ];
 
+    /// The registry: each kind's facts, as its folder declares them.
+    pub fn facts(self) -> &'static KindFacts {
+        match self {
+            SourceKind::Reference => &reference::KIND,
+            SourceKind::Litellm => &litellm::KIND,
+            SourceKind::Langfuse => &langfuse::KIND,
+            SourceKind::Otlp => &otlp::RECEIVER_KIND,
+            SourceKind::OtlpFiles => &otlp::FILES_KIND,
+        }
+    }
+
     /// The config spelling.
     pub fn as_str(self) -> &'static str {
-        match self {
-            SourceKind::Reference => "reference",
-            SourceKind::Litellm => "litellm",
-            SourceKind::Langfuse => "langfuse",
-            SourceKind::Otlp => "otlp",
-            SourceKind::OtlpFiles => "otlp_files",
-        }
+        self.facts().name
     }
 
     /// Parses the config spelling.
@@ -64,21 +87,12 @@ impl SourceKind {
 
     /// Largest page the API serves.
     pub fn max_page_limit(self) -> u32 {
-        match self {
-            SourceKind::Reference => 50,
-            SourceKind::Litellm | SourceKind::Langfuse => 1000,
-            // Pages of the state database's received calls.
-            SourceKind::Otlp | SourceKind::OtlpFiles => 10_000,
-        }
+        self.facts().max_page_limit
     }
 
     /// Page size when `source.page_limit` is not set.
     pub fn default_page_limit(self) -> u32 {
-        match self {
-            SourceKind::Reference => 50,
-            SourceKind::Litellm | SourceKind::Langfuse => 500,
-            SourceKind::Otlp | SourceKind::OtlpFiles => 5000,
-        }
+        self.facts().default_page_limit
     }
 
     /// Whether the API serves one row per call (grouped into sessions by
@@ -102,13 +116,7 @@ impl SourceKind {
     /// Row fields `source.labels` may name besides `metadata.<key>` and
     /// `tag:<prefix>`.
     pub fn label_fields(self) -> &'static [&'static str] {
-        match self {
-            SourceKind::Reference => &[],
-            SourceKind::Litellm => litellm::FIELDS,
-            SourceKind::Langfuse => langfuse::FIELDS,
-            // Spans name attributes (`span.<key>`, `resource.<key>`).
-            SourceKind::Otlp | SourceKind::OtlpFiles => &[],
-        }
+        self.facts().label_fields
     }
 }
 

@@ -106,6 +106,16 @@ use url::Url;
 /// The largest `limit` Langfuse accepts.
 pub const MAX_PAGE_LIMIT: u32 = 1000;
 
+/// Langfuse's observations, as the registry knows them: pages of 500 by
+/// default, of at most [`MAX_PAGE_LIMIT`].
+pub const KIND: super::KindFacts = super::KindFacts {
+    name: "langfuse",
+    reads: "Langfuse's observations",
+    default_page_limit: 500,
+    max_page_limit: MAX_PAGE_LIMIT,
+    label_fields: FIELDS,
+};
+
 /// The observations API, below the host's base URL.
 pub const PATH: &str = "api/public/v2/observations";
 

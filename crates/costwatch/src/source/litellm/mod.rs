@@ -128,6 +128,16 @@ use url::Url;
 /// `user` (`end_user`), `user_id` (the key's internal user, column
 /// `user`), `organization_id`, `model`, `model_group`, `model_id`,
 /// `provider` (`custom_llm_provider`) and `call_type`.
+/// The LiteLLM proxy's spend logs, as the registry knows them: pages of
+/// 500 by default, of at most 1000 (`/spend/logs/v2`'s largest).
+pub const KIND: super::KindFacts = super::KindFacts {
+    name: "litellm",
+    reads: "the LiteLLM proxy's spend logs",
+    default_page_limit: 500,
+    max_page_limit: 1000,
+    label_fields: FIELDS,
+};
+
 pub const FIELDS: &[&str] = &[
     "team_id",
     "team_alias",

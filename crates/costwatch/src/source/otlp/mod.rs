@@ -78,6 +78,25 @@ mod usage;
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests;
 
+/// Spans received over OTLP/HTTP, as the registry knows them: pages of the
+/// state database's received calls; spans name attributes
+/// (`span.<key>`, `resource.<key>`), not row fields.
+pub const RECEIVER_KIND: super::KindFacts = super::KindFacts {
+    name: "otlp",
+    reads: "OpenTelemetry GenAI spans posted over OTLP/HTTP to costwatch's receiver",
+    default_page_limit: 5000,
+    max_page_limit: 10_000,
+    label_fields: &[],
+};
+
+/// Spans in OTLP/JSON files, as the registry knows them; pages as the
+/// receiver's.
+pub const FILES_KIND: super::KindFacts = super::KindFacts {
+    name: "otlp_files",
+    reads: "OpenTelemetry GenAI spans in the Collector's OTLP/JSON files",
+    ..RECEIVER_KIND
+};
+
 pub use self::decode::{DecodeError, Encoding, decode_json_line, decode_request, encode_response};
 pub use self::files::{DEFAULT_MAX_CACHED_CALLS, OtlpFilesReader, files_root};
 pub use self::map::{Mapped, SpanCall, map_spans};

@@ -30,6 +30,15 @@ use chrono::SecondsFormat;
 use std::sync::Arc;
 use url::Url;
 
+/// The reference gateway, as the registry knows it: pages of 50 at most.
+pub const KIND: super::KindFacts = super::KindFacts {
+    name: "reference",
+    reads: "the reference gateway API",
+    default_page_limit: 50,
+    max_page_limit: 50,
+    label_fields: &[],
+};
+
 /// Most pages read in one listing when `source.max_pages` is not set: five
 /// million rows in pages of 50, well above the largest window measured
 /// (a million sessions, 20,000 pages).
