@@ -696,12 +696,36 @@ $otlp_receiver
 
 ## Reading the figures
 
+- **One parser.** Since 2026-12-07 every page (the reference gateway's,
+  LiteLLM's, Langfuse's, the price lists) is read by serde's derived
+  readers alone, borrowing from the page and skipping the fields no row
+  uses; the hand-written one-pass readers are gone. The engine was chosen
+  by measuring: the same 30 simulator pages of each source, read into
+  copies of costwatch's wire types (at 3834150), median of 25 passes, on
+  AMD EPYC (2 cores), in microseconds per row:
+
+  | engine | LiteLLM | Langfuse |
+  | --- | ---: | ---: |
+  | serde_json \`from_str\` after one \`from_utf8\` (chosen) | 2.99 | 1.76 |
+  | sonic-rs \`from_slice\` | 2.62 | 1.48 |
+  | simd-json, its copy of the page included | 3.90 | 2.26 |
+  | serde_json skipping the page whole (\`IgnoredAny\`): the floor | 1.47 | 0.90 |
+
+  sonic-rs is 12–16% faster at reading a row, about 0.4 µs of the 7.9 µs
+  a LiteLLM call costs all in (5%), for a second JSON engine with its own
+  SIMD code beside serde_json, which the rest of costwatch uses; simd-json
+  is slower here, as it copies the page first. serde_json is kept. What
+  the hand-written readers bought, measured in one sitting on Intel Xeon
+  (2 cores), three runs each, the medians, the older build against
+  93fda04: LiteLLM 1.07 s against 1.12 s (+5%), Langfuse 0.68 s against
+  0.71 s (+4%), the reference path at 15-minute windows 0.23 s against
+  0.24 s (+4%), the same findings.
 - **CPU per session** is the whole \`costwatch\` process (start-up, the
   catalogue, the state, drill-downs, output) divided by the sessions in
   the window. A profile (perf, 2026-12-04) puts about a quarter of it in
   reading each page's JSON into owned session records (one pass over the
-  text, \`source/reference/scan.rs\`; serde's derived readers took about a third
-  before it), a little more than a quarter in the kernel's loopback TCP and
+  text, by the hand-written reader of that day; serde's derived readers
+  took about a third before it), a little more than a quarter in the kernel's loopback TCP and
   wake-ups (one request per 50 sessions, the API's largest page), about a
   tenth in the HTTP client, and about a tenth in the per-session checks.
   The fetch-pages row measures the kernel's and the HTTP client's part on
@@ -825,7 +849,8 @@ $otlp_receiver
   share from 326M to 264M instructions, 10.6% fewer for the whole 6-hour
   replay and 10.1% fewer at 15 minutes (both builds in one sitting,
   findings byte-identical); it hands any page outside the plain shape to
-  serde_json, which names a failing field as before.
+  serde_json, which names a failing field as before. That reader is gone
+  since 2026-12-07 ("One parser", above).
   Since the figures of 2026-12-01, foldhash replaced SipHash in the maps
   looked up for every session (catalogue, groups: 2.4% fewer
   instructions), the backtest writes a window's rows in one call (1.5%),
