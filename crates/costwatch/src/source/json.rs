@@ -1,13 +1,14 @@
 //! The pieces of JSON a row of a gateway's page is read into (a LiteLLM
 //! spend-log row, a Langfuse observation), borrowed from the page's text
-//! where they can be: strings, the string, number or boolean
-//! of a free-form value, and objects of which only chosen keys are read.
+//! where they can be: strings, the string, number or boolean of a
+//! free-form value, and objects of which only chosen keys are read.
 //!
-//! Each reads the same from a page's text (serde over the text, the
-//! one reader of every page) and from a [`serde_json::Value`] (the slow
-//! path that names a failing field), and each treats what it is given as a `Value` would: a key given twice is
-//! its last value, `null` is absent, anything of another kind is kept as
-//! its kind for messages, never an error.
+//! Each reads the same from a page's text (serde over the text, the one
+//! reader of every page) and from a [`serde_json::Value`] (the slow path
+//! that names a failing field), and each treats what it is given as a
+//! `Value` would: a key given twice is its last value, `null` is absent,
+//! anything of another kind is kept as its kind for messages, never an
+//! error.
 
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
