@@ -692,7 +692,7 @@ fn version_names_the_commit_it_was_built_from() {
     );
 }
 
-const SUBCOMMANDS: [&str; 16] = [
+const SUBCOMMANDS: [&str; 17] = [
     "check",
     "run",
     "once",
@@ -707,6 +707,7 @@ const SUBCOMMANDS: [&str; 16] = [
     "findings",
     "incidents",
     "incident",
+    "status",
     "silence",
     "alerts",
 ];

@@ -16,6 +16,7 @@ mod email;
 mod episodes;
 mod evaluation;
 mod faults;
+mod first_hour;
 mod investigation;
 mod langfuse;
 mod langfuse_mcp;

@@ -84,21 +84,28 @@ pub async fn json_of(cmd: Command) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"))
 }
 
-/// A state in a fresh folder: `costwatch once` over the seed window of
-/// `dataset` (one hourly window, three findings, three open incidents).
+/// A state in a fresh folder: the seed window of `dataset` committed (one
+/// hourly window, three findings, three open incidents) as a tick commits
+/// it before its evaluation, so nobody has been told of them yet.
 pub async fn seeded(dataset: costwatch_sim::Dataset) -> (TempDir, PathBuf) {
     let sim = start_sim(dataset).await;
     let dir = TempDir::new().unwrap();
     let cfg = config(dir.path());
-    let mut once = command(&cfg, &["once", "--at", "2026-10-11T13:00:00Z"]);
-    once.env("COSTWATCH_SOURCE__API_URL", sim.base_url())
-        .env("COSTWATCH_ADMIN_KEY", sim.admin_key());
-    let out = run(once).await;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("1 windows processed, 3 new findings"),
-        "{stderr}"
-    );
+    let env = std::collections::BTreeMap::from([
+        ("COSTWATCH_SOURCE__API_URL".to_owned(), sim.base_url()),
+        ("COSTWATCH_ADMIN_KEY".to_owned(), sim.admin_key().to_owned()),
+    ]);
+    let loaded = costwatch::config::load_with_env(&cfg, &env).unwrap();
+    let clock: std::sync::Arc<dyn costwatch::clock::Clock> =
+        std::sync::Arc::new(costwatch::clock::SystemClock);
+    let pipeline = costwatch::app::main_pipeline(&loaded, clock).await.unwrap();
+    let reports = pipeline
+        .run_due(crate::support::ts("2026-10-11T13:00:00Z"), |_| {})
+        .await
+        .unwrap();
+    let findings: usize = reports.iter().map(|r| r.new_findings.len()).sum();
+    assert_eq!((reports.len(), findings), (1, 3));
+    pipeline.store().close().await;
     (dir, cfg)
 }
 

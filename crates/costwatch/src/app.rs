@@ -19,7 +19,7 @@ pub use demo::{
     traffic_demo_until,
 };
 pub use mcp::{mcp_access, mcp_server};
-pub use oneshot::{Probe, check_state, once, probe_source, test_alert};
+pub use oneshot::{OnceReport, Probe, check_state, once, probe_source, test_alert};
 pub use operator::{channel_specs, open_state, preview_alerts};
 pub use replica::Replica;
 

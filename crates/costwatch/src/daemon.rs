@@ -339,21 +339,9 @@ where
     }
 
     async fn skip_old_windows(&self, now: DateTime<Utc>) -> Result<i64, StoreError> {
-        let schedule = self.pipeline.schedule();
-        let watermark = self.pipeline.watermark(now).await?;
-        let backfill =
-            ChronoDuration::from_std(self.settings.max_backfill).unwrap_or(ChronoDuration::MAX);
-        let oldest = schedule.align(now - backfill);
-        if watermark >= oldest {
-            return Ok(0);
-        }
-        let size = ChronoDuration::from_std(schedule.size).unwrap_or(ChronoDuration::minutes(15));
-        let skipped = (oldest - watermark).num_milliseconds() / size.num_milliseconds().max(1);
-        tracing::warn!(from = %watermark, to = %oldest, windows = skipped, "windows older than max_backfill are skipped");
-        self.store()
-            .skip_to(&schedule.job, watermark, oldest, now)
-            .await?;
-        Ok(skipped)
+        self.pipeline
+            .skip_older_than(now, self.settings.max_backfill)
+            .await
     }
 }
 

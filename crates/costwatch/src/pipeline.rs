@@ -13,7 +13,7 @@ use crate::detect::{
     HeldFindings,
 };
 use crate::source::{ModelPrice, RequestRecord, SessionRecord, Source, SourceError, Window};
-use crate::store::{StoreError, WindowCommit, WindowStore};
+use crate::store::{Store, StoreError, WindowCommit, WindowStore};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -488,16 +488,27 @@ where
                 }
             }
         }
-        tracing::info!(
-            window = %window,
-            sessions = judgement.sessions,
-            pages,
-            drilldowns,
-            drilldowns_skipped = judgement.drilldowns_skipped,
-            new_findings = new_findings.len(),
-            held = held_after,
-            "window processed"
-        );
+        // An empty window (a receiver's first catch-up has hundreds) is a
+        // detail.
+        macro_rules! processed {
+            ($level:ident) => {
+                tracing::$level!(
+                    window = %window,
+                    sessions = judgement.sessions,
+                    pages,
+                    drilldowns,
+                    drilldowns_skipped = judgement.drilldowns_skipped,
+                    new_findings = new_findings.len(),
+                    held = held_after,
+                    "window processed"
+                )
+            };
+        }
+        if judgement.sessions == 0 && new_findings.is_empty() && held_after == 0 {
+            processed!(debug);
+        } else {
+            processed!(info);
+        }
         Ok(WindowReport {
             window,
             sessions: judgement.sessions,
@@ -699,5 +710,39 @@ where
             }
         }
         Ok(confirmed)
+    }
+}
+
+impl<S, St> Pipeline<S, St>
+where
+    S: Source + Clone + 'static,
+    St: Store,
+{
+    /// Moves the watermark past the windows older than `max_backfill`
+    /// before `now`, with one warning (history is `costwatch backtest`'s);
+    /// how many windows it skipped.
+    pub async fn skip_older_than(
+        &self,
+        now: DateTime<Utc>,
+        max_backfill: Duration,
+    ) -> Result<i64, StoreError> {
+        let watermark = self.watermark(now).await?;
+        let backfill = ChronoDuration::from_std(max_backfill).unwrap_or(ChronoDuration::MAX);
+        let oldest = self.schedule.align(now - backfill);
+        if watermark >= oldest {
+            return Ok(0);
+        }
+        let size = self.schedule.size();
+        let skipped = (oldest - watermark).num_milliseconds() / size.num_milliseconds().max(1);
+        tracing::warn!(
+            from = %watermark,
+            to = %oldest,
+            windows = skipped,
+            "windows older than windows.max_backfill are skipped; `costwatch backtest --from` reads history"
+        );
+        self.store
+            .skip_to(&self.schedule.job, watermark, oldest, now)
+            .await?;
+        Ok(skipped)
     }
 }

@@ -244,7 +244,13 @@ pub async fn plan<St: Store + SilenceStore>(
     let mut alerts = source_alerts;
     match tick.span {
         Some(span) if catch_up && !finding_alerts.is_empty() => {
-            alerts.push(summary_alert(&finding_alerts, tick.windows, span, now));
+            alerts.push(summary_alert(
+                &finding_alerts,
+                tick.windows,
+                span,
+                tick.first,
+                now,
+            ));
         }
         _ => alerts.extend(finding_alerts),
     }

@@ -11,24 +11,77 @@ use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-/// Processes every window of the `main` job due at `at` (default now) and
-/// stores the results; `on_window` sees each window. Returns how many
-/// windows were processed.
+/// What `once` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OnceReport {
+    /// Windows processed.
+    pub windows: usize,
+    /// Alerts the incidents called for, queued for `run` to deliver.
+    pub alerts: usize,
+    /// The channels they are queued for (none: nothing will be sent).
+    pub channels: usize,
+}
+
+/// Processes every window of the `main` job due at `at` (default now),
+/// stores the results, then decides the incidents at the watermark it
+/// reached and queues the alerts they call for, investigated as
+/// `investigation` says, as `run`'s tick does, without sending them (the
+/// next tick of `run` does); `on_window` sees each window.
 pub async fn once(
     cfg: &Config,
     at: Option<DateTime<Utc>>,
     on_window: impl FnMut(&WindowReport),
-) -> Result<usize, AppError> {
+) -> Result<OnceReport, AppError> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let now = at.unwrap_or_else(|| clock.now());
-    let pipeline = main_pipeline(cfg, clock).await?;
+    let pipeline = main_pipeline(cfg, clock.clone()).await?;
+    pipeline
+        .skip_older_than(now, cfg.windows.max_backfill)
+        .await
+        .map_err(|e| AppError::failed("cannot read the watermark", e))?;
     let reports = pipeline.run_due(now, on_window).await.map_err(|e| {
         AppError::failed(
             "stopped; the failed window stays due and is retried on the next run",
             e,
         )
     })?;
-    Ok(reports.len())
+    let window_source: Arc<dyn crate::logtools::WindowCalls> = Arc::new(pipeline.source().clone());
+    let escalation = super::escalation(cfg, Some(window_source)).await?;
+    let alerts = queue_alerts(cfg, pipeline.store(), escalation.as_ref(), &clock).await?;
+    Ok(OnceReport {
+        windows: reports.len(),
+        alerts,
+        channels: channels(cfg)?.len(),
+    })
+}
+
+/// Decides the incidents of the `main` job at its watermark and stores the
+/// alerts they call for in the outbox, with the incidents' new state: the
+/// evaluation of `run`'s tick, without its delivery.
+async fn queue_alerts(
+    cfg: &Config,
+    store: &SqlStore,
+    escalation: Option<&crate::escalate::Escalation>,
+    clock: &Arc<dyn Clock>,
+) -> Result<usize, AppError> {
+    use crate::store::WindowStore;
+    let now = clock.now();
+    let job = crate::pipeline::Schedule::main(&cfg.windows).job;
+    let Some(data_now) = store.watermark(&job).await? else {
+        return Ok(0);
+    };
+    let policy = &cfg.alerts;
+    crate::alerting::silences::notice_ended(store, now).await?;
+    let mut plan = crate::alerting::plan(store, &job, policy, data_now, true, now).await?;
+    if let Some(escalation) = escalation {
+        escalation.enrich(store, &mut plan.alerts, clock).await?;
+    }
+    let names: Vec<String> = channels(cfg)?.iter().map(|c| c.name().to_owned()).collect();
+    let deadline = now
+        + chrono::Duration::from_std(policy.delivery_deadline).unwrap_or(chrono::Duration::days(1));
+    plan.enqueue(store, &names, now, deadline).await?;
+    crate::alerting::silences::record_held_back(store, &plan).await?;
+    Ok(plan.alerts.len())
 }
 
 /// Sends a sample alert through every configured channel: each channel's
@@ -98,6 +151,11 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
     if cfg.source.kind().is_http_api() && cfg.source.common.admin_key.is_none() {
         return Ok(None);
     }
+    if let Some(url) = cfg.source.api_url() {
+        reachable(url, cfg.source.http.connect_timeout)
+            .await
+            .map_err(|why| AppError::setup("source.api_url", why))?;
+    }
     // Only the hour itself: a probe has no use for sessions' earlier calls.
     let mut probe_cfg = cfg.clone();
     if let Some(rows) = probe_cfg.source.rows_mut() {
@@ -160,6 +218,51 @@ pub async fn probe_source(cfg: &Config, now: DateTime<Utc>) -> Result<Option<Pro
         models_without_caching_facts,
         caching_facts,
     }))
+}
+
+/// Whether `url`'s host resolves and takes a connection on its port, once
+/// and at once: a typo in `source.api_url` is answered naming the URL, not
+/// after every retry of every call. Behind a proxy (`HTTPS_PROXY` and the
+/// like, which the client follows) the first call decides instead.
+async fn reachable(url: &url::Url, timeout: std::time::Duration) -> Result<(), String> {
+    const PROXIES: [&str; 6] = [
+        "HTTPS_PROXY",
+        "https_proxy",
+        "HTTP_PROXY",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ];
+    if PROXIES.iter().any(|v| std::env::var_os(v).is_some()) {
+        return Ok(());
+    }
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return Ok(());
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    // Credentials and the query may be secret.
+    let mut shown = url.clone();
+    let _ = shown.set_username("");
+    let _ = shown.set_password(None);
+    shown.set_query(None);
+    let url = shown;
+    let at = format!("{host}:{port}");
+    let addrs: Vec<_> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|e| format!("{url}: cannot resolve {host}: {e}"))?
+        .collect();
+    let mut last = format!("{url}: {host} resolves to no address");
+    for addr in addrs {
+        match tokio::time::timeout(timeout, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => last = format!("{url}: cannot connect to {at}: {e}"),
+            Err(_) => {
+                let after = humantime::format_duration(timeout);
+                last = format!("{url}: cannot connect to {at}: no answer in {after}");
+            }
+        }
+    }
+    Err(last)
 }
 
 /// What the state database kept of the models' caches; nothing where it

@@ -59,7 +59,15 @@ pub(super) async fn start(
         stop.clone(),
     )
     .await
-    .map_err(|e| AppError::failed(format!("cannot listen for OTLP on {}", o.listen), e))?;
+    .map_err(|e| {
+        AppError::failed(
+            format!(
+                "cannot listen for OTLP on {}, source.listen's address; another daemon may hold it",
+                o.listen
+            ),
+            e,
+        )
+    })?;
     let retention = Retention {
         keep: o.retention,
         lookback: rows.session_lookback,

@@ -136,7 +136,15 @@ impl App {
                         stop_rx.clone(),
                     )
                     .await
-                    .map_err(|e| AppError::failed("cannot listen for /metrics", e))?,
+                    .map_err(|e| {
+                        AppError::failed(
+                            format!(
+                                "cannot listen on {listen}, server.listen's address (/metrics, \
+                                 the status page and /mcp); another daemon may hold it"
+                            ),
+                            e,
+                        )
+                    })?,
                 )
             }
             None => None,

@@ -15,6 +15,7 @@ mod mcp;
 mod once;
 mod output;
 mod silence;
+mod status;
 mod table;
 #[cfg(test)]
 mod tests_manual;
@@ -84,6 +85,9 @@ pub enum Command {
     Findings(inspect::FindingsArgs),
     /// List the incidents in the state database.
     Incidents(inspect::IncidentsArgs),
+    /// How the daemon stands: the watermark and its lag, the source's
+    /// health, the open incidents and the day's investigation budget.
+    Status(status::StatusArgs),
     /// Look at one incident.
     #[command(subcommand)]
     Incident(incident::IncidentCommand),
@@ -163,6 +167,7 @@ impl Command {
                 | Command::Man
                 | Command::Findings(_)
                 | Command::Incidents(_)
+                | Command::Status(_)
                 | Command::Incident(_)
                 | Command::Silence(_)
                 | Command::Alerts(_)
@@ -394,6 +399,7 @@ pub async fn run(cli: Cli) -> Result<(), Exit> {
         Command::Man => manual::man(),
         Command::Findings(a) => inspect::findings(a).await,
         Command::Incidents(a) => inspect::incidents(a).await,
+        Command::Status(a) => status::status(a).await,
         Command::Incident(c) => incident::incident(c).await,
         Command::Silence(c) => silence::silence(c).await,
         Command::Alerts(a) => alerts::alerts(a).await,

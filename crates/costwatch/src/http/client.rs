@@ -88,11 +88,24 @@ impl HttpClient {
         request: reqwest::RequestBuilder,
         target: &Target,
     ) -> Result<reqwest::Response, HttpError> {
-        let response = request.send().await.map_err(|e| HttpError::Send {
-            target: target.to_string(),
-            connect: e.is_connect(),
-            timed_out: e.is_timeout(),
-            detail: describe(e, self.timeout),
+        let response = request.send().await.map_err(|e| {
+            // A connection that never opened names where it was going.
+            let to = e
+                .url()
+                .filter(|_| e.is_connect())
+                .and_then(|u| Some((u.host_str()?.to_owned(), u.port_or_known_default()?)));
+            let connect = e.is_connect();
+            let timed_out = e.is_timeout();
+            let detail = describe(e, self.timeout);
+            HttpError::Send {
+                target: target.to_string(),
+                connect,
+                timed_out,
+                detail: match to {
+                    Some((host, port)) => format!("cannot connect to {host}:{port}: {detail}"),
+                    None => detail,
+                },
+            }
         })?;
         let status = response.status();
         if status.is_success() {

@@ -165,13 +165,19 @@ impl RetryPolicy {
                 });
             }
             let wait = self.delay(retries, retry_after);
-            tracing::warn!(
-                call,
-                attempt = retries + 1,
-                wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-                error = %error,
-                "http call failed; retrying"
-            );
+            let wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+            // One warning a failing call; its further attempts are details.
+            if retries == 0 {
+                tracing::warn!(
+                    call,
+                    retries = self.max_retries,
+                    wait_ms,
+                    error = %error,
+                    "http call failed; retrying quietly"
+                );
+            } else {
+                tracing::debug!(call, attempt = retries + 1, wait_ms, error = %error, "http call failed again; retrying");
+            }
             retries += 1;
             sleeper.sleep(wait).await;
         }

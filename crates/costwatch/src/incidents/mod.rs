@@ -250,8 +250,14 @@ pub fn summary_alert(
     alerts: &[Alert],
     windows: usize,
     span: Window,
+    first: bool,
     created_at: DateTime<Utc>,
 ) -> Alert {
+    let when = if first {
+        "on its first start"
+    } else {
+        "after a pause"
+    };
     let impact: f64 = alerts.iter().map(|a| a.impact_usd).sum();
     let sessions: u64 = alerts.iter().map(|a| a.session_count).sum();
     let mut lines: Vec<String> = alerts
@@ -298,7 +304,7 @@ pub fn summary_alert(
             crate::domain::counted(sessions, "session")
         ),
         summary: format!(
-            "costwatch caught up {windows} windows from {} to {} after a pause. Instead of one alert per incident, this summary lists them:\n{}",
+            "costwatch caught up {windows} windows from {} to {} {when}. Instead of one alert per incident, this summary lists them:\n{}",
             span.start.format("%Y-%m-%d %H:%M UTC"),
             span.end.format("%Y-%m-%d %H:%M UTC"),
             lines.join("\n")
@@ -330,6 +336,8 @@ pub struct TickSpan {
     pub windows: usize,
     /// From the first window's start to the last window's end.
     pub span: Option<Window>,
+    /// No evaluation came before: the job's first start.
+    pub first: bool,
 }
 
 /// A finding as one of an alert's listed sessions.

@@ -153,6 +153,9 @@ pub(crate) fn parse_cron(text: &str) -> Result<Cron, String> {
             fields.len()
         )));
     }
+    if !nickname && let Some((name, field, why)) = step_past_range(&fields) {
+        return Err(cannot(format!("{name} field `{field}`: {why}")));
+    }
     let cron = parser().parse(text).map_err(|e| {
         let why = croner_message(&e);
         match culprit(&fields) {
@@ -176,15 +179,45 @@ fn parser() -> CronParser {
         .build()
 }
 
+/// The names of the fields of a 5- or 6-field expression, with how many
+/// values each field has.
+fn field_names(count: usize) -> Option<Vec<(&'static str, u32)>> {
+    const FIVE: [(&str, u32); 5] = [
+        ("minute", 60),
+        ("hour", 24),
+        ("day-of-month", 31),
+        ("month", 12),
+        ("day-of-week", 7),
+    ];
+    match count {
+        5 => Some(FIVE.to_vec()),
+        6 => Some(std::iter::once(("second", 60)).chain(FIVE).collect()),
+        _ => None,
+    }
+}
+
+/// The first field with a step longer than the field's range (`*/61` of
+/// minutes), which croner takes as firing once: a typo, not a schedule.
+fn step_past_range<'a>(fields: &[&'a str]) -> Option<(&'static str, &'a str, String)> {
+    let names = field_names(fields.len())?;
+    fields
+        .iter()
+        .zip(names)
+        .find_map(|(field, (name, values))| {
+            field.split(',').find_map(|part| {
+                let step: u32 = part.split_once('/')?.1.parse().ok()?;
+                (step > values).then(|| {
+                    let why = format!("the step {step} is longer than the field's {values} values");
+                    (name, *field, why)
+                })
+            })
+        })
+}
+
 /// The first field that croner rejects on its own (the others set to `*`),
 /// with its name; croner's own messages do not say which field is wrong.
 fn culprit<'a>(fields: &[&'a str]) -> Option<(&'static str, &'a str)> {
-    const FIVE: [&str; 5] = ["minute", "hour", "day-of-month", "month", "day-of-week"];
-    let names: Vec<&str> = match fields.len() {
-        5 => FIVE.to_vec(),
-        6 => std::iter::once("second").chain(FIVE).collect(),
-        _ => return None,
-    };
+    let names = field_names(fields.len())?;
     (0..fields.len()).find_map(|i| {
         let alone: Vec<&str> = (0..fields.len())
             .map(|j| if i == j { fields[j] } else { "*" })
@@ -192,7 +225,7 @@ fn culprit<'a>(fields: &[&'a str]) -> Option<(&'static str, &'a str)> {
         parser()
             .parse(&alone.join(" "))
             .is_err()
-            .then(|| (names[i], fields[i]))
+            .then(|| (names[i].0, fields[i]))
     })
 }
 
@@ -384,6 +417,14 @@ mod tests {
                 "a b c d e",
                 "cannot parse \"a b c d e\": minute field `a`: illegal character 'A' in part 'A'",
             ),
+            (
+                "*/61 * * * *",
+                "cannot parse \"*/61 * * * *\": minute field `*/61`: the step 61 is longer than the field's 60 values",
+            ),
+            (
+                "0 0 1-5/25 * * *",
+                "cannot parse \"0 0 1-5/25 * * *\": hour field `1-5/25`: the step 25 is longer than the field's 24 values",
+            ),
             ("0 0 30 2 *", "\"0 0 30 2 *\" never fires"),
             ("0 0 0 31 4 *", "\"0 0 0 31 4 *\" never fires"),
         ];
@@ -393,5 +434,8 @@ mod tests {
         // Rare is not never: 29 February fires in leap years.
         assert!(parse_cron("0 0 29 2 *").is_ok());
         assert!(parse_cron("@daily").is_ok());
+        // A step as long as its field fires once a cycle, as written.
+        assert!(parse_cron("*/60 * * * *").is_ok());
+        assert!(parse_cron("0 */5,*/7 * * *").is_ok());
     }
 }

@@ -30,7 +30,9 @@ pub struct WindowConfig {
     #[schemars(with = "Option<String>")]
     #[schemars(example = "2026-10-11T00:00:00Z")]
     pub start: Option<DateTime<Utc>>,
-    /// How far back processing ever reaches; at least `size`.
+    /// How far back `run` and `once` ever reach: older windows, those
+    /// after an older `start` too, are skipped with one warning
+    /// (`costwatch backtest` reads history); at least `size`.
     #[serde(with = "with_unit")]
     #[schemars(with = "crate::settings::units::DurationText")]
     pub max_backfill: Duration,

@@ -174,12 +174,21 @@ fn kind(doc: &mut Doc) -> Option<SourceKind> {
 
 /// Reports every key of the section `kind` does not read: one another
 /// kind reads names those kinds, any other is unknown.
+///
+/// A key of another kind set to `null` is a key not written, so
+/// `COSTWATCH_SOURCE__API_URL=null` beside `COSTWATCH_SOURCE__KIND=otlp`
+/// switches a configuration to the receiver.
 fn refuse_other_keys(doc: &mut Doc, kind: SourceKind) {
-    let Some(Value::Object(written)) = value_at(&doc.value, &[Seg::Key(SOURCE.to_owned())]) else {
+    let own = kind.keys();
+    let Some(Value::Object(section)) = doc.value.get_mut(SOURCE) else {
         return;
     };
-    let written: Vec<String> = written.keys().cloned().collect();
-    let own = kind.keys();
+    let others: Vec<String> = SourceKind::ALL
+        .into_iter()
+        .flat_map(SourceKind::keys)
+        .collect();
+    section.retain(|key, value| !value.is_null() || own.contains(key) || !others.contains(key));
+    let written: Vec<String> = section.keys().cloned().collect();
     for key in written.iter().filter(|k| !own.contains(k)) {
         let path = child(SOURCE, key);
         let readers: Vec<&str> = SourceKind::ALL

@@ -78,6 +78,24 @@ fn the_reference_source_keeps_labels_as_its_filter() -> TestResult {
 }
 
 #[test]
+fn a_key_of_another_kind_set_to_null_is_not_written() -> TestResult {
+    let config = load_source("  kind: otlp\n  api_url: null\n  public_key: null\n", &[])?
+        .map_err(|p| p.join("\n"))?;
+    assert_eq!(config.source.kind(), SourceKind::Otlp);
+    // Null is not a pass for a key no kind reads.
+    let problems = load_source("  kind: otlp\n  api_ulr: null\n", &[])?
+        .err()
+        .unwrap_or_default();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("unknown field `api_ulr`")),
+        "{problems:?}"
+    );
+    Ok(())
+}
+
+#[test]
 fn source_mistakes_name_the_line_and_the_setting() -> TestResult {
     let cases: &[(&str, Files, &str)] = &[
         (

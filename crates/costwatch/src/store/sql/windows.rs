@@ -363,6 +363,18 @@ pub(super) async fn evaluation_span(store: &SqlStore, job: &str) -> Result<TickS
     let windows: i64 = row.try_get("windows").map_err(c)?;
     let first: Option<i64> = row.try_get("first_ms").map_err(c)?;
     let last: Option<i64> = row.try_get("last_ms").map_err(c)?;
+    // A first start: no window was done before the span.
+    let earlier: i64 = sqlx::query(
+        "SELECT COUNT(w.start_ms) AS earlier FROM jobs j JOIN windows w ON w.job = j.job \
+         WHERE j.job = $1 AND w.status = 'done' \
+         AND w.start_ms < COALESCE(j.evaluated_ms, j.watermark_ms)",
+    )
+    .bind(job)
+    .fetch_one(&store.pool)
+    .await
+    .map_err(unavailable)?
+    .try_get("earlier")
+    .map_err(c)?;
     let span = match (first, last) {
         (Some(start), Some(end)) => Some(Window {
             start: from_ms(start)?,
@@ -373,5 +385,6 @@ pub(super) async fn evaluation_span(store: &SqlStore, job: &str) -> Result<TickS
     Ok(TickSpan {
         windows: usize::try_from(windows).unwrap_or(0),
         span,
+        first: earlier == 0,
     })
 }
