@@ -45,6 +45,10 @@ pub(crate) fn sample_alert() -> Alert {
             explanation: "34 calls re-sent 900k prompt tokens, none cached".into(),
             evidence: serde_json::json!({"requests": 34, "input_tokens": 900000, "cached_tokens": 0}),
             link: Some("https://gateway.example.com/logs?session=sess-top-001".into()),
+            what_to_do: costwatch::detect::remedy::for_cause(
+                costwatch::detect::no_cache::Cause::PrefixChanged,
+            )
+            .into(),
         },
         AlertSession {
             session_id: "sess-second-002".into(),
@@ -53,6 +57,7 @@ pub(crate) fn sample_alert() -> Alert {
             explanation: "20 calls, none cached".into(),
             evidence: serde_json::json!({"requests": 20}),
             link: None,
+            what_to_do: String::new(),
         },
     ];
     alert
@@ -346,6 +351,11 @@ async fn plain_smtp_delivers_a_multipart_alert_with_stable_ids() {
         assert!(body.contains("+$1.31"), "{media}: {body}");
         assert!(body.contains("+$8.40 above peers"), "{media}: {body}");
         assert!(body.contains("+$4.20/day"), "{media}: {body}");
+        assert!(
+            body.contains("What to do:")
+                && body.contains("timestamps and ids after the cached part"),
+            "{media}: {body}"
+        );
     }
     assert!(parts["text/html"].contains("<td>sess-second-002</td>"));
     assert!(parts["text/plain"].contains("Evidence for sess-top-001:"));

@@ -162,6 +162,28 @@ async fn once_decides_the_incidents_it_queues_alerts_for_as_run_would() {
     let said = summary["alert"]["summary"].as_str().unwrap();
     assert!(said.contains("on its first start"), "{said}");
     assert_eq!(said.matches("(over)").count(), 3, "{said}");
+    // The incidents as data, and each one's timeline showing the summary
+    // that told it, per channel.
+    let listed = summary["alert"]["incidents"].as_array().unwrap();
+    assert_eq!(listed.len(), 3, "{summary}");
+    for l in listed {
+        assert_eq!(l["status"], "resolved", "{l}");
+        let fp = l["fingerprint"].as_str().unwrap();
+        assert!(incidents.iter().any(|i| i["fingerprint"] == fp), "{l}");
+        let out = run(command(&cfg, &["incident", "show", fp])).await;
+        let shown = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        assert!(
+            shown.contains("notification #1 queued: [costwatch] catch-up over 6 windows"),
+            "{shown}"
+        );
+        for channel in ["email", "chat", "am"] {
+            assert!(
+                shown.contains(&format!("{channel}: queued")),
+                "{channel}: {shown}"
+            );
+        }
+    }
 
     // `status` tells the same, without the status page.
     let status = json_of(command(&cfg, &["status", "--format", "json"])).await;
@@ -257,4 +279,83 @@ async fn a_taken_port_names_the_address_and_the_setting() {
         "{stderr}"
     );
     drop(taken);
+}
+
+/// `once` over the seed day read as `kind`, then `findings --format json`
+/// and the alerts it queued: each session's link, with no link setting.
+async fn links_of(kind: &str) -> (String, Vec<(String, String)>, Vec<(String, String)>) {
+    let sim = start_sim(seed_dataset()).await;
+    let dir = TempDir::new().unwrap();
+    let cfg = config(dir.path());
+    let url = match kind {
+        "litellm" => sim.litellm_url(),
+        _ => sim.langfuse_url(),
+    };
+    let mut once = command(&cfg, &["once", "--at", "2026-10-11T13:00:00Z"]);
+    once.env("COSTWATCH_SOURCE__KIND", kind)
+        .env("COSTWATCH_SOURCE__API_URL", &url)
+        .env("COSTWATCH_ADMIN_KEY", sim.admin_key())
+        .env("COSTWATCH_SOURCE__PUBLIC_KEY", sim.langfuse().public_key());
+    if kind == "litellm" {
+        once.env_remove("COSTWATCH_SOURCE__PUBLIC_KEY");
+    }
+    let env: Vec<(String, String)> = once
+        .get_envs()
+        .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v?.to_str()?.to_owned())))
+        .collect();
+    let out = run(once).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let with_env = |args: &[&str]| {
+        let mut c = command(&cfg, args);
+        c.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        c
+    };
+    let findings = json_of(with_env(&["findings", "--format", "json"])).await;
+    let found = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let id = f["session_id"].as_str().unwrap().to_owned();
+            (id, f["link"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    let preview = json_of(with_env(&["alerts", "--format", "json"])).await;
+    let alerted = preview["upcoming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|u| u["alert"]["sessions"].as_array().unwrap().clone())
+        .map(|s| {
+            let id = s["session_id"].as_str().unwrap().to_owned();
+            (id, s["link"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    let origin = url::Url::parse(&url)
+        .unwrap()
+        .origin()
+        .ascii_serialization();
+    (origin, found, alerted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_link_to_litellms_and_langfuses_own_pages_with_no_setting() {
+    let (origin, found, alerted) = links_of("litellm").await;
+    assert_eq!(found.len(), 3, "{found:?}");
+    for (id, link) in found.iter().chain(&alerted) {
+        assert_eq!(link, &format!("{origin}/ui/logs?session_id={id}"));
+    }
+    assert!(!alerted.is_empty());
+    let (origin, found, alerted) = links_of("langfuse").await;
+    assert_eq!(found.len(), 3, "{found:?}");
+    for (id, link) in found.iter().chain(&alerted) {
+        assert_eq!(
+            link,
+            &format!(
+                "{origin}/project/{}/sessions/{id}",
+                costwatch_sim::langfuse::PROJECT_ID
+            )
+        );
+    }
+    assert!(!alerted.is_empty());
 }

@@ -775,3 +775,58 @@ async fn mcp_inspector_cli_lists_and_calls_the_tools() {
     .await;
     check_listing(&listing, "stdio");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_a_flagged_session_asked_for_alone_is_read_where_its_findings_are() {
+    // The seed day, two months before the clock: no "last hours" holds it.
+    let seed = crate::support::seed_dataset();
+    let sim = start_sim(seed.clone()).await;
+    let dir = TempDir::new().unwrap();
+    let config = crate::operator::config(dir.path());
+    let env = [
+        ("COSTWATCH_SOURCE__API_URL", sim.base_url()),
+        ("COSTWATCH_ADMIN_KEY", sim.admin_key().to_owned()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut once = crate::operator::command(&config, &["once", "--at", "2026-10-11T13:00:00Z"]);
+    once.envs(env.iter().copied());
+    let out = crate::operator::run(once).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan = dir.path().join("plan.json");
+    let asked = json!({
+        "start": "2026-10-11T11:00:00Z",
+        "end": "2026-10-11T12:00:00Z",
+        "session_id": RETRY_LOOP,
+    });
+    std::fs::write(&plan, asked.to_string()).unwrap();
+    let binary = env!("CARGO_BIN_EXE_costwatch");
+    let args = [
+        "--mode",
+        "auto",
+        "--plan",
+        plan.to_str().unwrap(),
+        "stdio",
+        binary,
+        config.to_str().unwrap(),
+    ];
+    let report = sdk_report(&args, &env).await;
+    let calls = rows(&report, "search_requests");
+    let want = seed
+        .sessions
+        .iter()
+        .find(|s| s.session_id == RETRY_LOOP)
+        .map(|s| s.requests.len())
+        .unwrap();
+    assert_eq!(calls.len(), want.min(50), "{calls:?}");
+    assert!(
+        calls.iter().all(|c| c["session_id"] == RETRY_LOOP),
+        "{calls:?}"
+    );
+    // And one of them by its id, as a client does next.
+    let one = done(&report, "get_request");
+    assert_eq!(one["structured_content"], calls[0]);
+}

@@ -26,6 +26,7 @@ use costwatch::ops::status::impact_svg::colour;
 use costwatch::ops::status::{Parts, ReplicaView, data, html};
 use costwatch::pipeline::Schedule;
 use costwatch::source::Window;
+use costwatch::source::links::SessionLinks;
 use costwatch::store::{
     IncidentUpdate, Inspect, SilenceStore, SqlStore, StatusStore, Store, WindowCommit, WindowStore,
 };
@@ -362,7 +363,10 @@ async fn alert_of(store: &SqlStore, kind: Kind, group: &str) -> costwatch::notif
     let (findings, _) = store.findings_of(&incident, 5).await.unwrap();
     let sessions = findings
         .into_iter()
-        .map(|f| alert_session(f, Some("https://gateway.example.com")))
+        .map(|f| {
+            let links = SessionLinks::below("https://gateway.example.com", "sessions/{session_id}");
+            alert_session(f, Some(&links))
+        })
         .collect();
     let mut alert = build_alert(&incident, Decision::Fire, sessions, now(), now());
     alert.chart = ChartSpec::capture(kind, group, &baseline(kind), &alert.sessions);

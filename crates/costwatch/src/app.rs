@@ -168,6 +168,9 @@ impl App {
     }
 
     async fn build_with(cfg: &Config, shared: Shared) -> Result<App, AppError> {
+        let mut cfg = cfg.clone();
+        complete_links(&mut cfg).await;
+        let cfg = &cfg;
         let pipeline = main_pipeline(cfg, shared.clock.clone()).await?;
         // A gateway that is down at start must not keep the daemon from
         // running: without its catalogue, investigations wait for a reload.
@@ -280,6 +283,38 @@ pub async fn gateway(cfg: &Config) -> Result<AnySource, AppError> {
             price_table(cfg),
         )),
     })
+}
+
+/// Completes the session links of `cfg`: Langfuse's pages need the id of
+/// the keys' project, read once from the source (one attempt: a source
+/// down leaves the links out, with a warning, rather than holding up a
+/// start).
+pub async fn complete_links(cfg: &mut Config) {
+    let Some(links) = cfg.alerts.session_links.clone() else {
+        return;
+    };
+    if !links.needs_project() {
+        return;
+    }
+    let (KindConfig::Langfuse(api, keys, rows), Some(key)) =
+        (&cfg.source.of_kind, &cfg.source.common.admin_key)
+    else {
+        return;
+    };
+    let once = HttpLimits {
+        max_retries: 0,
+        ..cfg.source.http.clone()
+    };
+    let read = match LangfuseReader::new(api.api_url.clone(), &keys.public_key, key, rows, once) {
+        Ok(reader) => reader.project_id().await,
+        Err(e) => Err(e),
+    };
+    match read {
+        Ok(id) => cfg.alerts.session_links = Some(links.with_project(&id)),
+        Err(e) => {
+            tracing::warn!(error = %e, "sessions are not linked: the Langfuse project is unknown")
+        }
+    }
 }
 
 /// The admin key of a source read over HTTP.

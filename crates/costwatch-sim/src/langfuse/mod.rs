@@ -56,7 +56,9 @@
 //! same tokens as through the other routes.
 //!
 //! Beside the observations, `GET /api/public/models` lists the project's
-//! model definitions with their prices ([`models`]).
+//! model definitions with their prices ([`models`]), and `GET
+//! /api/public/projects` the keys' project ([`PROJECT_ID`]), as
+//! `web/src/pages/api/public/projects/index.ts` answers.
 //!
 //! The simulator answers the API of a server in v4 mode (the route is there).
 //! What it leaves out: the JSON `filter` parameter (a 400 says so), and the
@@ -99,7 +101,7 @@ pub const DEFAULT_PUBLIC_KEY: &str = "pk-lf-sim";
 pub const MAX_LIMIT: usize = 1000;
 
 /// The project every observation belongs to.
-const PROJECT_ID: &str = "sim-project";
+pub const PROJECT_ID: &str = "sim-project";
 
 /// What is served differently from the plain dataset.
 #[derive(Debug, Default)]
@@ -229,6 +231,7 @@ pub(crate) fn router(sim: LangfuseSim, now: Horizon) -> Router {
     Router::new()
         .route("/v2/observations", get(observations))
         .route("/models", get(model_definitions))
+        .route("/projects", get(projects))
         .route(
             "/mcp",
             post(mcp::post)
@@ -266,6 +269,19 @@ async fn model_definitions(
         Ok(page) => axum::Json(page).into_response(),
         Err(e) => e.into_response(),
     }
+}
+
+/// `GET /api/public/projects`: the project the keys belong to, as
+/// `web/src/pages/api/public/projects/index.ts` answers a project's keys
+/// (`{"data": [{"id", "name", "metadata"}]}`).
+async fn projects(State(st): State<RouteState>, headers: HeaderMap) -> Response {
+    if let Err(refused) = auth::check(&headers, &st.sim) {
+        return refused.into_response();
+    }
+    axum::Json(serde_json::json!({
+        "data": [{"id": PROJECT_ID, "name": "costwatch-sim", "metadata": {}}],
+    }))
+    .into_response()
 }
 
 /// The page the query asks for, as JSON, with the cursor a paging fault

@@ -230,7 +230,7 @@ pub async fn plan<St: Store + SilenceStore>(
                 .incident_findings(&i, policy.top_sessions)
                 .await?
                 .into_iter()
-                .map(|f| alert_session(f, policy.gateway_ui_url.as_ref().map(url::Url::as_str)))
+                .map(|f| alert_session(f, policy.session_links.as_ref()))
                 .collect()
         };
         let mut alert = build_alert(&i, decision, sessions, at, now);

@@ -27,9 +27,16 @@ pub async fn mcp_server(
         Some(w) => logs.with_window_source(w),
         None => logs,
     };
+    let logs = match &state {
+        Some(store) => logs.with_known_sessions(Arc::new(store.clone())),
+        None => logs,
+    };
+    let mut linked = cfg.clone();
+    super::complete_links(&mut linked).await;
+    let links = linked.alerts.session_links.clone();
     Ok(McpServer::new(
         logs,
-        state.map(|s| StateTools::new(s, clock)),
+        state.map(|s| StateTools::new(s, clock).with_links(links)),
     ))
 }
 

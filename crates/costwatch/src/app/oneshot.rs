@@ -47,7 +47,9 @@ pub async fn once(
     })?;
     let window_source: Arc<dyn crate::logtools::WindowCalls> = Arc::new(pipeline.source().clone());
     let escalation = super::escalation(cfg, Some(window_source)).await?;
-    let alerts = queue_alerts(cfg, pipeline.store(), escalation.as_ref(), &clock).await?;
+    let mut linked = cfg.clone();
+    super::complete_links(&mut linked).await;
+    let alerts = queue_alerts(&linked, pipeline.store(), escalation.as_ref(), &clock).await?;
     Ok(OnceReport {
         windows: reports.len(),
         alerts,

@@ -49,7 +49,9 @@ pub async fn preview_alerts(
     store: &SqlStore,
     now: DateTime<Utc>,
 ) -> Result<Preview, AppError> {
-    let policy = cfg.alerts.clone();
+    let mut linked = cfg.clone();
+    super::complete_links(&mut linked).await;
+    let policy = linked.alerts.clone();
     let escalate = cfg
         .investigation
         .enabled

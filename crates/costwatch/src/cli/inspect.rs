@@ -2,7 +2,7 @@
 //! filtered, as a table, JSON or CSV.
 
 use super::Exit;
-use super::output::jsonl_row;
+use super::output::linked_row;
 use super::table::{Column, ListFormat, Table, json_text, print, terminal_width};
 use super::when::{When, parse_when, rfc3339, short};
 use clap::{Args, ValueEnum};
@@ -148,7 +148,10 @@ fn usd(v: f64) -> String {
 }
 
 pub async fn findings(a: FindingsArgs) -> Result<(), Exit> {
-    let cfg = config::load(&a.config)?;
+    let mut cfg = config::load(&a.config)?;
+    if a.format == ListFormat::Json {
+        app::complete_links(&mut cfg).await;
+    }
     let store = app::open_state(&cfg, false).await?;
     let now = SystemClock.now();
     let q = FindingQuery {
@@ -166,7 +169,8 @@ pub async fn findings(a: FindingsArgs) -> Result<(), Exit> {
     keep(&mut rows, a.limit, "findings");
     let text = match a.format {
         ListFormat::Json => {
-            let all: Vec<serde_json::Value> = rows.iter().map(jsonl_row).collect();
+            let links = cfg.alerts.session_links.as_ref();
+            let all: Vec<serde_json::Value> = rows.iter().map(|f| linked_row(f, links)).collect();
             json_text(&all)? + "\n"
         }
         ListFormat::Csv => findings_csv(&rows).csv(),

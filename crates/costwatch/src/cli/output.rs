@@ -8,12 +8,19 @@ use costwatch::backtest::Replay;
 use costwatch::detect::Finding;
 use costwatch::pipeline::WindowReport;
 use costwatch::printable::printable;
+use costwatch::source::links::SessionLinks;
 use std::fmt::Write as _;
 use std::io::Write as _;
 
 /// One finding as a JSON line with the documented fields.
 pub fn jsonl_row(f: &Finding) -> serde_json::Value {
-    serde_json::json!({
+    linked_row(f, None)
+}
+
+/// [`jsonl_row`] with the session's `link` in the team's own tool, when
+/// there is one.
+pub fn linked_row(f: &Finding, links: Option<&SessionLinks>) -> serde_json::Value {
+    let mut row = serde_json::json!({
         "kind": f.kind,
         "session_id": f.session_id,
         "window_start": f.window.start.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
@@ -26,7 +33,15 @@ pub fn jsonl_row(f: &Finding) -> serde_json::Value {
         "impact_usd": f.impact_usd,
         "evidence": f.evidence,
         "explanation": f.explanation,
-    })
+        "what_to_do": costwatch::detect::remedy::what_to_do(f.kind, &f.evidence),
+    });
+    if let (Some(link), Some(map)) = (
+        links.and_then(|l| l.session(&f.session_id)),
+        row.as_object_mut(),
+    ) {
+        map.insert("link".into(), serde_json::Value::String(link));
+    }
+    row
 }
 
 /// One finding as a table row.

@@ -9,6 +9,7 @@ pub mod drilldown;
 pub mod held;
 pub mod no_cache;
 pub mod oversized_model;
+pub mod remedy;
 pub mod retry_loop;
 pub mod rules;
 pub mod settings;

@@ -23,7 +23,10 @@ pub use settings::AlertPolicy;
 use crate::detect::Finding;
 use crate::domain::Severity;
 use crate::notify::render;
-use crate::notify::{ALERT_SCHEMA_VERSION, Alert, AlertKind, AlertSession, AlertStatus};
+use crate::notify::{
+    ALERT_SCHEMA_VERSION, Alert, AlertKind, AlertSession, AlertStatus, ListedIncident,
+};
+use crate::source::links::SessionLinks;
 use crate::source::{Labels, Window};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use serde::Serialize;
@@ -241,6 +244,7 @@ pub fn build_alert(
         valid_until: None,
         chart: None,
         investigation: None,
+        incidents: Vec::new(),
         created_at,
     }
 }
@@ -323,6 +327,16 @@ pub fn summary_alert(
         valid_until: None,
         chart: None,
         investigation: None,
+        incidents: alerts
+            .iter()
+            .map(|a| ListedIncident {
+                fingerprint: a.fingerprint.clone(),
+                kind: a.kind,
+                group: a.group.clone(),
+                status: a.status,
+                impact_usd: a.impact_usd,
+            })
+            .collect(),
         created_at,
     }
 }
@@ -341,12 +355,13 @@ pub struct TickSpan {
 }
 
 /// A finding as one of an alert's listed sessions.
-pub fn alert_session(f: Finding, ui: Option<&str>) -> AlertSession {
+pub fn alert_session(f: Finding, links: Option<&SessionLinks>) -> AlertSession {
     AlertSession {
-        link: ui.map(|base| format!("{}/sessions/{}", base.trim_end_matches('/'), f.session_id)),
+        link: links.and_then(|l| l.session(&f.session_id)),
         session_id: f.session_id,
         cost_usd: f.cost_usd,
         impact_usd: f.impact_usd,
+        what_to_do: crate::detect::remedy::what_to_do(f.kind, &f.evidence).to_owned(),
         explanation: f.explanation,
         evidence: f.evidence,
     }

@@ -67,12 +67,19 @@ pub struct AlertPolicy {
     #[serde(with = "with_unit")]
     #[schemars(with = "crate::settings::units::DurationText")]
     pub retry_max: Duration,
-    /// Base URL of the gateway's log UI, for session links in alerts
-    /// (`{base}/sessions/{id}`).
+    /// Replaced by `source.ui_url`: read as the base of
+    /// `{base}/sessions/{id}` links, with a warning, while that is unset.
     #[serde(with = "opt_http_url")]
     #[schemars(with = "Option<String>")]
     #[schemars(example = "https://gateway.example/ui")]
     pub gateway_ui_url: Option<Url>,
+    /// Each session's link in the team's own tool, from `source.ui_url`
+    /// and the source's kind (`gateway_ui_url` as the reference gateway's
+    /// base when that is unset); worked out when the configuration is
+    /// read, not a key of this section.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub session_links: Option<crate::source::links::SessionLinks>,
 }
 
 impl Default for AlertPolicy {
@@ -92,6 +99,7 @@ impl Default for AlertPolicy {
             retry_base: Duration::from_secs(30),
             retry_max: Duration::from_secs(30 * 60),
             gateway_ui_url: None,
+            session_links: None,
         }
     }
 }

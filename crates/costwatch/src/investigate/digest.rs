@@ -155,6 +155,7 @@ mod tests {
             evidence: json!({"requests": 6, "peer_median_cached_share": null,
                              "request_ids": ["a", "b", "c", "d", "e", "f", "g"]}),
             link: Some("https://gw/sessions/s-1".into()),
+            what_to_do: String::new(),
         }];
         let d = digest(&a, 5);
         assert!(

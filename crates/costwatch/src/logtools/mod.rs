@@ -13,7 +13,11 @@
 //! - **Rows the window already read first.** `search_requests` for one
 //!   session, without a range, asks the pipeline's source
 //!   ([`LogTools::with_window_source`]) for the calls it kept of the last
-//!   window; only a session it does not hold is read from the source.
+//!   window; only a session it does not hold is read from the source,
+//!   around the windows the state database has findings on it in
+//!   ([`LogTools::with_known_sessions`]), or over the last
+//!   [`LONGEST_SESSION_RANGE`]: the same answer over stdio as on `run`'s
+//!   `/mcp`.
 //! - **A source of its own.** Everything else is read afresh from a source
 //!   instance of the tools' own, so a tool call never disturbs what the
 //!   pipeline carries from window to window.
@@ -40,6 +44,8 @@ use crate::investigate::{InvestigateError, ToolOutput, ToolProvider, ToolSpec};
 use crate::source::{
     FoundCalls, LabelledCall, Labels, RequestQuery, RequestRecord, Source, SourceError,
 };
+use crate::store::StoreError;
+use crate::store::inspect::Inspect;
 use args::{Args, MAX_LABELS, MAX_LIMIT, page};
 use chrono::TimeDelta;
 use serde_json::{Map, Value, json};
@@ -177,7 +183,8 @@ pub fn log_tool_defs() -> Vec<ToolDef> {
             title: "Request rows",
             description: "Request rows (model, status, error_type, tokens, cost) of one session \
                           or of [start, end), optionally by model, status and labels. With \
-                          session_id alone: the session's calls of the last 24 hours. No prompt text.",
+                          session_id alone: the session's calls around the windows costwatch found \
+                          something on it in, or of the last 7 days. No prompt text.",
             input_schema: json!({
                 "type": "object",
                 "properties": {
@@ -262,10 +269,28 @@ impl<S: Source> WindowCalls for S {
     }
 }
 
+/// A future of [`KnownSessions::span_of`].
+type SpanFuture<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Result<Option<Window>, StoreError>> + Send + 'a>>;
+
+/// Where costwatch found something on a session: the state database's
+/// findings, so a session asked for without a range is read where it was.
+pub trait KnownSessions: Send + Sync {
+    /// The windows with a finding on `session_id`, first to last.
+    fn span_of<'a>(&'a self, session_id: &'a str) -> SpanFuture<'a>;
+}
+
+impl<T: Inspect> KnownSessions for T {
+    fn span_of<'a>(&'a self, session_id: &'a str) -> SpanFuture<'a> {
+        Box::pin(self.session_span(session_id))
+    }
+}
+
 /// The request-log tools over a source.
 pub struct LogTools<S> {
     source: S,
     window_source: Option<Arc<dyn WindowCalls>>,
+    known: Option<Arc<dyn KnownSessions>>,
     clock: Arc<dyn Clock>,
     allowlist: Option<Vec<String>>,
     recent: Mutex<Recent>,
@@ -286,6 +311,7 @@ impl<S: Source> LogTools<S> {
         LogTools {
             source,
             window_source: None,
+            known: None,
             clock,
             allowlist: None,
             recent: Mutex::new(Recent::default()),
@@ -297,6 +323,13 @@ impl<S: Source> LogTools<S> {
     /// the session.
     pub fn with_window_source(mut self, pipeline: Arc<dyn WindowCalls>) -> LogTools<S> {
         self.window_source = Some(pipeline);
+        self
+    }
+
+    /// Reads a session asked for without a range around the windows
+    /// `known` found something on it in.
+    pub fn with_known_sessions(mut self, known: Arc<dyn KnownSessions>) -> LogTools<S> {
+        self.known = Some(known);
         self
     }
 
@@ -443,19 +476,52 @@ impl<S: Source> LogTools<S> {
                 .collect();
             return Ok(FoundCalls { calls, more: false });
         }
-        let range = range.unwrap_or_else(|| {
-            let now = self.clock.now();
-            Window {
-                start: now - LONGEST_RANGE,
-                end: now,
+        let range = match (range, session_id) {
+            (Some(range), _) => range,
+            (None, Some(id)) => self.session_range(id).await,
+            (None, None) => {
+                let now = self.clock.now();
+                Window {
+                    start: now - LONGEST_RANGE,
+                    end: now,
+                }
             }
-        });
+        };
         let query = RequestQuery {
             session_id: session_id.map(str::to_owned),
             range,
             max_calls: MAX_CALLS,
         };
         self.source.requests(&query).await
+    }
+
+    /// Where a session asked for without a range is read: a day either
+    /// side of the windows with a finding on it (their last
+    /// [`LONGEST_SESSION_RANGE`] at the most), or the last
+    /// [`LONGEST_SESSION_RANGE`] when nothing was found on it, whichever
+    /// transport asks.
+    async fn session_range(&self, session_id: &str) -> Window {
+        let day = TimeDelta::days(1);
+        let found = match &self.known {
+            Some(known) => known.span_of(session_id).await.ok().flatten(),
+            None => None,
+        };
+        match found {
+            Some(span) => {
+                let end = span.end + day;
+                Window {
+                    start: (span.start - day).max(end - LONGEST_SESSION_RANGE),
+                    end,
+                }
+            }
+            None => {
+                let now = self.clock.now();
+                Window {
+                    start: now - LONGEST_SESSION_RANGE,
+                    end: now,
+                }
+            }
+        }
     }
 
     fn get_request(&self, a: &Args<'_>) -> Result<Value, String> {

@@ -14,6 +14,7 @@ use super::{Answer, ToolDef};
 use crate::clock::Clock;
 use crate::detect::{Finding, Kind};
 use crate::domain::Window;
+use crate::source::links::SessionLinks;
 use crate::store::inspect::{FindingQuery, IncidentQuery, IncidentRow, Inspect};
 use crate::store::{StoreError, WindowStore};
 use chrono::TimeDelta;
@@ -84,6 +85,8 @@ fn finding_schema() -> Value {
         "cost_usd": {"type": "number"},
         "impact_usd": {"type": "number"},
         "explanation": {"type": "string"},
+        "what_to_do": {"type": "string"},
+        "link": {"type": ["string", "null"], "description": "The session in the team's own tool."},
         "evidence": {},
     }))
 }
@@ -192,12 +195,23 @@ pub fn state_tool_defs() -> Vec<ToolDef> {
 pub struct StateTools<St> {
     store: St,
     clock: Arc<dyn Clock>,
+    links: Option<SessionLinks>,
 }
 
 impl<St: Inspect + WindowStore> StateTools<St> {
     /// The tools over `store`, reading "now" from `clock`.
     pub fn new(store: St, clock: Arc<dyn Clock>) -> StateTools<St> {
-        StateTools { store, clock }
+        StateTools {
+            store,
+            clock,
+            links: None,
+        }
+    }
+
+    /// Links each finding's session in the team's own tool.
+    pub fn with_links(mut self, links: Option<SessionLinks>) -> StateTools<St> {
+        self.links = links;
+        self
     }
 
     /// Runs tool `name` with `arguments`.
@@ -248,7 +262,7 @@ impl<St: Inspect + WindowStore> StateTools<St> {
                 limit: Some(limit + 1),
             })
             .await?;
-        Ok(listing(rows, limit, finding))
+        Ok(listing(rows, limit, |f| finding(f, self.links.as_ref())))
     }
 
     async fn list_incidents(&self, a: &Args<'_>) -> Result<Answer, StoreError> {
@@ -330,7 +344,10 @@ impl<St: Inspect + WindowStore> StateTools<St> {
             .collect();
         Ok(Answer::Done(json!({
             "incident": incident(&row),
-            "findings": findings.iter().map(finding).collect::<Vec<_>>(),
+            "findings": findings
+                .iter()
+                .map(|f| finding(f, self.links.as_ref()))
+                .collect::<Vec<_>>(),
             "findings_total": total,
             "investigations": investigations,
         })))
@@ -366,7 +383,7 @@ impl<St: Inspect + WindowStore> StateTools<St> {
 
 /// The first `limit` of `rows` (read one more than that) as a listing,
 /// saying whether there were more.
-fn listing<T>(rows: Vec<T>, limit: usize, row: fn(&T) -> Value) -> Answer {
+fn listing<T>(rows: Vec<T>, limit: usize, row: impl Fn(&T) -> Value) -> Answer {
     let more = rows.len() > limit;
     let data: Vec<Value> = rows.iter().take(limit).map(row).collect();
     Answer::Done(json!({"data": data, "more": more}))
@@ -380,7 +397,7 @@ fn kind(a: &Args<'_>) -> Result<Option<Kind>, String> {
 }
 
 /// A finding as a row.
-fn finding(f: &Finding) -> Value {
+fn finding(f: &Finding, links: Option<&SessionLinks>) -> Value {
     json!({
         "kind": f.kind.as_str(),
         "session_id": f.session_id,
@@ -393,6 +410,8 @@ fn finding(f: &Finding) -> Value {
         "cost_usd": f.cost_usd,
         "impact_usd": f.impact_usd,
         "explanation": f.explanation,
+        "what_to_do": crate::detect::remedy::what_to_do(f.kind, &f.evidence),
+        "link": links.and_then(|l| l.session(&f.session_id)),
         "evidence": f.evidence,
     })
 }

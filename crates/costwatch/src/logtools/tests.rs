@@ -151,8 +151,8 @@ async fn one_sessions_calls_come_from_the_window_first_then_from_the_source() {
     assert_eq!(ids(&page), ["r0", "r1", "r2", "r3", "r4"]);
     assert_eq!(reads.load(Ordering::SeqCst), 0);
 
-    // A window that no longer holds it: the source is read, over the last
-    // 24 hours by default.
+    // A window that no longer holds it, and no finding on it: the source
+    // is read, over the last 7 days.
     let forgot = Calls {
         forgets: true,
         ..source()
@@ -165,13 +165,39 @@ async fn one_sessions_calls_come_from_the_window_first_then_from_the_source() {
     old.calls.push(call(
         "r-old",
         "s-1",
-        -24 * 60 - 1,
+        -7 * 24 * 60 - 1,
         "gpt-6-luna",
         RequestStatus::Success,
     ));
-    let t = tools(old);
+    // Two days back is within them.
+    old.calls.push(call(
+        "r-2d",
+        "s-1",
+        -2 * 24 * 60,
+        "gpt-6-luna",
+        RequestStatus::Success,
+    ));
+    let t = tools(old.clone());
     let page = done(&t, "search_requests", json!({"session_id": "s-1"})).await;
     assert!(!ids(&page).contains(&"r-old".to_owned()));
+    assert!(ids(&page).contains(&"r-2d".to_owned()));
+
+    // A session costwatch found something on is read around those windows,
+    // however long ago.
+    struct Found(Window);
+    impl KnownSessions for Found {
+        fn span_of<'a>(&'a self, _: &'a str) -> SpanFuture<'a> {
+            let w = self.0;
+            Box::pin(async move { Ok(Some(w)) })
+        }
+    }
+    let flagged = Window {
+        start: at(-7 * 24 * 60 - 60),
+        end: at(-7 * 24 * 60),
+    };
+    let t = tools(old).with_known_sessions(Arc::new(Found(flagged)));
+    let page = done(&t, "search_requests", json!({"session_id": "s-1"})).await;
+    assert!(ids(&page).contains(&"r-old".to_owned()), "{page}");
 }
 
 #[tokio::test]

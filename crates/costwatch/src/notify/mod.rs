@@ -86,6 +86,25 @@ pub struct AlertSession {
     pub evidence: serde_json::Value,
     /// Link to the session in the gateway's UI, when configured.
     pub link: Option<String>,
+    /// What to do about it: one line per kind and cause
+    /// (`detect::remedy`); empty in alerts stored before it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub what_to_do: String,
+}
+
+/// An incident a catch-up summary stands for, as data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ListedIncident {
+    /// The incident's fingerprint (`costwatch incident show` takes it).
+    pub fingerprint: String,
+    /// What it is about.
+    pub kind: AlertKind,
+    /// Its peer group.
+    pub group: String,
+    /// Going on, or over within the catch-up.
+    pub status: AlertStatus,
+    /// Its sessions' cost above peers, in dollars.
+    pub impact_usd: f64,
 }
 
 /// One incident notification, as stored in the outbox and sent to every channel.
@@ -140,11 +159,27 @@ pub struct Alert {
     /// groups without a baseline yet, and from alerts stored before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chart: Option<chart::ChartSpec>,
+    /// The incidents a catch-up summary stands for; empty, and absent from
+    /// the JSON, for every other alert.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub incidents: Vec<ListedIncident>,
     /// When this notification was made.
     pub created_at: DateTime<Utc>,
 }
 
 impl Alert {
+    /// What to do about it: the top session's line, for an alert about
+    /// one incident (a catch-up summary's sessions are of several).
+    pub fn what_to_do(&self) -> Option<&str> {
+        if !self.incidents.is_empty() {
+            return None;
+        }
+        self.sessions
+            .first()
+            .map(|s| s.what_to_do.as_str())
+            .filter(|line| !line.is_empty())
+    }
+
     /// The key a receiver deduplicates on: the same notification delivered
     /// twice carries the same key.
     pub fn idempotency_key(&self) -> String {
@@ -216,6 +251,7 @@ pub fn sample_alert(now: DateTime<Utc>) -> Alert {
             explanation: "a sample session".to_owned(),
             evidence: serde_json::json!({}),
             link: None,
+            what_to_do: String::new(),
         }],
         window: Window {
             start: now,
@@ -226,6 +262,7 @@ pub fn sample_alert(now: DateTime<Utc>) -> Alert {
         valid_until: None,
         investigation: None,
         chart: None,
+        incidents: Vec::new(),
         created_at: now,
     }
 }

@@ -6,6 +6,7 @@
 pub mod fetch;
 pub(crate) mod json;
 pub mod langfuse;
+pub mod links;
 pub mod litellm;
 pub mod otlp;
 pub mod reference;
@@ -52,6 +53,13 @@ pub struct KindFacts {
     /// Row fields `source.labels` may name besides `metadata.<key>` and
     /// `tag:<prefix>`.
     pub label_fields: &'static [&'static str],
+    /// Where the system's own web UI shows a session, below its base
+    /// (`source.ui_url`), with `{session_id}` (and `{project_id}`) in it;
+    /// `None` when it shows none.
+    pub session_page: Option<&'static str>,
+    /// Whether that UI is served on the API's host, so `source.ui_url`
+    /// defaults to `api_url`'s origin.
+    pub ui_on_api_host: bool,
 }
 
 impl SourceKind {

@@ -125,6 +125,15 @@ pub struct Common {
     /// `metadata.<key>=<value>` to the reference gateway, applied to each
     /// call by the other kinds.
     pub filter: Labels,
+    /// The system's own web UI, for each session's link in alerts,
+    /// `findings` and the MCP tools: a base URL below which the kind's
+    /// session page is (LiteLLM's `/ui/logs?session_id=`, Langfuse's
+    /// `/project/{project_id}/sessions/`, the reference gateway's
+    /// `/sessions/`), or a whole page with `{session_id}` (and
+    /// `{project_id}`) in it. Unset, LiteLLM's and Langfuse's links are on
+    /// `api_url`'s host, and the OpenTelemetry kinds link nothing.
+    #[schemars(example = "https://grafana.example/explore?session={session_id}")]
+    pub ui_url: Option<String>,
 }
 
 impl Default for Common {
@@ -135,14 +144,17 @@ impl Default for Common {
             page_limit: None,
             max_pages: super::reference::DEFAULT_MAX_PAGES,
             filter: Labels::new(),
+            ui_url: None,
         }
     }
 }
 
 impl Settings for Common {
     fn problems(&self) -> Vec<Issue> {
+        let link = self.ui_url.as_deref().and_then(super::links::problem);
         empty_label_name("filter", &self.filter)
             .into_iter()
+            .chain(link.map(|why| Issue::new("ui_url", why)))
             .collect()
     }
 }

@@ -122,7 +122,15 @@ pub trait Inspect: Send + Sync {
         limit: usize,
     ) -> impl Future<Output = Result<(Vec<Finding>, u64), StoreError>> + Send;
 
-    /// The outbox rows of an incident, oldest first.
+    /// From the first window with a finding on `session_id` to the end
+    /// of the last one (`None` when nothing was found on it).
+    fn session_span(
+        &self,
+        session_id: &str,
+    ) -> impl Future<Output = Result<Option<crate::domain::Window>, StoreError>> + Send;
+
+    /// The outbox rows of an incident and of the catch-up summaries that
+    /// listed it, oldest first.
     fn notifications_of(
         &self,
         fingerprint: &str,

@@ -35,6 +35,7 @@ pub(crate) use document::yaml_message;
 use super::env;
 use super::locate::{Seg, item};
 use super::{Config, ConfigError, Problem, Rules, Sections};
+use crate::source::links::SessionLinks;
 use document::Doc;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -211,6 +212,25 @@ fn rule_paths(doc: &mut Doc, written: &[PathBuf]) -> Option<Vec<PathBuf>> {
     (ok || !paths.is_empty()).then_some(paths)
 }
 
+/// Each session's link: `source.ui_url` (a base or a template) or the
+/// kind's own page, then `alerts.gateway_ui_url`, which it replaces, as the
+/// base of `/sessions/{session_id}`.
+fn session_links(
+    source: &crate::source::settings::SourceConfig,
+    alerts: &crate::incidents::AlertPolicy,
+) -> Option<SessionLinks> {
+    let ui = source.common.ui_url.as_deref();
+    if ui.is_none()
+        && let Some(old) = &alerts.gateway_ui_url
+    {
+        tracing::warn!(
+            "alerts.gateway_ui_url is replaced by source.ui_url; it is read as source.ui_url until then"
+        );
+        return Some(SessionLinks::below(old.as_str(), "sessions/{session_id}"));
+    }
+    SessionLinks::new(source.kind(), source.api_url(), ui)
+}
+
 /// Checks the sections and resolves what they name, reads the source, and
 /// builds the configuration without its rules.
 fn build_config(
@@ -236,9 +256,11 @@ fn build_config(
         service::check_log_tools(doc, s.kind(), &sections.investigation);
     }
     notify_ok.then_some(())?;
+    let source = source?;
+    sections.alerts.session_links = session_links(&source, &sections.alerts);
     Some(Config {
         path: doc.file.clone(),
-        source: source?,
+        source,
         rules: Rules::default(),
         sections,
     })

@@ -50,7 +50,7 @@ pub(super) const TOP_KEYS: &str = "expected one of `source`, `windows`, `group_b
 /// The keys of a reference gateway's `source` section: `kind`, those
 /// every kind reads, then its own, as their structs declare them.
 pub(super) const SOURCE_KEYS: &str = "expected one of `kind`, `admin_key_file`, `page_limit`, \
-    `max_pages`, `filter`, `timeout`, `connect_timeout`, `max_retries`, `retry_base`, \
+    `max_pages`, `filter`, `ui_url`, `timeout`, `connect_timeout`, `max_retries`, `retry_base`, \
     `retry_max`, `max_body_bytes`, `api_url`, `labels`";
 
 /// The rules of `rules/`: one rule of each kind with its settings'

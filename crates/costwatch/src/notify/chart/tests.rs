@@ -13,6 +13,7 @@ fn session(id: &str, evidence: serde_json::Value) -> AlertSession {
         explanation: String::new(),
         evidence,
         link: None,
+        what_to_do: String::new(),
     }
 }
 

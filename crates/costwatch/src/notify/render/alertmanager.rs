@@ -29,16 +29,17 @@ pub(super) fn alertmanager_body(alert: &Alert) -> Value {
 
     let mut object = serde_json::Map::new();
     object.insert("labels".into(), Value::Object(labels));
-    object.insert(
-        "annotations".into(),
-        json!({
-            "summary": alert.title,
-            "description": alert.summary,
-            "session_count": alert.session_count.to_string(),
-            "impact_usd": format!("{:.2}", alert.impact_usd),
-            "impact_usd_per_day": format!("{:.2}", alert.impact_usd_per_day),
-        }),
-    );
+    let mut annotations = json!({
+        "summary": alert.title,
+        "description": alert.summary,
+        "session_count": alert.session_count.to_string(),
+        "impact_usd": format!("{:.2}", alert.impact_usd),
+        "impact_usd_per_day": format!("{:.2}", alert.impact_usd_per_day),
+    });
+    if let (Some(line), Some(map)) = (alert.what_to_do(), annotations.as_object_mut()) {
+        map.insert("what_to_do".into(), Value::String(line.to_owned()));
+    }
+    object.insert("annotations".into(), annotations);
     object.insert("startsAt".into(), Value::String(rfc3339(alert.starts_at)));
     // A resolved alert ends when it was resolved. A firing one holds until
     // `valid_until`, the time the delivery pass gives it at each (re-)post,

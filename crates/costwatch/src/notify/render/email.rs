@@ -21,6 +21,10 @@ pub fn email_text(alert: &Alert) -> String {
         let _ = writeln!(out, "{}", alert.summary);
         let _ = writeln!(out);
     }
+    if let Some(line) = alert.what_to_do() {
+        let _ = writeln!(out, "What to do: {line}.");
+        let _ = writeln!(out);
+    }
     for (name, value) in facts(alert) {
         let _ = writeln!(out, "{:<13} {}", format!("{name}:"), value);
     }
@@ -91,6 +95,9 @@ pub fn email_html_with_chart(alert: &Alert, chart_cid: Option<&str>) -> String {
     let _ = writeln!(out, "<h2>{}</h2>", escape_html(&alert.title));
     if !alert.summary.is_empty() {
         let _ = writeln!(out, "<p>{}</p>", escape_html(&alert.summary));
+    }
+    if let Some(line) = alert.what_to_do() {
+        let _ = writeln!(out, "<p><b>What to do:</b> {}.</p>", escape_html(line));
     }
 
     out.push_str("<table cellpadding=\"4\">\n");

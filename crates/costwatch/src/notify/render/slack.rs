@@ -28,6 +28,12 @@ pub(super) fn slack_body(alert: &Alert, chart: Option<&Url>) -> Value {
             "text": {"type": "mrkdwn", "text": truncate(&slack_escape(&alert.summary), SLACK_TEXT_MAX)},
         }));
     }
+    if let Some(line) = alert.what_to_do() {
+        blocks.push(json!({
+            "type": "section",
+            "text": {"type": "mrkdwn", "text": truncate(&format!("*What to do:* {}.", slack_escape(line)), SLACK_TEXT_MAX)},
+        }));
+    }
     let fields: Vec<Value> = [
         ("Group", group_or_all(&alert.group)),
         ("Severity", alert.severity.as_str().to_owned()),

@@ -47,6 +47,7 @@ pub(crate) fn sample_alert() -> Alert {
                 explanation: "34 calls re-sent 900k prompt tokens, none cached".into(),
                 evidence: json!({"requests": 34, "input_tokens": 900000, "cached_tokens": 0}),
                 link: Some("https://gateway.example.com/logs?session=sess-top-001".into()),
+                what_to_do: String::new(),
             },
             AlertSession {
                 session_id: "sess-second-002".into(),
@@ -55,6 +56,7 @@ pub(crate) fn sample_alert() -> Alert {
                 explanation: "20 calls, none cached".into(),
                 evidence: json!({"requests": 20}),
                 link: None,
+                what_to_do: String::new(),
             },
         ],
         window: Window {
@@ -65,6 +67,7 @@ pub(crate) fn sample_alert() -> Alert {
         ends_at: None,
         valid_until: None,
         chart: None,
+        incidents: Vec::new(),
         investigation: Some(sample_report(
             "The agent rebuilds its prompt every turn.",
             0.0375,

@@ -114,7 +114,15 @@ pub const KIND: super::KindFacts = super::KindFacts {
     default_page_limit: 500,
     max_page_limit: MAX_PAGE_LIMIT,
     label_fields: FIELDS,
+    // The web app's session page (`web/src/pages/project/[projectId]/
+    // sessions/[sessionId].tsx`); the project is the keys' own.
+    session_page: Some("project/{project_id}/sessions/{session_id}"),
+    ui_on_api_host: true,
 };
+
+/// The keys' project, below the host's base URL
+/// (`web/src/pages/api/public/projects/index.ts`).
+pub const PROJECTS_PATH: &str = "api/public/projects";
 
 /// The observations API, below the host's base URL.
 pub const PATH: &str = "api/public/v2/observations";
@@ -155,6 +163,7 @@ pub struct LangfuseReader {
     fetch: PageFetcher,
     endpoint: Url,
     models_endpoint: Url,
+    projects_endpoint: Url,
     mapper: Mapper,
     page_limit: u32,
     max_pages: u64,
@@ -191,6 +200,7 @@ impl LangfuseReader {
             fetch: PageFetcher::new(auth, &limits)?.with_refusal(refusal),
             endpoint: join(PATH)?,
             models_endpoint: join(MODELS_PATH)?,
+            projects_endpoint: join(PROJECTS_PATH)?,
             mapper: Mapper::new(settings),
             page_limit: settings.page_limit.clamp(1, MAX_PAGE_LIMIT),
             max_pages: settings.max_pages.max(1),
@@ -278,6 +288,30 @@ impl LangfuseReader {
                 _ => return Ok(stats),
             }
         }
+    }
+
+    /// The id of the project the keys belong to, for links to its pages
+    /// (`GET /api/public/projects`, which answers the keys' own project).
+    pub async fn project_id(&self) -> Result<String, SourceError> {
+        #[derive(serde::Deserialize)]
+        struct Projects {
+            data: Vec<Project>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Project {
+            id: String,
+        }
+        let mut stats = ReadStats::default();
+        let answer: Projects = self
+            .fetch
+            .get_json(self.projects_endpoint.clone(), "projects", &mut stats)
+            .await?;
+        answer
+            .data
+            .into_iter()
+            .map(|p| p.id)
+            .find(|id| !id.is_empty())
+            .ok_or_else(|| SourceError::Invalid("projects: data: no project for these keys".into()))
     }
 
     /// Every page of the project's model definitions. A definition

@@ -136,6 +136,9 @@ pub const KIND: super::KindFacts = super::KindFacts {
     default_page_limit: 500,
     max_page_limit: 1000,
     label_fields: FIELDS,
+    // The proxy UI's log page takes a session (BerriAI/litellm PR #34879).
+    session_page: Some("ui/logs?session_id={session_id}"),
+    ui_on_api_host: true,
 };
 
 pub const FIELDS: &[&str] = &[

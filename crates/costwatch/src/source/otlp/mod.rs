@@ -87,6 +87,8 @@ pub const RECEIVER_KIND: super::KindFacts = super::KindFacts {
     default_page_limit: 5000,
     max_page_limit: 10_000,
     label_fields: &[],
+    session_page: None,
+    ui_on_api_host: false,
 };
 
 /// Spans in OTLP/JSON files, as the registry knows them; pages as the

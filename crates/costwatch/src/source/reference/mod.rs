@@ -37,6 +37,8 @@ pub const KIND: super::KindFacts = super::KindFacts {
     default_page_limit: 50,
     max_page_limit: 50,
     label_fields: &[],
+    session_page: Some("sessions/{session_id}"),
+    ui_on_api_host: false,
 };
 
 /// Most pages read in one listing when `source.max_pages` is not set: five

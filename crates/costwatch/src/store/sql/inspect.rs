@@ -159,6 +159,27 @@ impl Inspect for SqlStore {
         rows.iter().map(incident_row).collect()
     }
 
+    async fn session_span(&self, session_id: &str) -> Result<Option<Window>, StoreError> {
+        let row = sqlx::query(
+            "SELECT MIN(window_start_ms) AS first_ms, MAX(window_end_ms) AS last_ms \
+             FROM findings WHERE session_id = $1",
+        )
+        .bind(session_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        let c = |e: sqlx::Error| StoreError::Corrupt(e.to_string());
+        let first: Option<i64> = row.try_get("first_ms").map_err(c)?;
+        let last: Option<i64> = row.try_get("last_ms").map_err(c)?;
+        Ok(match (first, last) {
+            (Some(start), Some(end)) => Some(Window {
+                start: from_ms(start)?,
+                end: from_ms(end)?,
+            }),
+            _ => None,
+        })
+    }
+
     async fn findings_of(
         &self,
         i: &Incident,
@@ -201,9 +222,16 @@ impl Inspect for SqlStore {
     ) -> Result<Vec<NotificationRow>, StoreError> {
         let rows = sqlx::query(
             "SELECT id, idempotency_key, channel, status, attempts, created_ms, next_attempt_ms, sent_ms, \
-             reposted_ms, last_error, alert FROM outbox WHERE fingerprint = $1 ORDER BY id",
+             reposted_ms, last_error, alert FROM outbox WHERE fingerprint = $1 OR alert LIKE $2 \
+             ORDER BY id",
         )
         .bind(fingerprint)
+        // The catch-up summaries that listed it (`Alert::incidents`); a
+        // fingerprint is hexadecimal, so it holds no LIKE wildcard.
+        .bind(format!(
+            "%\"incidents\":[%\"fingerprint\":\"{}\"%",
+            fingerprint.replace(['%', '_', '"'], "")
+        ))
         .fetch_all(&self.pool)
         .await
         .map_err(unavailable)?;

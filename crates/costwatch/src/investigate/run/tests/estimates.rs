@@ -81,6 +81,7 @@ fn incident(i: usize) -> Alert {
                 ),
                 evidence: json!({"requests": 3 + k, "input_tokens": n * 3, "cached_tokens": 0}),
                 link: None,
+                what_to_do: String::new(),
             }
         })
         .collect();

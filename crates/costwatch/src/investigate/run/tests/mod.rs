@@ -194,6 +194,7 @@ fn alert() -> Alert {
         explanation: "6 calls read 0 of 24557 prompt tokens from the prompt cache".into(),
         evidence: json!({"requests": 6, "input_tokens": 24557, "cached_tokens": 0}),
         link: None,
+        what_to_do: String::new(),
     }];
     a
 }

@@ -79,6 +79,7 @@ async fn seed_alerts() -> (costwatch_sim::SimServer, Vec<Alert>) {
                 explanation: f.explanation.clone(),
                 evidence: f.evidence.clone(),
                 link: None,
+                what_to_do: String::new(),
             };
             build_alert(&incident, Decision::Fire, vec![session], to, to)
         })
