@@ -126,7 +126,7 @@ async fn the_status_page_shows_what_the_state_holds_with_gateway_text_escaped() 
     assert!(page.contains("2026-10-11 11:00 UTC – 12:00"), "{page}");
     assert!(page.contains("Failing since"), "{page}");
     assert!(page.contains("Failed reads in a row (this replica)</dt><dd>"));
-    assert!(page.contains("$0.0000 of $1.00"), "{page}");
+    assert!(page.contains("$0.00 of $1.00"), "{page}");
     assert!(
         !page.contains("sk-admin-status-test"),
         "no secret on the page"

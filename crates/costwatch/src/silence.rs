@@ -13,7 +13,7 @@
 //! holds back what would be queued in the next 24 hours, whatever data time
 //! a catch-up is evaluating.
 
-use crate::domain::Labels;
+use crate::domain::{Kind, Labels};
 use crate::incidents::{Incident, SOURCE_UNHEALTHY};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use serde::Serialize;
@@ -22,9 +22,9 @@ use std::time::Duration;
 /// The incident kinds a silence can name: the three kinds of waste and the
 /// gateway's own health.
 pub const SILENCE_KINDS: [&str; 4] = [
-    "no_cache",
-    "oversized_model",
-    "retry_loop",
+    Kind::NoCache.as_str(),
+    Kind::OversizedModel.as_str(),
+    Kind::RetryLoop.as_str(),
     SOURCE_UNHEALTHY,
 ];
 

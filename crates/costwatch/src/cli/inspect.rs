@@ -16,28 +16,6 @@ use costwatch::store::inspect::{FindingQuery, IncidentQuery, IncidentRow, Inspec
 use serde_json::json;
 use std::path::PathBuf;
 
-/// A kind of waste.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub enum WasteKind {
-    /// Conversations that never read the prompt cache.
-    NoCache,
-    /// Premium models on tiny calls.
-    OversizedModel,
-    /// The same call again and again.
-    RetryLoop,
-}
-
-impl From<WasteKind> for Kind {
-    fn from(k: WasteKind) -> Kind {
-        match k {
-            WasteKind::NoCache => Kind::NoCache,
-            WasteKind::OversizedModel => Kind::OversizedModel,
-            WasteKind::RetryLoop => Kind::RetryLoop,
-        }
-    }
-}
-
 /// The kind of an incident: a kind of waste, or the gateway's health.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
@@ -56,9 +34,9 @@ impl IncidentKind {
     /// The stored name.
     pub fn as_str(self) -> &'static str {
         match self {
-            IncidentKind::NoCache => "no_cache",
-            IncidentKind::OversizedModel => "oversized_model",
-            IncidentKind::RetryLoop => "retry_loop",
+            IncidentKind::NoCache => Kind::NoCache.as_str(),
+            IncidentKind::OversizedModel => Kind::OversizedModel.as_str(),
+            IncidentKind::RetryLoop => Kind::RetryLoop.as_str(),
             IncidentKind::SourceUnhealthy => costwatch::incidents::SOURCE_UNHEALTHY,
         }
     }
@@ -82,7 +60,7 @@ pub struct FindingsArgs {
     pub config: PathBuf,
     /// Only this kind (repeat for several).
     #[arg(long, value_enum)]
-    pub kind: Vec<WasteKind>,
+    pub kind: Vec<Kind>,
     /// Only this peer group, as shown (`feature=batch`).
     #[arg(long)]
     pub group: Option<String>,
@@ -155,7 +133,7 @@ pub async fn findings(a: FindingsArgs) -> Result<(), Exit> {
     let store = app::open_state(&cfg, false).await?;
     let now = SystemClock.now();
     let q = FindingQuery {
-        kinds: a.kind.iter().map(|k| Kind::from(*k)).collect(),
+        kinds: a.kind.clone(),
         group: a.group.clone(),
         since: a.since.map(|w| w.at(now)),
         until: a.until.map(|w| w.at(now)),

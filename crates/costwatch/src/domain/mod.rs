@@ -22,8 +22,10 @@ use std::collections::BTreeMap;
     Serialize,
     Deserialize,
     schemars::JsonSchema,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum Kind {
     /// A conversation that never hits the prompt cache.
     NoCache,
@@ -37,8 +39,9 @@ impl Kind {
     /// All kinds, in report order.
     pub const ALL: [Kind; 3] = [Kind::NoCache, Kind::OversizedModel, Kind::RetryLoop];
 
-    /// The name used in output and storage.
-    pub fn as_str(self) -> &'static str {
+    /// The name used in output and storage: the one place each is
+    /// spelled.
+    pub const fn as_str(self) -> &'static str {
         match self {
             Kind::NoCache => "no_cache",
             Kind::OversizedModel => "oversized_model",

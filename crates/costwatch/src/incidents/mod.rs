@@ -168,13 +168,16 @@ pub fn per_day(i: &Incident) -> f64 {
     i.impact_usd * 86_400.0 / span
 }
 
+/// The alert kind of an incident's stored kind. One this build does not
+/// know (a newer replica's) is told as the source's own alert, and said.
 fn alert_kind(kind: &str) -> AlertKind {
-    match kind {
-        "no_cache" => AlertKind::NoCache,
-        "oversized_model" => AlertKind::OversizedModel,
-        "retry_loop" => AlertKind::RetryLoop,
-        _ => AlertKind::SourceUnhealthy,
-    }
+    AlertKind::of_incident(kind).unwrap_or_else(|| {
+        tracing::warn!(
+            kind,
+            "an incident of a kind this build does not know is told as a source alert"
+        );
+        AlertKind::SourceUnhealthy
+    })
 }
 
 /// Builds the notification for a decision on `i`, listing `sessions` (the
@@ -191,7 +194,12 @@ pub fn build_alert(
         _ => AlertStatus::Firing,
     };
     let kind = alert_kind(&i.kind);
-    let title = render::title_for(kind, &i.group, i.session_count, per_day(i), status);
+    // A rate only while it lasts; an incident that ended has a total.
+    let impact = match status {
+        AlertStatus::Firing => per_day(i),
+        AlertStatus::Resolved => i.impact_usd,
+    };
+    let title = render::title_for(kind, &i.group, i.session_count, impact, status);
     let summary = if kind == AlertKind::SourceUnhealthy {
         match status {
             AlertStatus::Firing => format!(
@@ -204,19 +212,26 @@ pub fn build_alert(
             }
         }
     } else {
-        let verb = match decision {
-            Decision::Fire => "started",
-            Decision::Realert => "is still going on",
-            Decision::Resolve { .. } => "stopped",
+        let (rate, end) = match decision {
+            Decision::Fire => (true, "The incident is going on."),
+            Decision::Realert => (true, "The incident is still going on."),
+            Decision::Resolve { .. } => (
+                false,
+                "The incident is over: no finding since its last window.",
+            ),
+        };
+        let rate = if rate {
+            format!(" (about {} a day at this rate)", render::usd(per_day(i)))
+        } else {
+            String::new()
         };
         format!(
-            "rule {} found {} in {} since {}; together they cost ${:.4} more than their peers would have (about ${:.2} a day at this rate). The incident {verb}",
+            "rule {} found {} in {} since {}; together they cost {} more than their peers would have{rate}. {end}",
             i.rule,
             crate::domain::counted(i.session_count, "session"),
             i.group,
             i.started.format("%Y-%m-%d %H:%M UTC"),
-            i.impact_usd,
-            per_day(i)
+            render::usd(i.impact_usd),
         )
     };
     Alert {
@@ -273,10 +288,11 @@ pub fn summary_alert(
                 "going on"
             };
             format!(
-                "{} ({status}): {}, +${:.4}",
-                a.title,
+                "{} in {} ({status}): {}, +{}",
+                a.kind.as_str(),
+                a.group,
                 crate::domain::counted(a.session_count, "session"),
-                a.impact_usd
+                render::usd(a.impact_usd)
             )
         })
         .collect();
@@ -576,5 +592,40 @@ mod tests {
             "{}",
             a.impact_usd_per_day
         );
+    }
+
+    #[test]
+    fn one_alert_gives_one_set_of_figures_and_a_rate_only_while_open() {
+        let mut i = incident();
+        i.impact_usd = 0.0132;
+        let firing = build_alert(&i, Decision::Fire, vec![], t(1), t(1));
+        let text = render::email_text(&firing);
+        // The same rounding in the title, the summary and the facts.
+        let rate = render::usd(per_day(&i));
+        assert!(
+            firing.title.ends_with(&format!("+{rate}/day")),
+            "{}",
+            firing.title
+        );
+        assert!(
+            firing.summary.contains(&format!("about {rate} a day")),
+            "{}",
+            firing.summary
+        );
+        assert!(
+            firing.summary.contains("cost $0.013 more"),
+            "{}",
+            firing.summary
+        );
+        assert!(text.contains("+$0.013 above peers"), "{text}");
+        assert!(!firing.summary.ends_with("started"), "{}", firing.summary);
+        // Over: a total, and no rate anywhere.
+        i.firing = false;
+        let over = build_alert(&i, Decision::Resolve { notify: true }, vec![], t(5), t(5));
+        let text = render::email_text(&over);
+        assert!(over.title.ends_with("+$0.013 in all"), "{}", over.title);
+        for said in [&over.title, &over.summary, &text] {
+            assert!(!said.contains("/day") && !said.contains("a day"), "{said}");
+        }
     }
 }

@@ -46,16 +46,37 @@ pub enum AlertKind {
     Test,
 }
 
+impl From<Kind> for AlertKind {
+    fn from(k: Kind) -> AlertKind {
+        match k {
+            Kind::NoCache => AlertKind::NoCache,
+            Kind::OversizedModel => AlertKind::OversizedModel,
+            Kind::RetryLoop => AlertKind::RetryLoop,
+        }
+    }
+}
+
 impl AlertKind {
     /// The name used in subjects, labels and storage.
     pub fn as_str(self) -> &'static str {
         match self {
-            AlertKind::NoCache => "no_cache",
-            AlertKind::OversizedModel => "oversized_model",
-            AlertKind::RetryLoop => "retry_loop",
+            AlertKind::NoCache => Kind::NoCache.as_str(),
+            AlertKind::OversizedModel => Kind::OversizedModel.as_str(),
+            AlertKind::RetryLoop => Kind::RetryLoop.as_str(),
             AlertKind::CatchUpSummary => "catch_up_summary",
             AlertKind::SourceUnhealthy => "source_unhealthy",
             AlertKind::Test => "test",
+        }
+    }
+
+    /// The alert of an incident of `kind` (a kind of waste, or
+    /// `source_unhealthy`); `None` for a kind this build does not know.
+    pub fn of_incident(kind: &str) -> Option<AlertKind> {
+        match Kind::parse(kind) {
+            Some(k) => Some(AlertKind::from(k)),
+            None => {
+                (kind == AlertKind::SourceUnhealthy.as_str()).then_some(AlertKind::SourceUnhealthy)
+            }
         }
     }
 
@@ -297,5 +318,19 @@ mod tests {
             i.remove("transcript_text");
         }
         assert_eq!(serde_json::to_value(&alert).unwrap(), stored);
+    }
+
+    #[test]
+    fn an_incident_kind_is_read_back_or_refused_never_guessed() {
+        for k in Kind::ALL {
+            assert_eq!(AlertKind::of_incident(k.as_str()), Some(AlertKind::from(k)));
+            assert_eq!(AlertKind::from(k).waste(), Some(k));
+        }
+        assert_eq!(
+            AlertKind::of_incident("source_unhealthy"),
+            Some(AlertKind::SourceUnhealthy)
+        );
+        assert_eq!(AlertKind::of_incident("a_future_kind"), None);
+        assert_eq!(AlertKind::of_incident("catch_up_summary"), None);
     }
 }

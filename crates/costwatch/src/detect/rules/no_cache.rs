@@ -132,7 +132,7 @@ impl Settings for NoCache {
 }
 
 impl RuleSettings for NoCache {
-    const KIND: &'static str = "no_cache";
+    const KIND: &'static str = crate::domain::Kind::NoCache.as_str();
     const REMOVED: &'static [(&'static str, &'static str)] = &[
         ("corroborating_sessions", SINGLE_MISS),
         ("corroborated_min_requests", SINGLE_MISS),

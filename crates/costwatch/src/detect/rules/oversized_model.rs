@@ -82,7 +82,7 @@ const MOVE_READ_FROM_SESSIONS: &str = "costwatch no longer concludes that a grou
 impl Settings for OversizedModel {}
 
 impl RuleSettings for OversizedModel {
-    const KIND: &'static str = "oversized_model";
+    const KIND: &'static str = crate::domain::Kind::OversizedModel.as_str();
     const REMOVED: &'static [(&'static str, &'static str)] = &[
         ("recent_sessions", MOVE_READ_FROM_SESSIONS),
         ("moved_after_sessions", MOVE_READ_FROM_SESSIONS),

@@ -105,7 +105,7 @@ impl Default for RetryLoop {
 impl Settings for RetryLoop {}
 
 impl RuleSettings for RetryLoop {
-    const KIND: &'static str = "retry_loop";
+    const KIND: &'static str = crate::domain::Kind::RetryLoop.as_str();
 
     fn list(rules: &mut Rules) -> &mut Vec<Rule<RetryLoop>> {
         &mut rules.retry_loop

@@ -68,12 +68,15 @@ pub use crate::notify::settings::WebhookShape;
 
 /// Builds an alert title such as
 /// `[costwatch] no_cache in feature=support-agent: 12 sessions, +$4.20/day`;
-/// a resolved alert's title starts with `[costwatch] RESOLVED`.
+/// a resolved alert's title starts with `[costwatch] RESOLVED` and gives
+/// the incident's whole impact instead of a rate (`+$0.084 in all`): an
+/// incident that ended costs nothing a day. `impact_usd` is the day's rate
+/// while firing, the total once resolved.
 pub fn title_for(
     kind: AlertKind,
     group: &str,
     session_count: u64,
-    impact_usd_per_day: f64,
+    impact_usd: f64,
     status: AlertStatus,
 ) -> String {
     let mut title = String::from("[costwatch] ");
@@ -90,11 +93,11 @@ pub fn title_for(
         } else {
             "sessions"
         };
-        let _ = write!(
-            title,
-            ": {session_count} {noun}, +{}/day",
-            usd(impact_usd_per_day)
-        );
+        let per = match status {
+            AlertStatus::Firing => "/day",
+            AlertStatus::Resolved => " in all",
+        };
+        let _ = write!(title, ": {session_count} {noun}, +{}{per}", usd(impact_usd));
     }
     title
 }
@@ -209,15 +212,21 @@ fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
         ("What", what),
         ("Where", group_or_all(&alert.group)),
         ("Labels", labels),
-        (
-            "Impact",
-            format!(
-                "+{} above peers over {}, +{}/day at the current rate",
+        ("Impact", {
+            let mut impact = format!(
+                "+{} above peers over {}",
                 usd(alert.impact_usd),
-                crate::domain::counted(alert.session_count, "session"),
-                usd(alert.impact_usd_per_day)
-            ),
-        ),
+                crate::domain::counted(alert.session_count, "session")
+            );
+            if alert.status == AlertStatus::Firing {
+                let _ = write!(
+                    impact,
+                    ", +{}/day at the current rate",
+                    usd(alert.impact_usd_per_day)
+                );
+            }
+            impact
+        }),
         ("Window", alert.window.to_string()),
         ("Started", rfc3339(alert.starts_at)),
     ];
@@ -242,13 +251,22 @@ fn group_or_all(group: &str) -> String {
     }
 }
 
-/// Dollars for people: cents, or four decimals below one cent.
-fn usd(amount: f64) -> String {
-    if amount != 0.0 && amount.abs() < 0.01 {
-        format!("${amount:.4}")
-    } else {
-        format!("${amount:.2}")
+/// Dollars for people, one rule for every figure of an alert: cents from
+/// a dollar up, two significant digits below (`$0.51`, `$0.013`,
+/// `$0.0038`), so a small sum is never shown as `$0.01` beside its own
+/// `$0.0132`.
+pub fn usd(amount: f64) -> String {
+    if !amount.is_finite() {
+        return "$?".to_owned();
     }
+    let size = amount.abs();
+    if size == 0.0 || size >= 1.0 {
+        return format!("${amount:.2}");
+    }
+    // Two significant digits: the first one's place, plus one.
+    let first = (-size.log10().floor()) as usize;
+    let decimals = (first + 1).clamp(2, 8);
+    format!("${amount:.decimals$}")
 }
 
 fn rfc3339(t: chrono::DateTime<chrono::Utc>) -> String {

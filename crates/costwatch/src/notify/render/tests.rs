@@ -96,7 +96,7 @@ fn titles_name_kind_group_sessions_and_daily_impact() {
             0.5,
             AlertStatus::Resolved
         ),
-        "[costwatch] RESOLVED retry_loop in feature=x: 1 session, +$0.50/day"
+        "[costwatch] RESOLVED retry_loop in feature=x: 1 session, +$0.50 in all"
     );
     assert_eq!(
         title_for(AlertKind::SourceUnhealthy, "", 0, 0.0, AlertStatus::Firing),
@@ -164,7 +164,7 @@ fn text_body_has_what_where_how_much_sessions_evidence_and_investigation() {
         "  \"input_tokens\": 900000",
         "[2026-03-04T10:00:00Z, 2026-03-04T11:00:00Z)",
         "Started:      2026-03-04T10:00:00Z",
-        "Investigation (cost $0.04):",
+        "Investigation (cost $0.037):",
         "The agent rebuilds its prompt every turn.",
         "Fingerprint:  fp-0123456789abcdef",
         "Notification: fp-0123456789abcdef:firing:0",
@@ -216,7 +216,7 @@ fn html_has_sessions_table_and_facts() {
         "<td>+$1.31</td>",
         "<td>$1.75</td>",
         "sess-second-002",
-        "Investigation (cost $0.04)",
+        "Investigation (cost $0.037)",
         "fp-0123456789abcdef:firing:0",
         "&quot;cached_tokens&quot;: 0",
         "2026-03-04T10:00:00Z",

@@ -582,15 +582,9 @@ pub(super) fn short(fingerprint: &str) -> &str {
     fingerprint.get(..12).unwrap_or(fingerprint)
 }
 
-/// Dollars: four decimals below a dollar, two above.
+/// Dollars, as every alert writes them (`notify::render::usd`).
 pub fn usd(x: f64) -> String {
-    if !x.is_finite() {
-        "$?".to_owned()
-    } else if x.abs() < 1.0 {
-        format!("${x:.4}")
-    } else {
-        format!("${x:.2}")
-    }
+    crate::notify::render::usd(x)
 }
 
 /// A window: `2026-10-11 11:00 UTC – 12:00`, the end's date written

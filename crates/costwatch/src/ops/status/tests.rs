@@ -280,7 +280,7 @@ fn each_section_says_none_when_there_is_nothing() {
         "never: no window was committed yet",
         "<dt>Failures</dt><dd>none recorded</dd>",
         "no tick yet",
-        "$0.0000 of $1.00",
+        "$0.00 of $1.00",
         "disabled (investigation.enabled is false)",
     ] {
         assert!(page.contains(line), "{line} in:\n{page}");
@@ -331,7 +331,10 @@ fn a_capped_list_says_there_are_more() {
 #[test]
 fn times_money_and_durations_are_written_for_people() {
     use super::html::{relative, span, usd};
-    assert_eq!(usd(0.02491), "$0.0249");
+    assert_eq!(usd(0.02491), "$0.025");
+    assert_eq!(usd(0.0038), "$0.0038");
+    assert_eq!(usd(0.51), "$0.51");
+    assert_eq!(usd(0.0), "$0.00");
     assert_eq!(usd(4.2), "$4.20");
     assert_eq!(usd(f64::NAN), "$?");
     assert_eq!(span(ChronoDuration::seconds(12)), "12s");
@@ -571,7 +574,7 @@ async fn the_page_is_read_from_the_state_with_each_figure_computed() {
         "held back by silence 1",
         "<code>s-&lt;1&gt;</code>",
         "gateway answered 503 &lt;html&gt;",
-        "$0.1250 of $1.00",
+        "$0.12 of $1.00",
         "checkout retries are being fixed",
     ] {
         assert!(page.contains(text), "{text} in:\n{page}");

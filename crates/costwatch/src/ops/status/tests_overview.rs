@@ -372,7 +372,7 @@ async fn the_top_of_the_page_is_read_from_the_state() {
     );
     assert!(page.contains("<svg class=\"impact\""));
     assert!(page.contains(
-        "$10.25 over the 30 days to Nov 2 (UTC): no_cache $0.7500, oversized_model $6.00, \
+        "$10.25 over the 30 days to Nov 2 (UTC): no_cache $0.75, oversized_model $6.00, \
          retry_loop $3.50. The last 7 days: $10.25, against nothing the 7 days before."
     ));
 }
