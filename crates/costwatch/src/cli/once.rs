@@ -24,7 +24,8 @@ pub async fn once(a: OnceArgs) -> Result<(), Exit> {
     })
     .await?;
     for (kind, (count, impact)) in &kinds {
-        eprintln!("{kind:<16} {count:>6} new findings  +${impact:.4}");
+        let impact = costwatch::notify::render::usd(*impact);
+        eprintln!("{kind:<16} {count:>6} new findings  +{impact}");
     }
     let alerts = costwatch::domain::counted(done.alerts as u64, "alert");
     let queued = if done.channels == 0 && done.alerts > 0 {

@@ -627,5 +627,14 @@ mod tests {
         for said in [&over.title, &over.summary, &text] {
             assert!(!said.contains("/day") && !said.contains("a day"), "{said}");
         }
+        // A catch-up's mix of incidents has a total, not a rate.
+        let span = Window {
+            start: t(0),
+            end: t(5),
+        };
+        let summary = summary_alert(&[firing, over], 5, span, true, t(5));
+        let text = render::email_text(&summary);
+        assert!(!text.contains("/day"), "{text}");
+        assert_eq!(summary.incidents.len(), 2);
     }
 }

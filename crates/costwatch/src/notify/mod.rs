@@ -189,6 +189,13 @@ pub struct Alert {
 }
 
 impl Alert {
+    /// Whether a per-day rate says something: only of one incident of
+    /// waste still going on (not of one that ended, a catch-up's mix, the
+    /// source's health or a test).
+    pub fn has_rate(&self) -> bool {
+        self.status == AlertStatus::Firing && self.kind.waste().is_some()
+    }
+
     /// What to do about it: the top session's line, for an alert about
     /// one incident (a catch-up summary's sessions are of several).
     pub fn what_to_do(&self) -> Option<&str> {

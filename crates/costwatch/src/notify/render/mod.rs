@@ -218,7 +218,7 @@ fn facts(alert: &Alert) -> Vec<(&'static str, String)> {
                 usd(alert.impact_usd),
                 crate::domain::counted(alert.session_count, "session")
             );
-            if alert.status == AlertStatus::Firing {
+            if alert.has_rate() {
                 let _ = write!(
                     impact,
                     ", +{}/day at the current rate",

@@ -3,7 +3,7 @@
 use super::{
     Investigation, group_or_all, is_http_url, one_line, rfc3339, status_str, truncate, usd,
 };
-use crate::notify::{Alert, AlertStatus};
+use crate::notify::Alert;
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use url::Url;
@@ -39,13 +39,14 @@ pub(super) fn slack_body(alert: &Alert, chart: Option<&Url>) -> Value {
         ("Severity", alert.severity.as_str().to_owned()),
         (
             "Impact",
-            match alert.status {
-                AlertStatus::Firing => format!(
+            if alert.has_rate() {
+                format!(
                     "+{} total, +{}/day",
                     usd(alert.impact_usd),
                     usd(alert.impact_usd_per_day)
-                ),
-                AlertStatus::Resolved => format!("+{} in all", usd(alert.impact_usd)),
+                )
+            } else {
+                format!("+{} in all", usd(alert.impact_usd))
             },
         ),
         ("Sessions", alert.session_count.to_string()),
