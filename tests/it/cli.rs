@@ -381,6 +381,26 @@ fn demo_runs_outside_the_repository_on_the_built_in_rules() {
 }
 
 #[test]
+fn a_demo_read_by_head_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    let mut child = costwatch(&["demo", "--days", "1"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `costwatch demo | head -1`: one line read, then the pipe closed.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("costwatch demo"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
 fn the_readme_first_steps_work_from_a_copied_example_config() {
     // `cp config/costwatch.example.yaml costwatch.yaml && costwatch check`,
     // in a folder with no rules of its own.

@@ -8,6 +8,35 @@ use costwatch::backtest;
 use costwatch::detect::{Detector, Finding, Kind};
 use costwatch::printable::printable;
 use costwatch::source::SourceKind;
+use std::io::Write as _;
+
+/// A line on stdout; a reader that went away (`costwatch demo | head`)
+/// ends the demo quietly instead of panicking.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        if let Err(e) = writeln!(std::io::stdout().lock(), $($arg)*) {
+            return closed(e);
+        }
+    };
+}
+
+/// [`say`] without the line's end.
+macro_rules! say_part {
+    ($($arg:tt)*) => {
+        if let Err(e) = write!(std::io::stdout().lock(), $($arg)*) {
+            return closed(e);
+        }
+    };
+}
+
+/// How a failed write ends the demo: a closed pipe is no error.
+fn closed(e: std::io::Error) -> Result<(), Exit> {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(Exit::Failed(e.into()))
+    }
+}
 
 pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
     let kind = a.source;
@@ -16,14 +45,14 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
     }
     let detector = default_detector(a.rules.as_deref())?;
     let form = kind.facts().reads;
-    println!(
+    say!(
         "costwatch demo: the real pipeline against the built-in gateway simulator on 127.0.0.1,\n\
          read as {form} (source.kind: {kind})\n"
     );
 
     // 1. The seed window: one example of each kind of waste beside its fixed twin.
     let seed = app::seed_demo().await?;
-    println!(
+    say!(
         "1. Seed window ({} .. {}), served at {}",
         seed.from.format("%Y-%m-%d %H:%M"),
         seed.to.format("%H:%M"),
@@ -32,7 +61,7 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
     let seed_truth = seed.truth.clone();
     let replay = seed.replay(detector.clone(), kind).await?;
     for f in &replay.findings {
-        println!(
+        say!(
             "   {:<15} {:<30} +${:.5}  {}",
             f.kind.as_str(),
             printable(&f.session_id),
@@ -40,7 +69,7 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
             printable(&f.explanation)
         );
     }
-    print!(
+    say_part!(
         "{}",
         indent(&backtest::score_table(&backtest::score(
             &replay.findings,
@@ -51,7 +80,7 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
 
     // 2. Days of labelled traffic with incidents and look-alikes.
     let traffic = app::traffic_demo(a.seed, a.days);
-    println!(
+    say!(
         "\n2. {} days of simulated traffic (seed {}): {} sessions, {} requests",
         traffic.params.days,
         traffic.params.seed,
@@ -59,7 +88,7 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
         traffic.dataset.request_count()
     );
     let (replay, elapsed) = traffic.replay(detector, kind).await?;
-    println!(
+    say!(
         "   {} windows of 15 minutes, {} session rows, {} request drill-downs, {:.1} s",
         replay.windows,
         replay.sessions,
@@ -70,14 +99,14 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
         let of_kind: Vec<&Finding> = replay.findings.iter().filter(|f| f.kind == kind).collect();
         // A fold from +0.0: an empty float sum is -0.0, printed "$-0.0000".
         let impact = of_kind.iter().fold(0.0, |sum, f| sum + f.impact_usd);
-        println!(
+        say!(
             "\n   {kind}: {} sessions, ${impact:.4} above their peers",
             of_kind.len()
         );
         let mut top = of_kind.clone();
         top.sort_by(|a, b| b.impact_usd.total_cmp(&a.impact_usd));
         for f in top.iter().take(3) {
-            println!(
+            say!(
                 "     {} {} +${:.5}\n       {}",
                 f.window.start.format("%m-%d %H:%M"),
                 printable(&f.session_id),
@@ -86,8 +115,8 @@ pub async fn demo(a: DemoArgs) -> Result<(), Exit> {
             );
         }
     }
-    println!("\n   Against the simulator's truth:");
-    print!(
+    say!("\n   Against the simulator's truth:");
+    say_part!(
         "{}",
         indent(&backtest::score_table(&backtest::score(
             &replay.findings,
@@ -106,11 +135,11 @@ async fn investigation(detector: &Detector, kind: SourceKind) -> Result<(), Exit
         SourceKind::Reference => "the simulated gateway's MCP tools",
         _ => "costwatch's own log tools over the source",
     };
-    println!("\n   Alerts, each escalated to an investigation ({tools}, scripted model):");
+    say!("\n   Alerts, each escalated to an investigation ({tools}, scripted model):");
     for a in alerts {
-        println!("   {}", printable(&a.title));
+        say!("   {}", printable(&a.title));
         if let Some(inv) = &a.investigation {
-            println!(
+            say!(
                 "     investigation: {}, {}, {} input + {} output tokens, ${:.6}, {}",
                 costwatch::domain::counted(inv.rounds, "round"),
                 costwatch::domain::counted(inv.tool_calls, "tool call"),
@@ -119,7 +148,7 @@ async fn investigation(detector: &Detector, kind: SourceKind) -> Result<(), Exit
                 inv.cost_usd,
                 inv.stop_reason
             );
-            println!("     answer: {}", printable(&inv.summary));
+            say!("     answer: {}", printable(&inv.summary));
         }
     }
     Ok(())
@@ -153,7 +182,7 @@ async fn serve(
         String::new()
     };
     let (api_url, extra) = app::simulator_env(&sim, kind);
-    println!(
+    say!(
         "costwatch demo: serving {} days of simulated traffic (seed {seed}, {} sessions, \
          the days before {}) until stopped\n\n\
          {extra}COSTWATCH_SOURCE__API_URL={api_url}\n\
