@@ -49,11 +49,19 @@ pub async fn once(
     let escalation = super::escalation(cfg, Some(window_source)).await?;
     let mut linked = cfg.clone();
     super::complete_links(&mut linked).await;
-    let alerts = queue_alerts(&linked, pipeline.store(), escalation.as_ref(), &clock).await?;
+    let names: Vec<String> = channels(cfg)?.iter().map(|c| c.name().to_owned()).collect();
+    let alerts = queue_alerts(
+        &linked,
+        pipeline.store(),
+        escalation.as_ref(),
+        &names,
+        &clock,
+    )
+    .await?;
     Ok(OnceReport {
         windows: reports.len(),
         alerts,
-        channels: channels(cfg)?.len(),
+        channels: names.len(),
     })
 }
 
@@ -64,6 +72,7 @@ async fn queue_alerts(
     cfg: &Config,
     store: &SqlStore,
     escalation: Option<&crate::escalate::Escalation>,
+    channels: &[String],
     clock: &Arc<dyn Clock>,
 ) -> Result<usize, AppError> {
     use crate::store::WindowStore;
@@ -78,10 +87,9 @@ async fn queue_alerts(
     if let Some(escalation) = escalation {
         escalation.enrich(store, &mut plan.alerts, clock).await?;
     }
-    let names: Vec<String> = channels(cfg)?.iter().map(|c| c.name().to_owned()).collect();
     let deadline = now
         + chrono::Duration::from_std(policy.delivery_deadline).unwrap_or(chrono::Duration::days(1));
-    plan.enqueue(store, &names, now, deadline).await?;
+    plan.enqueue(store, channels, now, deadline).await?;
     crate::alerting::silences::record_held_back(store, &plan).await?;
     Ok(plan.alerts.len())
 }

@@ -197,11 +197,10 @@ impl Alert {
     }
 
     /// What to do about it: the top session's line, for an alert about
-    /// one incident (a catch-up summary's sessions are of several).
+    /// one incident of waste (a catch-up summary's sessions are of
+    /// several).
     pub fn what_to_do(&self) -> Option<&str> {
-        if !self.incidents.is_empty() {
-            return None;
-        }
+        self.kind.waste()?;
         self.sessions
             .first()
             .map(|s| s.what_to_do.as_str())
